@@ -1,0 +1,31 @@
+# Two commands: `make lab` opens the course, `make test` runs every test.
+# Both create .venv on first use (needs only python3 and make).
+
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+PORT   ?= 8888
+
+.PHONY: lab test lint clean help
+
+help:
+	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
+	@echo "make test   run the unit tests and every notebook (nbval)"
+	@echo "make clean  remove .venv"
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
+	touch $(STAMP)
+
+lab: $(STAMP)
+	$(BIN)/jupyter lab --port=$(PORT) notebooks/00_start_here.ipynb
+
+test: $(STAMP)
+	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools
+	$(BIN)/python -m pytest
+
+clean:
+	rm -rf $(VENV)

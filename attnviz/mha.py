@@ -1,0 +1,94 @@
+"""Multi-head attention as a module, built on the core's attention function."""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from ._validate import check_mask, require_positive_int, require_tensor, shape_str
+from .core import scaled_dot_product_attention
+
+__all__ = ["MultiHeadAttention"]
+
+
+class MultiHeadAttention(nn.Module):
+    """Multi-head attention, batch first.
+
+    ``W_q``, ``W_k``, ``W_v`` and ``W_o`` are each ``nn.Linear(d_model, d_model)``.
+    Each head works in ``d_k = d_model // n_heads`` features and its scores
+    are divided by ``√d_k`` (the per-head size, not ``d_model``).
+
+    ``forward(x, context=None, mask=None)`` returns ``(output, weights)``:
+        x: ``(batch, n_q, d_model)``, the positions asking (queries).
+        context: ``(batch, n_k, d_model)`` or None. None means self-attention
+        (keys and values from ``x``); given, it is cross-attention (keys and
+        values from ``context``).
+        mask: bool (True = may attend) or float (added), broadcasting to
+        ``(batch, n_q, n_k)`` or ``(batch, n_heads, n_q, n_k)``. A mask with
+        3 or fewer dimensions is applied to every head.
+        output: ``(batch, n_q, d_model)``; weights: ``(batch, n_heads, n_q, n_k)``.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, bias: bool = False):
+        super().__init__()
+        d_model = require_positive_int(d_model, "d_model")
+        n_heads = require_positive_int(n_heads, "n_heads")
+        if d_model % n_heads:
+            divisors = [h for h in range(1, d_model + 1) if d_model % h == 0]
+            raise ValueError(
+                f"d_model={d_model} is not divisible by n_heads={n_heads}: each head gets "
+                f"d_model / n_heads features, which must be a whole number. "
+                f"n_heads could be one of {divisors}."
+            )
+        self.d_model = d_model
+        self.n_heads = n_heads
+        self.d_k = d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=bias)
+        self.W_k = nn.Linear(d_model, d_model, bias=bias)
+        self.W_v = nn.Linear(d_model, d_model, bias=bias)
+        self.W_o = nn.Linear(d_model, d_model, bias=bias)
+
+    def _check_input(self, tensor, name: str) -> None:
+        require_tensor(tensor, name)
+        if tensor.dim() != 3 or tensor.shape[-1] != self.d_model:
+            raise ValueError(
+                f"{name} has shape {shape_str(tensor.shape)} but MultiHeadAttention expects "
+                f"(batch, positions, d_model) with d_model={self.d_model}"
+                + (f"; its last dimension is {tensor.shape[-1]}" if tensor.dim() == 3 else
+                   f"; it has {tensor.dim()} dimensions instead of 3")
+                + "."
+            )
+
+    def split_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, n, d_model)`` → ``(batch, n_heads, n, d_k)``."""
+        batch, n, _ = x.shape
+        return x.view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+
+    def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, n_heads, n, d_k)`` → ``(batch, n, d_model)``."""
+        batch, _, n, _ = x.shape
+        return x.transpose(1, 2).contiguous().view(batch, n, self.d_model)
+
+    def forward(self, x, context=None, mask=None):
+        self._check_input(x, "x")
+        if context is None:
+            context = x
+        else:
+            self._check_input(context, "context")
+            if context.shape[0] != x.shape[0]:
+                raise ValueError(
+                    f"x has batch size {x.shape[0]} (dimension 0) but context has "
+                    f"{context.shape[0]}; they must match."
+                )
+        batch, n_q, n_k = x.shape[0], x.shape[1], context.shape[1]
+        if mask is not None:
+            if isinstance(mask, torch.Tensor) and mask.dim() <= 3:
+                check_mask(mask, (batch, n_q, n_k))
+                mask = mask.unsqueeze(-3)  # (batch, 1, n_q, n_k): the same mask for every head
+            else:
+                check_mask(mask, (batch, self.n_heads, n_q, n_k))
+        query = self.split_heads(self.W_q(x))        # (batch, n_heads, n_q, d_k)
+        key = self.split_heads(self.W_k(context))    # (batch, n_heads, n_k, d_k)
+        value = self.split_heads(self.W_v(context))  # (batch, n_heads, n_k, d_k)
+        heads, weights = scaled_dot_product_attention(query, key, value, mask)
+        return self.W_o(self.merge_heads(heads)), weights
