@@ -25,9 +25,10 @@ def write(path, cells):
         if tags:
             cell.metadata["tags"] = list(tags)
         nb.cells.append(cell)
-    for cell in nb.cells:
-        cell.pop("id", None)
-    nb.nbformat, nb.nbformat_minor = 4, 4
+    # deterministic cell ids, so JupyterLab does not mark a freshly opened notebook as modified
+    for index, cell in enumerate(nb.cells):
+        cell["id"] = f"cell-{index:03d}"
+    nb.nbformat, nb.nbformat_minor = 4, 5
     nbformat.write(nb, path)
 
 
