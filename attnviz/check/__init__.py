@@ -1,0 +1,20 @@
+"""Checkers that run a learner's attention code and name the classic mistake it makes.
+
+``check_attention(fn)``, ``check_multi_head(cls)``, ``check_causal_mask(fn)`` and
+``check_padding_mask(fn)`` each return a :class:`CheckResult` with ``.passed``
+and ``.bug`` (a bug id, see :mod:`attnviz.zoo`, or None) that shows itself in a
+notebook as a short verdict: what is wrong, how it shows, the one-line fix.
+Learner code that raises, returns the wrong thing, changes its inputs or runs
+too long gets a verdict too; nothing it does escapes as an exception.
+
+Torch only (no ipywidgets or plotly).
+"""
+
+from ._catalog import BUGS
+from ._verdict import CheckResult
+from .attention import check_attention
+from .masks import check_causal_mask, check_padding_mask
+from .multi_head import check_multi_head
+
+__all__ = ["check_attention", "check_multi_head", "check_causal_mask", "check_padding_mask",
+           "CheckResult", "BUGS"]

@@ -1,0 +1,100 @@
+"""The result of a check: a small object that shows itself as a friendly verdict."""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field
+
+from ._catalog import BUGS
+
+__all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem"]
+
+# status -> (icon, border colour, background); colours readable when projected
+_LOOK = {
+    "passed": ("✓", "#1b7f3b", "#eef8f1"),
+    "bug": ("✗", "#b3261e", "#fdf0ef"),
+    "problem": ("✗", "#b3261e", "#fdf0ef"),
+    "not_implemented": ("…", "#5f6368", "#f3f4f6"),
+}
+
+
+@dataclass
+class CheckResult:
+    """What a checker found.
+
+    ``passed`` (bool) and ``bug`` (a bug id from :mod:`attnviz.zoo`, or None)
+    are the machine-readable part. ``status`` is 'passed', 'bug' (a known bug
+    was recognised), 'problem' (something is wrong that matches no known bug;
+    ``observed`` says what) or 'not_implemented'. ``headline``, ``what``,
+    ``shows``, ``fix`` and ``observed`` are the verdict's words.
+    """
+
+    passed: bool
+    bug: str | None
+    status: str
+    checked: str
+    headline: str
+    what: str = ""
+    shows: str = ""
+    fix: str = ""
+    observed: list[str] = field(default_factory=list)
+
+    def _lines(self):
+        rows = []
+        if self.what:
+            rows.append(("What is wrong", self.what))
+        if self.shows:
+            rows.append(("How it shows", self.shows))
+        label = "Checked" if self.status == "passed" else "Observed"
+        for note in self.observed:
+            rows.append((label, note))
+        if self.fix:
+            rows.append(("Fix", self.fix))
+        return rows
+
+    def __repr__(self) -> str:
+        icon = _LOOK[self.status][0]
+        bug = f" [bug: {self.bug}]" if self.bug else ""
+        text = [f"{icon} {self.checked}: {self.headline}{bug}"]
+        text += [f"  {label}: {value}" for label, value in self._lines()]
+        return "\n".join(text)
+
+    def _repr_html_(self) -> str:
+        icon, colour, background = _LOOK[self.status]
+        esc = html.escape
+        bug = (f' <span style="font-size:0.85em;color:#555">(bug id: <code>{esc(self.bug)}</code>)</span>'
+               if self.bug else "")
+        rows = []
+        for label, value in self._lines():
+            body = f"<code>{esc(value)}</code>" if label == "Fix" else esc(value)
+            rows.append(
+                f'<div style="margin:0.25em 0"><b>{esc(label)}:</b> {body}</div>'
+            )
+        return (
+            f'<div class="attnviz-verdict attnviz-{self.status}" style="border-left:6px solid {colour};'
+            f'background:{background};padding:0.6em 0.9em;margin:0.4em 0;font-size:1.05em;'
+            f'line-height:1.45;color:#1f1f1f">'
+            f'<div style="font-weight:600;color:{colour}">{icon} {esc(self.checked)}: '
+            f'{esc(self.headline)}{bug}</div>{"".join(rows)}</div>'
+        )
+
+
+def passed(checked: str, headline: str, observed=None) -> CheckResult:
+    return CheckResult(True, None, "passed", checked, headline, observed=list(observed or []))
+
+
+def bug_found(checked: str, bug_id: str, observed=None, fix=None) -> CheckResult:
+    bug = BUGS[bug_id]
+    return CheckResult(False, bug_id, "bug", checked, f"found a known bug, {bug_id.replace('_', ' ')}",
+                       what=bug.what, shows=bug.shows, fix=fix or bug.fix, observed=list(observed or []))
+
+
+def not_implemented(checked: str, hint: str = "") -> CheckResult:
+    observed = [f"Hint: {hint}"] if hint else []
+    return CheckResult(False, None, "not_implemented", checked,
+                       "not yet implemented. Replace the raise NotImplementedError line with your code, "
+                       "run that cell, then run this one again.", observed=observed)
+
+
+def problem(checked: str, headline: str, observed, fix: str = "") -> CheckResult:
+    return CheckResult(False, None, "problem", checked, headline, fix=fix, observed=list(observed))

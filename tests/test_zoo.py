@@ -1,0 +1,197 @@
+"""The bug zoo: every member is named by its own id, and every correct alternative passes."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+import attnviz
+from attnviz import zoo
+from attnviz.check import BUGS, check_attention, check_causal_mask, check_multi_head, check_padding_mask
+
+ISSUE_IDS = {
+    "missing_scale", "wrong_scale", "scale_after_softmax", "softmax_wrong_axis", "scores_transposed",
+    "mask_inverted", "mask_after_softmax", "mask_fill_zero", "nan_on_fully_masked_row", "forgot_values",
+    "heads_split_without_transpose", "heads_merged_without_transpose", "heads_averaged", "scale_by_d_model",
+    "missing_output_projection", "causal_future_visible", "causal_excludes_self", "padding_masks_queries",
+}
+
+
+def test_zoo_holds_every_bug_id_from_the_issue_and_each_has_verdict_words():
+    assert ISSUE_IDS <= set(zoo.BUG_IDS)
+    for bug_id in zoo.BUG_IDS:
+        bug = BUGS[bug_id]
+        assert bug.what and bug.shows and bug.fix, bug_id
+
+
+@pytest.mark.parametrize("bug_id", sorted(zoo.ATTENTION_BUGS))
+def test_each_attention_bug_is_named_by_its_own_id(bug_id):
+    result = check_attention(zoo.ATTENTION_BUGS[bug_id])
+    assert not result.passed
+    assert result.bug == bug_id, repr(result)
+
+
+@pytest.mark.parametrize("bug_id", sorted(zoo.MULTI_HEAD_BUGS))
+def test_each_multi_head_bug_is_named_by_its_own_id(bug_id):
+    result = check_multi_head(zoo.MULTI_HEAD_BUGS[bug_id])
+    assert not result.passed
+    assert result.bug == bug_id, repr(result)
+
+
+@pytest.mark.parametrize("bug_id", ["missing_scale", "softmax_wrong_axis", "mask_inverted", "mask_fill_zero"])
+def test_an_attention_bug_inside_multi_head_is_named_too(bug_id):
+    cls = lambda d_model, n_heads: zoo.MultiHeadWith(d_model, n_heads, attention=zoo.ATTENTION_BUGS[bug_id])
+    assert check_multi_head(cls).bug == bug_id
+
+
+@pytest.mark.parametrize("bug_id", sorted(zoo.CAUSAL_MASK_BUGS))
+def test_each_causal_mask_bug_is_named(bug_id):
+    result = check_causal_mask(zoo.CAUSAL_MASK_BUGS[bug_id])
+    assert not result.passed and result.bug == bug_id, repr(result)
+
+
+@pytest.mark.parametrize("bug_id", sorted(zoo.PADDING_MASK_BUGS))
+def test_each_padding_mask_bug_is_named(bug_id):
+    result = check_padding_mask(zoo.PADDING_MASK_BUGS[bug_id])
+    assert not result.passed and result.bug == bug_id, repr(result)
+
+
+def test_get_finds_members_and_rejects_unknown_ids():
+    assert zoo.get("missing_scale") is zoo.missing_scale
+    assert zoo.get("mask_inverted", "causal") is zoo.causal_mask_inverted
+    with pytest.raises(KeyError, match="known ids"):
+        zoo.get("no_such_bug")
+
+
+def test_zoo_members_really_differ_from_the_reference():
+    """Each attention bug changes the numbers on an ordinary masked input (not only on edge cases)."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(4, 16), torch.randn(4, 16), torch.randn(4, 3)
+    mask = attnviz.causal_mask(4)
+    expected, _ = attnviz.scaled_dot_product_attention(q, k, v, mask)
+    for bug_id, fn in zoo.ATTENTION_BUGS.items():
+        output, _ = fn(q, k, v, mask)
+        same = output.shape == expected.shape and torch.allclose(output, expected, atol=1e-4)
+        assert not same or bug_id == "nan_on_fully_masked_row", bug_id
+
+
+# ---- correct alternatives: written differently, all must pass -------------------------------------
+
+def einsum_version(q, k, v, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return torch.einsum("...qk,...kv->...qv", weights, v)
+
+
+def scale_q_first(q, k, v, mask=None):
+    q = q / math.sqrt(q.shape[-1])
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not(), torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def additive_float_mask(q, k, v, mask=None):
+    scores = q @ k.mT / q.shape[-1] ** 0.5
+    if mask is not None:
+        scores = scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, -1e9)
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+def finfo_min_fill(q, k, v, mask=None):
+    scores = torch.matmul(q, k.transpose(-1, -2)) * (1.0 / math.sqrt(k.size(-1)))
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def fused_wrapper(q, k, v, mask=None):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+def loop_over_queries(q, k, v, mask=None):
+    """A slow but correct version: one query row at a time."""
+    rows = []
+    for i in range(q.shape[-2]):
+        scores = (q[..., i:i + 1, :] @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])   # (..., 1, n_k)
+        if mask is not None:
+            row_mask = mask[..., i:i + 1, :]
+            scores = scores.masked_fill(~row_mask, float("-inf"))
+        weights = torch.softmax(scores, dim=-1)
+        weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
+        rows.append(weights @ v)
+    return torch.cat(rows, dim=-2)
+
+
+@pytest.mark.parametrize("fn", [einsum_version, scale_q_first, additive_float_mask, finfo_min_fill,
+                                fused_wrapper, loop_over_queries, attnviz.scaled_dot_product_attention],
+                         ids=lambda f: f.__name__)
+def test_correct_attention_alternatives_pass(fn):
+    result = check_attention(fn)
+    assert result.passed and result.bug is None, repr(result)
+
+
+class LoopOverHeads(nn.Module):
+    """Multi-head attention written as a Python loop over the heads' feature slices."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.W_q, self.W_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.W_v, self.W_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+
+    def forward(self, x, mask=None):
+        query, key, value = self.W_q(x), self.W_k(x), self.W_v(x)
+        heads = []
+        for h in range(self.n_heads):
+            part = slice(h * self.d_k, (h + 1) * self.d_k)
+            out, _ = attnviz.scaled_dot_product_attention(query[..., part], key[..., part], value[..., part],
+                                                         mask)
+            heads.append(out)
+        return self.W_o(torch.cat(heads, dim=-1))
+
+
+class FusedHeads(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.h = n_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        split = lambda t: t.reshape(batch, n, self.h, d_model // self.h).permute(0, 2, 1, 3)
+        out = F.scaled_dot_product_attention(split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x)),
+                                             attn_mask=mask)
+        return self.W_o(out.permute(0, 2, 1, 3).reshape(batch, n, d_model))
+
+
+@pytest.mark.parametrize("cls", [LoopOverHeads, FusedHeads, attnviz.MultiHeadAttention, zoo.MultiHeadWith],
+                         ids=lambda c: c.__name__)
+def test_correct_multi_head_alternatives_pass(cls):
+    result = check_multi_head(cls)
+    assert result.passed and result.bug is None, repr(result)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda n: torch.ones(n, n, dtype=torch.bool).tril(),
+    lambda n: torch.arange(n)[:, None] >= torch.arange(n)[None, :],
+    lambda n: ~torch.ones(n, n, dtype=torch.bool).triu(1),
+    attnviz.causal_mask,
+])
+def test_correct_causal_masks_pass(fn):
+    assert check_causal_mask(fn).passed
+
+
+@pytest.mark.parametrize("fn", [
+    attnviz.padding_mask,
+    lambda lengths, n: (torch.arange(n)[None, :] < lengths[:, None])[:, None, :],
+    lambda lengths, n: (torch.arange(n) < lengths[:, None, None]).expand(len(lengths), n, n),
+])
+def test_correct_padding_masks_pass(fn):
+    assert check_padding_mask(fn).passed
