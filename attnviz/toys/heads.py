@@ -126,7 +126,7 @@ def train_heads(
     d_model: int = 32,
     vocab: int = 8,
     length: int = 10,
-    steps: int = 250,
+    steps: int = 150,
     batch: int = 64,
     lr: float = 0.02,
     eval_batch: int = 256,
