@@ -45,7 +45,7 @@ class CheckResult:
             rows.append(("What is wrong", self.what))
         if self.shows:
             rows.append(("How it shows", self.shows))
-        label = "Checked" if self.status == "passed" else "Observed"
+        label = {"passed": "Checked", "not_implemented": "Hint"}.get(self.status, "Observed")
         for note in self.observed:
             rows.append((label, note))
         if self.fix:
@@ -90,7 +90,7 @@ def bug_found(checked: str, bug_id: str, observed=None, fix=None) -> CheckResult
 
 
 def not_implemented(checked: str, hint: str = "") -> CheckResult:
-    observed = [f"Hint: {hint}"] if hint else []
+    observed = [hint] if hint else []
     return CheckResult(False, None, "not_implemented", checked,
                        "not yet implemented. Replace the raise NotImplementedError line with your code, "
                        "run that cell, then run this one again.", observed=observed)

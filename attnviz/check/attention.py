@@ -210,7 +210,7 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
                 f"On {bad.name} ({bad.shapes()}) the second thing returned has the weights' shape "
                 f"but different numbers. Return the softmax of the scaled, masked scores."])
         return _verdict.passed(NAME, f"correct on all {len(probes)} test inputs.", [
-            "Tested: n_q ≠ n_k, a batch of heads, masks that are not symmetric, a fully masked query "
+            "n_q ≠ n_k, a batch of heads, masks that are not symmetric, and a fully masked query "
             "row (your result there is finite, as it should be)."])
 
     for bug_id, known in zoo_outcomes.items():

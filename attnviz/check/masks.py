@@ -149,7 +149,7 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
 
     if all(torch.equal(g, e) for g, e in zip(got_full, expected_full, strict=True)):
         return _verdict.passed(name, "correct: padding keys are blocked for every query.",
-                               ["Tested with lengths [2, 5, 1, 3] (n=5) and [4, 0] (n=4)."])
+                               ["lengths [2, 5, 1, 3] with n=5, and [4, 0] with n=4."])
     cases_zoo = {bug_id: [fn_(lengths, n).expand(len(lengths), n, n) for lengths, n in _PADDING_CASES]
                  for bug_id, fn_ in zoo.PADDING_MASK_BUGS.items()}
     found = _match(name, "padding", got_full, cases_zoo)

@@ -162,7 +162,7 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
         if modified:
             return _verdict.bug_found(NAME, "modifies_inputs", ["The outputs are right.", modified_note])
         return _verdict.passed(NAME, f"correct on all {len(probes)} test inputs.", [
-            f"Tested with d_model={D_MODEL}, n_heads={N_HEADS} and known weights: no mask, a mask that "
+            f"d_model={D_MODEL}, n_heads={N_HEADS} and known weights: no mask, a mask that "
             f"is not symmetric, and a fully masked position."])
 
     first_bad = live_right.index(False)

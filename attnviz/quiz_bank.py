@@ -1,0 +1,316 @@
+"""The course's multiple-choice questions, one bank per notebook (01 to 06).
+
+Written from the course's learning goals and its interview drill. Each
+question has exactly one right answer, and every option carries feedback:
+the right one says why it is right, each wrong one says why it is wrong.
+Facts the answers state about today's PyTorch (fused function on a fully
+masked row, float16 fills, default scale) are measured in tests/test_quiz.py.
+
+Kept as Python data, not JSON files, so an installed package carries it.
+``QUIZZES[nn]`` is a list of questions in jupyterquiz's format:
+``{"question", "type": "multiple_choice", "answers": [{"answer", "correct", "feedback"}]}``.
+Text may use `backticks` for code; it is HTML-escaped when built.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+__all__ = ["QUIZZES", "RIGHT", "WRONG"]
+
+RIGHT, WRONG = "Right.", "Not quite."
+
+
+def _markup(text: str) -> str:
+    """Escape HTML, then turn `code` into <code>code</code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
+
+
+def _mc(question, *answers):
+    """``answers``: (text, is_correct, why). Feedback starts with 'Right.' or 'Not quite.'
+    so the verdict never depends on colour alone."""
+    return {
+        "question": _markup(question),
+        "type": "multiple_choice",
+        "answers": [
+            {"answer": _markup(text), "correct": bool(ok),
+             "feedback": _markup(f"{RIGHT if ok else WRONG} {why}")}
+            for text, ok, why in answers
+        ],
+    }
+
+
+QUIZZES = {
+    "01": [
+        _mc("In the soft-lookup picture of attention, what is a key for?",
+            ("It says what the position contributes to the output when it is attended to.", False,
+             "That is the value. A key is only ever compared with queries; it never reaches the output."),
+            ("It advertises what its position holds, so that queries can be compared with it.", True,
+             "Each query is scored against every key; the values are what those scores then blend."),
+            ("It says what the position is looking for.", False,
+             "That is the query: the side doing the asking."),
+            ("It records the position's index so attention knows the word order.", False,
+             "Attention has no built-in notion of order; keys are learned from content, and position "
+             "information has to be added separately.")),
+        _mc("An ordinary dictionary returns exactly one value for a key. What does attention return for "
+            "one query?",
+            ("The value whose key matches the query best.", False,
+             "That would be a hard lookup. Attention only comes close to it when one score dwarfs the "
+             "rest (a very low temperature); normally it blends."),
+            ("The key that matches best.", False,
+             "Keys are only used for matching; the answer is made of values."),
+            ("A weighted average of all the values, weighted by how well each key matches.", True,
+             "Nothing is picked; everything is mixed in proportion to relevance, and the weights sum to 1."),
+            ("The plain sum of all the values.", False,
+             "The values are weighted by the match, and the weights sum to 1, so it is an average that "
+             "favours good matches, not a sum.")),
+        _mc("In an encoder-decoder translation model, where do the queries, keys and values of the "
+            "decoder's cross-attention come from?",
+            ("All three from the decoder's own positions.", False,
+             "That is the decoder's self-attention. Cross-attention is how it consults the encoder."),
+            ("Queries from the encoder; keys and values from the decoder.", False,
+             "Backwards: the decoder is the side asking, so the queries are its own."),
+            ("Queries from the decoder; keys and values from the encoder's output.", True,
+             "The decoder asks; the source sentence, through the encoder, answers."),
+            ("Keys from the encoder; queries and values from the decoder.", False,
+             "Keys and values come in pairs from the same positions: each key has exactly one value.")),
+        _mc("Before the softmax you divide every score by a temperature of 0.2 instead of 1. What happens "
+            "to a query's weights?",
+            ("They get sharper: the best-matching key takes more of the weight.", True,
+             "Dividing by a number below 1 spreads the scores apart, and the softmax exaggerates gaps."),
+            ("They get flatter, closer to a plain average.", False,
+             "That is what a temperature above 1 does."),
+            ("A different key becomes the best match.", False,
+             "Dividing by a positive number keeps the order of the scores; only the gaps change."),
+            ("They stop summing to 1.", False,
+             "The softmax makes every row sum to 1 whatever the scores are.")),
+    ],
+    "02": [
+        _mc("Which order of steps is scaled dot-product attention?",
+            ("scores = q·kᵀ, divide by √d_k, mask, softmax over the keys, multiply by v", True,
+             "Score, scale, mask, normalise, mix: six lines, in this order."),
+            ("scores = q·kᵀ, softmax, divide by √d_k, mask, multiply by v", False,
+             "Scaling or masking after the softmax leaves rows that no longer sum to 1, and the softmax "
+             "has already seen the unscaled scores."),
+            ("scores = q·kᵀ, mask, softmax, multiply by v, divide the output by √d_k", False,
+             "Dividing the output only shrinks it; the softmax still saw unscaled scores and may be "
+             "saturated."),
+            ("scores = k·qᵀ, divide by √d_k, mask, softmax over the last axis, multiply by v", False,
+             "k·qᵀ has one row per key, not per query; it fails as soon as n_q differs from n_k.")),
+        _mc("q has shape (n_q, d_k), k is (n_k, d_k) and v is (n_k, d_v). What are the shapes of the "
+            "weights and of the output?",
+            ("weights (n_q, n_k), output (n_q, d_v)", True,
+             "One row of weights per query, one weight per key; each output row is a blend of values, "
+             "so it has the values' width."),
+            ("weights (n_k, n_q), output (n_k, d_v)", False,
+             "That is one row per key. Each query needs its own row of weights and its own output."),
+            ("weights (n_q, n_k), output (n_q, d_k)", False,
+             "The output is made of values, so it has their width d_v; d_k only matters for matching."),
+            ("weights (n_q, d_k), output (n_q, d_v)", False,
+             "The feature dimension d_k is summed away by the dot product; weights have one entry per key.")),
+        _mc("Over which axis of the (n_q, n_k) score matrix is the softmax taken?",
+            ("Over the queries (dim=-2), so each key's column sums to 1.", False,
+             "Then a query's weights no longer sum to 1 and its output is not an average of the values."),
+            ("Over the keys (dim=-1), so each query's row sums to 1.", True,
+             "Each query shares out one unit of attention among the keys."),
+            ("Over all entries at once, so the whole matrix sums to 1.", False,
+             "Then every query gets only a small slice of one shared budget."),
+            ("Over the feature dimension d_k.", False,
+             "The scores have no feature dimension left; the dot product summed it away.")),
+        _mc("Row i, column j of the attention weights holds 0.7. What does that say?",
+            ("Query i takes 70% of its output from value j.", True,
+             "Row i is query i's blend; entry j is value j's share in it."),
+            ("Value i is 70% similar to value j.", False,
+             "Values are never compared with each other; queries are compared with keys."),
+            ("Position j will come after position i with probability 0.7.", False,
+             "Attention weights are not predictions about order; they are shares of a blend."),
+            ("Query j takes 70% of its output from value i.", False,
+             "Rows are queries and columns are keys, not the other way round.")),
+    ],
+    "03": [
+        _mc("Why are the scores divided by √d_k?",
+            ("To keep the numbers small, so that nothing overflows in float16 or float32.", False,
+             "Smaller numbers are a side effect, not the reason, and the softmax is computed stably "
+             "anyway. The reason is the gradient: without the division the softmax saturates and "
+             "almost stops learning."),
+            ("The dot products' variance grows with d_k, so the softmax saturates into a near one-hot "
+             "pick with almost no gradient; dividing by √d_k keeps the variance at 1.", True,
+             "Variance argument plus gradient argument: that is the whole answer."),
+            ("So that each row of weights sums to 1, as a probability distribution must.", False,
+             "The softmax does that by itself, at any scale."),
+            ("It is a convention from the original paper; any fixed constant, such as 10, would work "
+             "as well.", False,
+             "The right constant depends on d_k: with a fixed one, saturation comes back as d_k grows.")),
+        _mc("The entries of q and k are independent, with mean 0 and variance 1, and d_k = 64. What is "
+            "the standard deviation of q·k?",
+            ("64", False, "That is the variance: the sum of 64 terms of variance 1."),
+            ("8", True, "The variance is d_k = 64, so the standard deviation is √64 = 8."),
+            ("1", False, "That is the spread after dividing by √d_k."),
+            ("0", False, "That is the mean.")),
+        _mc("One weight in a row is 0.999 and the rest are nearly 0. What does that do to the gradient "
+            "flowing back into that row's scores?",
+            ("It is almost zero, so the scores barely change during training.", True,
+             "The softmax's derivative is w_i(δ_ij − w_j); with one w near 1 and the others near 0, "
+             "every entry is near 0."),
+            ("It becomes very large, so training turns unstable.", False,
+             "A saturated softmax starves the gradient rather than blowing it up."),
+            ("It is unchanged; only the forward values are affected.", False,
+             "The softmax's derivative depends on the weights themselves, so it changes with them."),
+            ("It becomes NaN.", False,
+             "Saturation gives tiny but finite gradients; NaN comes from masking mistakes.")),
+        _mc("Multi-head attention with d_model = 512 and 8 heads: what should each head's scores be "
+            "divided by?",
+            ("√512 ≈ 22.6", False,
+             "That divides by √d_model. A head's dot products run over its own 64 features, so their "
+             "spread is √64; dividing by √512 makes the weights too flat."),
+            ("64", False, "That divides by d_k instead of √d_k, which flattens the weights."),
+            ("√64 = 8", True, "Each head works in d_k = 512 / 8 = 64 features, so it divides by √64."),
+            ("Nothing: the heads are small enough not to need it.", False,
+             "64-long dot products still have a spread of 8, enough to saturate the softmax.")),
+    ],
+    "04": [
+        _mc("What do the two kinds of mask prevent?",
+            ("Padding: attending to filler positions that are not data. Causal: attending to later "
+             "positions.", True,
+             "Padding keeps batch filler out of the blend; causal stops a position reading what it is "
+             "meant to predict."),
+            ("Padding: attending to the future. Causal: attending to filler.", False, "Swapped."),
+            ("Causal also stops a position attending to itself.", False,
+             "A position may attend to itself and everything before it; blocking the diagonal is a bug "
+             "(and leaves the first position with nothing at all)."),
+            ("Padding masks hide padded queries (rows), so padding produces no output.", False,
+             "A padding mask blocks key columns: real tokens must not take anything from padding. "
+             "Blocking rows instead lets padding leak in.")),
+        _mc("Where, and how, is a mask applied?",
+            ("Multiply the weights by a 0/1 triangle after the softmax.", False,
+             "That is a different operation: the rows no longer sum to 1."),
+            ("Set the blocked scores to 0 before the softmax.", False,
+             "0 is an ordinary score, so blocked keys still get a fair share of the weight."),
+            ("Set the blocked scores to −inf (or a very negative number) after scaling and before the "
+             "softmax.", True,
+             "exp(−inf) = 0, so blocked keys get exactly zero weight and the rows still sum to 1."),
+            ("Zero the values at the blocked positions.", False,
+             "The blocked keys still take their share of weight; it just buys zeros, so the output "
+             "shrinks.")),
+        _mc("A query row in which every key is blocked is filled with −inf. What comes out?",
+            ("A plain softmax gives NaN (0/0); PyTorch's F.scaled_dot_product_attention returns zeros "
+             "for that row.", True,
+             "Measured on the installed PyTorch. Older write-ups say NaN for both; a torch.finfo(...).min "
+             "fill gives a uniform blend instead."),
+            ("Zeros, whichever way it is computed.", False,
+             "A plain softmax divides exp(−inf) = 0 by a sum of zeros: 0/0 = NaN."),
+            ("A uniform blend of all the values.", False,
+             "That is what a large finite fill such as torch.finfo(dtype).min gives, not −inf."),
+            ("PyTorch raises an error.", False,
+             "No error: the NaN appears silently and spreads through later layers.")),
+        _mc("Your scores are float16 and you call scores.masked_fill(~mask, -1e9). What happens with "
+            "today's PyTorch?",
+            ("It works: -1e9 is stored as -1e9.", False,
+             "float16 cannot hold -1e9; its most negative finite value is -65504."),
+            ("It raises a RuntimeError, because -1e9 does not fit in float16.", True,
+             "Measured on the installed PyTorch. Older versions rounded it silently to −inf (and NaN "
+             "on fully masked rows); use torch.finfo(scores.dtype).min."),
+            ("It is silently rounded to -65504.", False,
+             "PyTorch does not clamp fill values; it refuses ones that overflow."),
+            ("It is silently rounded to 0.", False, "No: too large a magnitude is never rounded to 0.")),
+        _mc("A model trained with its causal mask upside down reports a superb training loss but "
+            "generates nonsense. Why?",
+            ("It could read the very tokens it was supposed to predict.", True,
+             "Training leaked the answers; at generation time there is no future to read."),
+            ("The mask made the model too small.", False,
+             "A mask changes what is visible, not the number of parameters."),
+            ("Generation uses a different softmax.", False,
+             "Generation runs the same attention, one position at a time."),
+            ("The loss was computed on padding.", False,
+             "That is a padding problem; an inverted causal mask leaks the future.")),
+    ],
+    "05": [
+        _mc("What does multi-head attention buy over one head of the same total width?",
+            ("Several independent attention patterns at once, each in its own subspace, e.g. one head "
+             "for the previous word and another for a matching bracket.", True,
+             "One averaged blend cannot follow several relationships at once; separate heads can."),
+            ("More compute and more parameters, like a wider layer.", False,
+             "The total width is the same; the cost is nearly the same."),
+            ("Less noise, because the heads' outputs are averaged.", False,
+             "Heads are not averaged: they are concatenated and projected."),
+            ("Each head looks at a different stretch of the sequence.", False,
+             "Every head sees every position; heads differ in which features they compare.")),
+        _mc("Why are heads nearly free?",
+            ("All heads share one set of weights.", False,
+             "Each head has its own slice of W_q, W_k and W_v."),
+            ("Each head works in d_k = d_model / n_heads features, so all heads together cost about "
+             "what one full-width head costs.", True,
+             "The width is split, not multiplied."),
+            ("Only one head is run at inference time.", False, "All heads run, every time."),
+            ("The heads skip the softmax.", False, "Every head runs a full attention, softmax included.")),
+        _mc("How are the heads' outputs combined?",
+            ("Averaged.", False, "Averaging throws away what makes them different. Heads are not averaged."),
+            ("Concatenated along the feature dimension, then projected by W_o.", True,
+             "Concatenate back to d_model features, then one linear layer mixes them."),
+            ("Summed, with no projection.", False,
+             "Without W_o nothing mixes information across heads."),
+            ("Only the head with the highest score is kept.", False, "All heads contribute.")),
+        _mc("After `x.view(batch, n, n_heads, d_k)`, why the `.transpose(1, 2)`?",
+            ("To make the tensor contiguous in memory.", False,
+             "The transpose makes it non-contiguous; that is why merging needs .contiguous() before "
+             ".view()."),
+            ("It is optional: `x.view(batch, n_heads, n, d_k)` gives the same tensor.", False,
+             "It does not: that view cuts the features so each 'head' spans pieces of several "
+             "positions."),
+            ("To swap queries and keys.", False, "Queries and keys are separate tensors."),
+            ("To move the head dimension next to the batch, (batch, n_heads, n, d_k), so one batched "
+             "matmul runs every head over the positions.", True,
+             "Then q @ k.transpose(-2, -1) is (batch, n_heads, n, n): one score matrix per head.")),
+        _mc("What is different about torch.nn.MultiheadAttention compared with the module you wrote?",
+            ("Nothing: it is a drop-in replacement.", False,
+             "It is not: layout and mask conventions differ."),
+            ("It expects (seq_len, batch, d_model) unless built with batch_first=True, and its bool "
+             "masks mean True = ignore.", True,
+             "Ours (and F.scaled_dot_product_attention) use True = may attend; cross over with ~mask."),
+            ("It uses no output projection.", False, "It has one: out_proj."),
+            ("It only supports one head.", False, "It takes num_heads like ours.")),
+    ],
+    "06": [
+        _mc("Why is attention O(n²) in the sequence length n?",
+            ("Because the projections W_q, W_k, W_v are d_model × d_model.", False,
+             "The projections cost grows linearly with n."),
+            ("Because every query is scored against every key: an n × n matrix.", True,
+             "n² scores to compute, and for the plain implementation n² numbers to hold."),
+            ("Because of the number of heads.", False,
+             "Heads multiply the work by a constant, not by n."),
+            ("Because the softmax sorts each row.", False,
+             "The softmax does not sort; its cost per row grows linearly.")),
+        _mc("KV cache for 32 layers, 32 heads of width 128, in float16: how many bytes per token?",
+            ("256 KiB", False, "That forgets the factor 2: every position stores a key AND a value."),
+            ("1 MiB", False, "float16 takes 2 bytes per number, not 4."),
+            ("512 KiB", True, "2 × 32 × 32 × 128 × 2 bytes = 524,288 bytes = 512 KiB."),
+            ("128 KiB", False, "Count the keys and the values, and 2 bytes each.")),
+        _mc("What does PyTorch's fused F.scaled_dot_product_attention save?",
+            ("It approximates attention by skipping unlikely keys.", False,
+             "It is exact (up to rounding); skipping keys is what sparse or sliding-window attention do."),
+            ("It makes attention O(n) in time.", False,
+             "It still does about n² multiply-adds; what it avoids is storing the n × n matrix."),
+            ("It never stores the full n × n score matrix, so memory stays small, and it runs faster.", True,
+             "Same result as the six lines, without materialising the scores."),
+            ("It drops the √d_k scaling.", False,
+             "Its default scale is 1/√E with E = q.size(-1), the same √d_k.")),
+        _mc("Which two structural costs does attention carry?",
+            ("Cost that grows with the square of the length, and no built-in notion of order.", True,
+             "Shuffle the positions and it computes the same blends; order must be added on purpose."),
+            ("It cannot be parallelised, and it forgets distant tokens.", False,
+             "Those are the RNN's problems: attention runs over all positions at once, with a path of "
+             "length one between any two."),
+            ("It needs a GPU, and it only works for text.", False, "It runs on a CPU and on any sequence."),
+            ("The KV cache shrinks as the text grows.", False, "It grows linearly with the length.")),
+        _mc("Why did transformers replace RNNs?",
+            ("They are more accurate by design.", False,
+             "Accuracy followed; the reason is what they let you train."),
+            ("They parallelise over the positions of a sequence, and any two positions are one step "
+             "apart.", True,
+             "No step-by-step recurrence, and no long chain for a signal or gradient to survive."),
+            ("They use less memory at long context.", False,
+             "Plain attention uses more: its score matrix grows with n²."),
+            ("They need no training data.", False, "They need a great deal.")),
+    ],
+}
