@@ -9,11 +9,12 @@ PORT   ?= 8888
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test lint clean help
+.PHONY: lab test lint clean help student
 
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
 	@echo "make test   run the unit tests and every notebook (nbval)"
+	@echo "make student  write the student edition (solutions replaced by stubs) to student/"
 	@echo "make clean  remove .venv"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -28,6 +29,9 @@ lab: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools
 	$(BIN)/python -m pytest
+
+student: $(STAMP)
+	$(BIN)/python tools/make_student.py notebooks student
 
 clean:
 	rm -rf $(VENV)

@@ -1,0 +1,289 @@
+"""The student edition: no solution code left, and its check cells answer "not yet implemented".
+
+The tool is tested on a small notebook built here (so these tests do not wait for the course's
+notebooks), then on the real notebooks: the student edition of each exercise gets a verdict, never a
+traceback, and the teacher's edition passes its own checker. Cells run in a subprocess through
+IPython's InteractiveShell (no kernel, so it stays fast).
+"""
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import make_student  # noqa: E402
+from nbbuild import write  # noqa: E402
+
+_RUNNER = r"""
+import contextlib, io, json, sys
+from IPython.core.interactiveshell import InteractiveShell
+shell = InteractiveShell.instance()
+results = []
+for program in json.load(sys.stdin):
+    shell.reset(new_session=False)
+    cells = []
+    for source in program:
+        with contextlib.redirect_stdout(io.StringIO()):
+            outcome = shell.run_cell(source, store_history=False, silent=False)
+        error = outcome.error_before_exec or outcome.error_in_exec
+        cells.append({"error": None if error is None else f"{type(error).__name__}: {error}",
+                      "result": None if outcome.result is None else repr(outcome.result)})
+    results.append(cells)
+print("@@RESULTS@@" + json.dumps(results))
+"""
+
+
+def _run_programs(programs):
+    """Run lists of cell sources, each list in a fresh namespace; per cell: error and repr of the result."""
+    done = subprocess.run([sys.executable, "-c", _RUNNER], input=json.dumps(programs), text=True,
+                          capture_output=True, timeout=240, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.split("@@RESULTS@@", 1)[1])
+
+
+def _code_cells(path):
+    nb = json.loads(Path(path).read_text())
+    return [(c, "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+            for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def _is_solution(cell):
+    return "solution" in cell.get("metadata", {}).get("tags", [])
+
+
+# ---- the tool on a synthetic notebook ---------------------------------------------------------
+
+SOLUTION_FN = '''
+import math
+import torch
+
+
+def my_attention(q, k, v, mask=None):
+    """Scaled dot-product attention."""
+    # hint: scores, scale by sqrt(d_k), mask with -inf, softmax over keys, weights @ v
+    ### BEGIN SOLUTION
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1) @ v
+    ### END SOLUTION
+'''
+
+SOLUTION_CLASS = '''
+from torch import nn
+
+
+class MyMask:
+    def __init__(self, n):
+        ### BEGIN SOLUTION
+        self.n = n
+        ### END SOLUTION
+
+    def build(self):
+        # hint: a "lower" triangle \\ of True
+        ### BEGIN SOLUTION
+        return torch.ones(self.n, self.n, dtype=torch.bool).tril()
+        ### END SOLUTION
+
+
+def my_causal_mask(n):
+    return MyMask(n).build()
+'''
+
+
+@pytest.fixture
+def synthetic(tmp_path):
+    source = tmp_path / "course"
+    source.mkdir()
+    write(source / "01_demo.ipynb", [
+        ("md", "# Demo\n\nKeep this text: ### BEGIN SOLUTION is only a marker in code cells."
+               .replace("### BEGIN SOLUTION", "the BEGIN marker")),
+        ("code", SOLUTION_FN, ["solution"]),
+        ("code", "from attnviz.check import check_attention\n\ncheck_attention(my_attention)"),
+        ("code", SOLUTION_CLASS, ["solution"]),
+        ("code", "from attnviz.check import check_causal_mask\n\ncheck_causal_mask(my_causal_mask)"),
+        ("code", "answer = 6 * 7\nanswer"),
+    ])
+    nb = json.loads((source / "01_demo.ipynb").read_text())
+    nb["cells"][5]["outputs"] = [{"output_type": "execute_result", "data": {"text/plain": "42"},
+                                  "metadata": {}, "execution_count": 3}]
+    nb["cells"][5]["execution_count"] = 3
+    (source / "01_demo.ipynb").write_text(json.dumps(nb))
+    (source / "data.txt").write_text("a file beside the notebooks\n")
+    out = tmp_path / "student"
+    written = make_student.make_student(source, out)
+    return source, out, written
+
+
+def test_stubs_replace_every_solution_block(synthetic):
+    source, out, written = synthetic
+    assert [p.name for p in written] == ["01_demo.ipynb"]
+    cells = _code_cells(out / "01_demo.ipynb")
+    student = "\n".join(src for _, src in cells)
+    for gone in ("BEGIN SOLUTION", "END SOLUTION", "scores = q @ k", "self.n = n", ".tril()"):
+        assert gone not in student, gone
+    fn = cells[0][1]
+    assert ('    # hint: scores, scale by sqrt(d_k), mask with -inf, softmax over keys, weights @ v\n'
+            '    raise NotImplementedError("scores, scale by sqrt(d_k), mask with -inf, softmax over keys, '
+            'weights @ v")') in fn
+    cls = cells[2][1]
+    assert '        raise NotImplementedError("write your code here")' in cls     # no hint: a default one
+    assert '        raise NotImplementedError("a \\"lower\\" triangle \\\\ of True")' in cls  # quotes escaped
+    compile(student, "student", "exec")                                          # still valid Python
+
+
+def test_everything_else_is_unchanged_and_outputs_are_stripped(synthetic):
+    source, out, _ = synthetic
+    teacher = json.loads((source / "01_demo.ipynb").read_text())
+    student = json.loads((out / "01_demo.ipynb").read_text())
+    assert len(teacher["cells"]) == len(student["cells"])
+    for before, after in zip(teacher["cells"], student["cells"], strict=True):
+        assert after["cell_type"] == before["cell_type"]
+        if not _is_solution(before):
+            assert "".join(after["source"]) == "".join(before["source"])
+        if after["cell_type"] == "code":
+            assert after["outputs"] == [] and after["execution_count"] is None
+    assert (out / "data.txt").read_text() == "a file beside the notebooks\n"
+
+
+def test_student_check_cells_say_not_yet_implemented(synthetic):
+    source, out, _ = synthetic
+    student, teacher = _run_programs([[src for _, src in _code_cells(out / "01_demo.ipynb")],
+                                      [src for _, src in _code_cells(source / "01_demo.ipynb")]])
+    assert all(cell["error"] is None for cell in student + teacher), student + teacher
+    for index in (1, 3):
+        assert "not yet implemented" in student[index]["result"], student[index]
+        assert teacher[index]["result"].startswith("✓"), teacher[index]
+
+
+def test_rebuilding_replaces_the_old_edition(synthetic):
+    source, out, _ = synthetic
+    (out / "stale.ipynb").write_text("{}")
+    make_student.make_student(source, out)
+    assert not (out / "stale.ipynb").exists()
+
+
+@pytest.mark.parametrize("source, problem", [
+    ("x = 1\n### BEGIN SOLUTION\nx = 2\n", "without an END"),
+    ("### END SOLUTION\n", "without a BEGIN"),
+    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n", "inside another block"),
+])
+def test_unbalanced_markers_are_errors(source, problem):
+    with pytest.raises(make_student.StudentEditionError, match=problem):
+        make_student.stub_source(source)
+
+
+def test_markers_in_an_untagged_cell_are_an_error_and_leave_the_old_edition(tmp_path):
+    (tmp_path / "course").mkdir()
+    write(tmp_path / "course" / "01_leak.ipynb",
+          [("md", "# Leak"), ("code", "### BEGIN SOLUTION\nx = 1\n### END SOLUTION")])
+    out = tmp_path / "student"
+    out.mkdir()
+    (out / "keep.txt").write_text("old")
+    with pytest.raises(make_student.StudentEditionError, match="not tagged 'solution'"):
+        make_student.make_student(tmp_path / "course", out)
+    assert (out / "keep.txt").exists()
+
+
+def test_refuses_to_overwrite_the_teachers_edition(tmp_path):
+    for out in (tmp_path, tmp_path.parent, tmp_path / "inside"):
+        with pytest.raises(make_student.StudentEditionError, match="refusing"):
+            make_student.make_student(tmp_path, out)
+
+
+def test_command_line(tmp_path, synthetic):
+    source, _, _ = synthetic
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "make_student.py"), str(source),
+                           str(tmp_path / "cli")], capture_output=True, text=True, check=True)
+    assert "1 notebooks" in done.stdout and "3 solution blocks" in done.stdout
+
+
+# ---- the course's own notebooks ---------------------------------------------------------------
+
+COURSE = sorted((ROOT / "notebooks").glob("*.ipynb"))
+EXERCISES = [p for p in COURSE if any(_is_solution(c) for c, _ in _code_cells(p))]
+
+
+def _is_display_import(node):
+    """Widget and plotting imports are not needed by an exercise (and are slow to load)."""
+    names = [node.module or ""] if isinstance(node, ast.ImportFrom) else [a.name for a in node.names]
+    widgets_from_attnviz = isinstance(node, ast.ImportFrom) and node.module == "attnviz" and any(
+        alias.name == "widgets" for alias in node.names)
+    return widgets_from_attnviz or any(
+        name.split(".")[0] in ("plotly", "ipywidgets", "matplotlib") or name.startswith("attnviz.widgets")
+        for name in names)
+
+
+def _exercise_program(path):
+    """Imports from the whole notebook, then every code cell from the first solution cell on."""
+    cells = _code_cells(path)
+    first = next(i for i, (c, _) in enumerate(cells) if _is_solution(c))
+    imports = []
+    for _, src in cells[:first]:
+        try:
+            tree = ast.parse(src)
+        except SyntaxError:
+            continue
+        imports += [ast.get_source_segment(src, node) for node in tree.body
+                    if isinstance(node, (ast.Import, ast.ImportFrom)) and not _is_display_import(node)]
+    return ["\n".join(imports)] + [src for _, src in cells[first:]]
+
+
+@pytest.fixture(scope="module")
+def course_student(tmp_path_factory):
+    out = tmp_path_factory.mktemp("course") / "student"
+    make_student.make_student(ROOT / "notebooks", out)
+    return out
+
+
+def test_course_student_edition_has_no_solution_code(course_student):
+    assert sorted(p.name for p in course_student.glob("*.ipynb")) == [p.name for p in COURSE]
+    for path in COURSE:
+        teacher = _code_cells(path)
+        student = _code_cells(course_student / path.name)
+        for (cell, before), (_, after) in zip(teacher, student, strict=True):
+            assert "BEGIN SOLUTION" not in after and "END SOLUTION" not in after
+            if not _is_solution(cell):
+                assert after == before
+                continue
+            solution_lines = []
+            inside = False
+            for line in before.split("\n"):
+                if make_student.END.match(line):
+                    inside = False
+                elif inside and line.strip() and not line.strip().startswith("#"):
+                    solution_lines.append(line)
+                elif make_student.BEGIN.match(line):
+                    inside = True
+            assert solution_lines, f"{path.name}: a solution cell with no solution"
+            for line in solution_lines:
+                assert line not in after.split("\n") or line.strip() in ("return out", "return output"), (
+                    f"{path.name}: solution line left in the student edition: {line!r}")
+
+
+@pytest.mark.skipif(not EXERCISES, reason="no notebook has exercise cells yet")
+def test_course_check_cells_give_verdicts(course_student):
+    """Student edition: every check cell answers 'not yet implemented'. Teacher's edition: it passes."""
+    programs = [_exercise_program(course_student / p.name) for p in EXERCISES]
+    programs += [_exercise_program(p) for p in EXERCISES]
+    results = _run_programs(programs)
+    for edition, offset in (("student", 0), ("teacher", len(EXERCISES))):
+        for number, path in enumerate(EXERCISES):
+            program, cells = programs[offset + number], results[offset + number]
+            checks = [(src, cell) for src, cell in zip(program, cells, strict=True)
+                      if "check_" in src and "import" not in src.strip().splitlines()[-1]]
+            assert checks, f"{path.name}: no check cell after the exercise"
+            for src, cell in zip(program, cells, strict=True):
+                assert cell["error"] is None, f"{edition} {path.name}: {src[:80]!r} raised {cell['error']}"
+            for src, cell in checks:
+                verdict = cell["result"] or ""
+                if edition == "student":
+                    assert "not yet implemented" in verdict, f"{path.name}: {src!r} -> {verdict}"
+                else:
+                    assert verdict.startswith("✓"), f"{path.name}: {src!r} -> {verdict}"
