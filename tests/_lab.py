@@ -1,0 +1,502 @@
+"""Drive JupyterLab in a real browser: start a private server, open a notebook, run it, inspect it.
+
+Used by tests/test_browser.py and benchmarks/browser_latency.py. Nothing here touches the user's
+Jupyter setup or the repository: the server serves a temporary copy of the notebooks, and its config,
+data, runtime, settings and workspace folders all live in a temporary directory.
+
+The browser is Chromium from the system's packages (``/usr/bin/chromium``) driven by Playwright's
+Python package; no browser is ever downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+CHROMIUM = Path(os.environ.get("ATTNVIZ_CHROMIUM", "/usr/bin/chromium"))
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+REPO = Path(__file__).resolve().parent.parent
+
+# Lab settings for a test run: no news or update checks (no network), no autosave (the served copy
+# is throwaway anyway). Everything else stays at JupyterLab's defaults, as a learner has it.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {
+        "fetchNews": "false", "checkForUpdates": False,
+    },
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+}
+
+
+def browser_missing_reason() -> str | None:
+    """Why the browser test cannot run here, or None when it can."""
+    if not CHROMIUM.exists():
+        return f"no Chromium at {CHROMIUM} (install it with `apt-get install chromium`)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright's Python package is not installed (see requirements.txt)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LabServer:
+    """A JupyterLab server on 127.0.0.1 with a token, serving a copy of ``notebook_dir``."""
+
+    def __init__(self, notebook_dir: Path, port: int | None = None, extra_files: list[Path] = ()):
+        self.tmp = Path(tempfile.mkdtemp(prefix="attnviz-lab-"))
+        self.root = self.tmp / "root"
+        shutil.copytree(notebook_dir, self.root / "notebooks",
+                        ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+        for path in extra_files:
+            shutil.copy(path, self.root / "notebooks" / Path(path).name)
+        self.port = port or free_port()
+        self.token = uuid.uuid4().hex
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = self.tmp / "server.log"
+        self.proc: subprocess.Popen | None = None
+
+    def env(self) -> dict:
+        env = dict(os.environ)
+        for name, sub in [("JUPYTER_CONFIG_DIR", "config"), ("JUPYTER_DATA_DIR", "data"),
+                          ("JUPYTER_RUNTIME_DIR", "runtime"), ("JUPYTERLAB_SETTINGS_DIR", "settings"),
+                          ("JUPYTERLAB_WORKSPACES_DIR", "workspaces"), ("IPYTHONDIR", "ipython")]:
+            env[name] = str(self.tmp / sub)
+            (self.tmp / sub).mkdir(exist_ok=True)
+        env.pop("JUPYTER_CONFIG_PATH", None)
+        env.pop("JUPYTER_PATH", None)
+        env["JUPYTER_PLATFORM_DIRS"] = "1"
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+        return env
+
+    def start(self, timeout: float = 60.0) -> LabServer:
+        settings = self.tmp / "settings"
+        for rel, values in LAB_SETTINGS.items():
+            path = settings / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(values))
+        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={self.port}",
+               "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={self.token}",
+               "--ServerApp.port_retries=0", f"--ServerApp.root_dir={self.root}",
+               "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+               "--ServerApp.open_browser=False"]
+        if os.geteuid() == 0:
+            cmd.append("--allow-root")
+        self.log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop)
+        self.proc = subprocess.Popen(cmd, env=self.env(), stdout=self.log, stderr=subprocess.STDOUT,
+                                     cwd=self.root, start_new_session=True)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"JupyterLab exited with {self.proc.returncode}:\n{self.log_text()}")
+            try:
+                self.api("GET", "/api/status")
+                return self
+            except (urllib.error.URLError, ConnectionError, OSError):
+                time.sleep(0.3)
+        self.stop()
+        raise RuntimeError(f"JupyterLab did not answer on port {self.port} in {timeout:.0f} s:\n"
+                           f"{self.log_text()}")
+
+    def log_text(self, tail: int = 4000) -> str:
+        try:
+            return self.log_path.read_text()[-tail:]
+        except OSError:
+            return ""
+
+    def api(self, method: str, path: str):
+        request = urllib.request.Request(f"{self.base}{path}", method=method,
+                                         headers={"Authorization": f"token {self.token}"})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            body = response.read()
+        return json.loads(body) if body else None
+
+    def shutdown_kernels(self) -> None:
+        """Stop every running session's kernel (frees memory between notebooks)."""
+        try:
+            for session in self.api("GET", "/api/sessions"):
+                self.api("DELETE", f"/api/sessions/{session['id']}")
+        except (urllib.error.URLError, OSError):
+            pass
+
+    def notebook_url(self, name: str) -> str:
+        """A fresh workspace each time, so no earlier tab or layout comes back."""
+        workspace = f"test-{uuid.uuid4().hex[:10]}"
+        return f"{self.base}/lab/workspaces/{workspace}/tree/notebooks/{name}?reset&token={self.token}"
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.shutdown_kernels()
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+        if getattr(self, "log", None):
+            self.log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+@contextmanager
+def lab_server(notebook_dir: Path, port: int | None = None, extra_files: list[Path] = ()):
+    server = LabServer(notebook_dir, port, extra_files).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@contextmanager
+def chromium():
+    """A headless Chromium from the system's packages, driven by Playwright."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+# --- in the page -------------------------------------------------------------------------------
+# These run inside JupyterLab (started with expose_app_in_browser, so `window.jupyterapp` exists).
+
+_JS_KERNEL_READY = """() => {
+  const app = window.jupyterapp;
+  const panel = app && app.shell.currentWidget;
+  if (!panel || !panel.sessionContext || !panel.content || !panel.content.widgets) return false;
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  return !!kernel && kernel.status === 'idle' && panel.sessionContext.isReady;
+}"""
+
+_JS_PROGRESS = """() => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
+  const cells = panel.content.widgets
+    .map((cell, index) => ({cell, index}))
+    .filter(({cell}) => cell.model.type === 'code' && cell.model.sharedModel.getSource().trim());
+  const running = cells.filter(({cell}) => cell.model.executionState === 'running').map(({index}) => index);
+  const unrun = cells.filter(({cell}) => cell.model.executionCount === null).map(({index}) => index);
+  const failed = cells.filter(({cell}) => {
+    for (let i = 0; i < cell.model.outputs.length; i++) {
+      if (cell.model.outputs.get(i).type === 'error') return true;
+    }
+    return false;
+  }).map(({index}) => index);
+  return {kernel: kernel ? kernel.status : 'none', running, unrun, failed, total: cells.length};
+}"""
+
+_JS_INSPECT = r"""async () => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  const report = {cells: [], figure_widgets: 0, problems: []};
+  const managers = new Set();
+  const widgetMime = 'application/vnd.jupyter.widget-view+json';
+  const plotlyMime = 'application/vnd.plotly.v1+json';
+  for (const [index, cell] of panel.content.widgets.entries()) {
+    if (cell.model.type !== 'code') continue;
+    const source = cell.model.sharedModel.getSource();
+    const entry = {index, source: source.slice(0, 300), count: cell.model.executionCount,
+                   errors: [], problems: [], widgets: 0, plots: 0};
+    const area = cell.outputArea;
+    for (let i = 0; i < area.model.length; i++) {
+      const output = area.model.get(i).toJSON();
+      if (output.output_type === 'error') {
+        entry.errors.push(`${output.ename}: ${output.evalue}`);
+      }
+      const child = area.widgets[i];
+      if (!child) { entry.problems.push(`output ${i} has no element in the page`); continue; }
+      for (const part of (child.widgets || [])) {
+        if (part._manager) managers.add(part._manager);
+      }
+      const node = child.node;
+      const text = node.textContent || '';
+      const bad = text.match(/Error displaying widget[^\n]*/i) || text.match(/Javascript Error[^\n]*/i)
+        || text.match(/Failed to (load|render) (model|view)[^\n]*/i);
+      if (bad) entry.problems.push(`output ${i} shows "${bad[0].slice(0, 200)}"`);
+      const data = output.data || {};
+      if (widgetMime in data) {
+        entry.widgets += 1;
+        const box = node.getBoundingClientRect();
+        const loading = text.match(/Loading widget[^\n]*/i);
+        if (loading) {
+          entry.problems.push(`widget in output ${i} never loaded (shows "${loading[0].slice(0, 80)}")`);
+        } else if (!node.querySelector('.jupyter-widgets, .js-plotly-plot') || box.height < 2) {
+          entry.problems.push(`widget in output ${i} rendered nothing (${Math.round(box.height)} px tall)`);
+        }
+      }
+      if (plotlyMime in data) {
+        entry.plots += 1;
+        if (!node.querySelector('.js-plotly-plot .main-svg')) {
+          entry.problems.push(`plotly figure in output ${i} was not drawn`);
+        }
+      }
+      for (const plot of node.querySelectorAll('.js-plotly-plot')) {
+        const svg = plot.querySelector('.main-svg');
+        if (!svg || svg.getBoundingClientRect().width < 10) {
+          entry.problems.push(`a plotly plot in output ${i} has no drawn .main-svg`);
+        }
+      }
+    }
+    report.cells.push(entry);
+  }
+  // Every plotly FigureWidget on the page (an anywidget model carrying figure data) drew itself.
+  const resolved = new Set();
+  for (const holder of managers) resolved.add(holder.promise ? await holder.promise : holder);
+  for (const manager of resolved) {
+    if (!manager || !manager._models) continue;
+    for (const promise of Object.values(manager._models)) {
+      const model = await promise;
+      const attrs = model.attributes;
+      const isFigure = '_widget_data' in attrs || ('_data' in attrs && '_layout' in attrs);
+      if (!isFigure) continue;
+      for (const viewPromise of Object.values(model.views || {})) {
+        const view = await viewPromise;
+        if (!view.el.isConnected) continue;
+        report.figure_widgets += 1;
+        if (!view.el.querySelector('.main-svg')) {
+          const cell = panel.content.widgets.findIndex(c => c.node.contains(view.el));
+          report.problems.push(`a FigureWidget in cell ${cell} did not draw (no .main-svg)`);
+        }
+      }
+    }
+  }
+  return report;
+}"""
+
+
+class NotebookTimeout(AssertionError):
+    pass
+
+
+class NotebookPage:
+    """One notebook open in its own browser context (fresh workspace, nothing shared)."""
+
+    def __init__(self, server: LabServer, browser, name: str, viewport=(1280, 800)):
+        self.server, self.name = server, name
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        self.page = self.context.new_page()
+        self.page_errors: list[str] = []
+        self.console_errors: list[str] = []
+        self.external_requests: list[str] = []
+        self.page.on("pageerror", lambda error: self.page_errors.append(str(error)))
+        self.page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
+        self.context.route("**/*", self._only_local)
+
+    def _only_local(self, route):
+        url = route.request.url
+        if url.startswith(self.server.base) or url.startswith(("data:", "blob:")):
+            route.continue_()
+        else:  # nothing may need the internet at run time
+            self.external_requests.append(url)
+            route.abort()
+
+    def open(self, timeout: float = 90.0) -> NotebookPage:
+        self.page.goto(self.server.notebook_url(self.name), timeout=timeout * 1000)
+        try:
+            self.page.wait_for_function(_JS_KERNEL_READY, timeout=timeout * 1000, polling=250)
+        except Exception as error:
+            raise NotebookTimeout(f"{self.name}: JupyterLab did not show the notebook with an idle kernel "
+                                  f"within {timeout:.0f} s ({error})") from None
+        return self
+
+    def progress(self) -> dict:
+        return self.page.evaluate(_JS_PROGRESS)
+
+    def run_all(self, timeout: float = 180.0) -> dict:
+        """Run All (the Run menu's command) and wait until the kernel is idle and no cell is running."""
+        self.page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        start = time.monotonic()
+        calm, last = 0, None
+        while True:
+            last = self.progress()
+            started = last["total"] == 0 or len(last["unrun"]) < last["total"] or last["running"]
+            finished = (not last["running"] and last["kernel"] in ("idle", "dead", "unknown")
+                        and (not last["unrun"] or last["failed"] or last["kernel"] != "idle"))
+            calm = calm + 1 if (started and finished) else 0
+            if calm >= 3:   # three quiet polls in a row: really done
+                break
+            if time.monotonic() - start > timeout:
+                raise NotebookTimeout(
+                    f"{self.name}: still running after {timeout:.0f} s (kernel {last['kernel']}, "
+                    f"running cells {last['running']}, not yet run {last['unrun']})")
+            time.sleep(0.25)
+        last["seconds"] = time.monotonic() - start
+        return last
+
+    def inspect(self, settle: float = 20.0) -> dict:
+        """Errors and rendering problems per cell; waits up to `settle` s for widgets to draw."""
+        deadline = time.monotonic() + settle
+        while True:
+            report = self.page.evaluate(_JS_INSPECT)
+            pending = report["problems"] or any(cell["problems"] for cell in report["cells"])
+            if not pending or time.monotonic() > deadline:
+                return report
+            time.sleep(0.5)
+
+    def hide_side_panels(self) -> None:
+        self.page.evaluate("""() => {
+          const shell = window.jupyterapp.shell;
+          if (!shell.leftCollapsed) shell.collapseLeft();
+          if (!shell.rightCollapsed) shell.collapseRight();
+        }""")
+        self.page.wait_for_timeout(300)
+
+    def scroll_to(self, selector: str) -> bool:
+        """Scroll the first element matching `selector` (inside the notebook) to the top of the view."""
+        return self.page.evaluate("""(selector) => {
+          const el = window.jupyterapp.shell.currentWidget.content.node.querySelector(selector);
+          if (!el) return false;
+          const output = el.closest('.jp-Cell') || el;
+          output.scrollIntoView({block: 'start'});
+          return true;
+        }""", selector)
+
+    def screenshot(self, path: Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.page.wait_for_timeout(400)
+        self.page.screenshot(path=str(path))
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+
+
+def describe_failures(name: str, progress: dict, report: dict) -> list[str]:
+    """Plain-words failure lines naming the notebook and the cell."""
+    lines = []
+    for cell in report["cells"]:
+        source = cell["source"].strip()
+        where = f"{name}, cell {cell['index']} ({source.splitlines()[0][:70] if source else 'empty'})"
+        for error in cell["errors"]:
+            lines.append(f"{where}: raised {error}")
+        for problem in cell["problems"]:
+            lines.append(f"{where}: {problem}")
+    for problem in report["problems"]:
+        lines.append(f"{name}: {problem}")
+    failed, unrun = progress.get("failed", []), progress.get("unrun", [])
+    after = [index for index in unrun if failed and index > min(failed)]
+    if after:
+        lines.append(f"{name}, cells {after}: not run (Run All stops at the first error, cell {min(failed)})")
+    for index in sorted(set(unrun) - set(after)):
+        lines.append(f"{name}, cell {index}: never ran (kernel {progress.get('kernel')})")
+    return lines
+
+
+# --- sliders and heatmaps ------------------------------------------------------------------------
+
+_JS_MARK_SLIDER = r"""(label) => {
+  const notebook = window.jupyterapp.shell.currentWidget.content.node;
+  for (const slider of notebook.querySelectorAll('.widget-slider')) {
+    const name = slider.querySelector('.widget-label');
+    if (!name || name.textContent.trim().replace(/:$/, '') !== label) continue;
+    const handle = slider.querySelector('[role="slider"]');
+    const root = slider.closest('.jp-OutputArea-output');
+    if (!handle || !root) continue;
+    notebook.querySelectorAll('[data-attnviz-test]').forEach(el => el.removeAttribute('data-attnviz-test'));
+    handle.setAttribute('data-attnviz-test', 'handle');
+    root.setAttribute('data-attnviz-test', 'root');
+    return {value: handle.getAttribute('aria-valuetext') || handle.getAttribute('aria-valuenow'),
+            now: handle.getAttribute('aria-valuenow'), max: handle.getAttribute('aria-valuemax'),
+            heatmaps: root.querySelectorAll('.hm image').length};
+  }
+  return null;
+}"""
+
+# What the page shows of the heatmaps next to the marked slider: the painted images and titles.
+_JS_HEATMAP_SIGNATURE = r"""() => {
+  const root = document.querySelector('[data-attnviz-test="root"]');
+  if (!root) return null;
+  const images = Array.from(root.querySelectorAll('.hm image')).map(img => img.getAttribute('href') || '');
+  const titles = Array.from(root.querySelectorAll('.gtitle, .annotation-text')).map(t => t.textContent);
+  return images.join('|') + '#' + titles.join('|');
+}"""
+
+# Timestamps a keypress (capture phase, before the slider sees it) and the first animation frame
+# after the heatmaps' images change: the frame that paints the new weights.
+_JS_ARM_LATENCY = r"""() => {
+  const root = document.querySelector('[data-attnviz-test="root"]');
+  const signature = () => Array.from(root.querySelectorAll('.hm image'))
+    .map(img => img.getAttribute('href') || '').join('|');
+  const before = signature();
+  window.__attnviz = {t0: null, t1: null};
+  const onKey = () => { if (window.__attnviz.t0 === null) window.__attnviz.t0 = performance.now(); };
+  document.addEventListener('keydown', onKey, {capture: true, once: true});
+  const observer = new MutationObserver(() => {
+    if (signature() === before) return;
+    observer.disconnect();
+    requestAnimationFrame(() => { window.__attnviz.t1 = performance.now(); });
+  });
+  observer.observe(root, {subtree: true, childList: true, attributes: true, attributeFilter: ['href']});
+}"""
+
+
+def find_slider(page: NotebookPage, label: str) -> dict | None:
+    """Mark the first slider labelled `label` and its output; None when the notebook has none."""
+    return page.page.evaluate(_JS_MARK_SLIDER, label)
+
+
+def heatmap_signature(page: NotebookPage) -> str | None:
+    return page.page.evaluate(_JS_HEATMAP_SIGNATURE)
+
+
+def press_slider_key(page: NotebookPage, label: str) -> str:
+    """Focus the marked slider's handle and press an arrow key (left at the top end); returns the key."""
+    info = find_slider(page, label)
+    key = "ArrowLeft" if info and info["now"] == info["max"] else "ArrowRight"
+    handle = page.page.locator('[data-attnviz-test="handle"]')
+    handle.scroll_into_view_if_needed()
+    handle.focus()
+    page.page.keyboard.press(key)
+    return key
+
+
+def move_slider_and_wait(page: NotebookPage, label: str, timeout: float = 15.0) -> dict:
+    """Press an arrow key on the slider `label`; report whether its heatmaps repainted in time."""
+    info = find_slider(page, label)
+    if info is None:
+        return {"found": False, "changed": False}
+    before = heatmap_signature(page)
+    key = press_slider_key(page, label)
+    changed = True
+    try:
+        page.page.wait_for_function(
+            f"(before) => ({_JS_HEATMAP_SIGNATURE})() !== before", arg=before,
+            timeout=timeout * 1000, polling=100)
+    except Exception:
+        changed = False
+    after_info = find_slider(page, label)
+    return {"found": True, "changed": changed, "key": key, "value_before": info["value"],
+            "value_after": after_info["value"] if after_info else None, "heatmaps": info["heatmaps"]}
+
+
+def keypress_to_repaint_ms(page: NotebookPage, label: str, timeout: float = 15.0) -> float:
+    """Milliseconds from a real keypress on slider `label` to the frame painting the changed heatmap."""
+    if find_slider(page, label) is None:
+        raise LookupError(f"no slider labelled {label!r} on the page")
+    page.page.evaluate(_JS_ARM_LATENCY)
+    press_slider_key(page, label)
+    page.page.wait_for_function("() => window.__attnviz && window.__attnviz.t1 !== null",
+                                timeout=timeout * 1000, polling="raf")
+    times = page.page.evaluate("() => window.__attnviz")
+    return times["t1"] - times["t0"]
