@@ -179,3 +179,4 @@ def test_explore_stays_torch_only():
 
 def test_uniform_entropy_is_log_n():
     assert math.isclose(saturation_state(8, n=8)["metrics"]["uniform_entropy"], math.log(8))
+

@@ -13,6 +13,8 @@ weight (a leak) keeps its colour and carries a red ×.
 
 from __future__ import annotations
 
+import base64
+
 import numpy as np
 import plotly.graph_objects as go
 
@@ -23,9 +25,14 @@ __all__ = [
     "bar_chart",
     "add_heatmap",
     "set_heatmap",
+    "heatmap_changes",
+    "send_update",
     "add_heatmap_legend",
     "style",
     "to_numpy",
+    "plain",
+    "packed",
+    "unpacked",
     "WEIGHT_SCALE",
     "SCORE_SCALE",
     "KEY_TITLE",
@@ -97,6 +104,41 @@ def _hover_text(n_q: int, n_k: int, query_labels, key_labels) -> np.ndarray:
     return np.array([[f"{r} → {c}" for c in cols] for r in rows], dtype=object)
 
 
+def plain(array) -> list:
+    """A numpy array as nested lists with None for NaN (JSON has no NaN; None is a gap in plotly)."""
+    array = np.asarray(array, dtype=np.float64)
+    nan = np.isnan(array)
+    if not nan.any():
+        return array.tolist()
+    out = array.astype(object)
+    out[nan] = None
+    return out.tolist()
+
+
+def packed(array: np.ndarray):
+    """A numpy array ready to send to a FigureWidget, NaN kept as a gap.
+
+    1-D: a float64 array (plotly sends it as a binary buffer). 2-D: plotly.js's typed-array
+    spec ``{"dtype": "f8", "bdata": <base64>, "shape": "rows, cols"}``, one string instead of a
+    nested list (plotly's nested-list path costs ~1 ms per 1000 cells). :func:`unpacked`
+    reads either back.
+    """
+    array = np.ascontiguousarray(array, dtype=np.float64)
+    if array.ndim == 1:
+        return array
+    return {"dtype": "f8", "bdata": base64.b64encode(array.tobytes()).decode("ascii"),
+            "shape": ", ".join(str(size) for size in array.shape)}
+
+
+def unpacked(value) -> np.ndarray:
+    """A trace property as a float numpy array, whether it holds a list, an array or a packed spec."""
+    if isinstance(value, dict) and "bdata" in value:
+        shape = tuple(int(size) for size in str(value["shape"]).split(","))
+        dtype = {"f8": np.float64, "f4": np.float32}[value["dtype"]]
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=dtype).reshape(shape).astype(np.float64)
+    return np.array(value, dtype=np.float64)
+
+
 def _layers(weights: np.ndarray, mask) -> dict:
     """Split a weights matrix into what each trace of a heatmap panel shows."""
     nan = np.isnan(weights)
@@ -110,7 +152,8 @@ def _layers(weights: np.ndarray, mask) -> dict:
     nan_layer = np.where(nan, 1.0, np.nan)
     leak_rows, leak_cols = np.nonzero(leak)
     return {"weights": shown, "masked": masked, "nan": nan_layer,
-            "leak_x": leak_cols, "leak_y": leak_rows, "any_nan": bool(nan.any()),
+            "leak_x": leak_cols.astype(np.float64), "leak_y": leak_rows.astype(np.float64),
+            "any_nan": bool(nan.any()),
             "any_masked": bool(blocked.any()), "any_leak": bool(leak.any())}
 
 
@@ -130,22 +173,24 @@ def add_heatmap(fig: go.Figure, weights, *, mask=None, query_labels=None, key_la
     layers = _layers(weights, mask)
     where = {} if row is None else {"row": row, "col": col}
     first = len(fig.data)
+    gap = 1 if max(n_q, n_k) <= 32 else 0
     colorbar = {"title": {"text": value_name}, "thickness": 14, "len": 0.8}
     fig.add_trace(go.Heatmap(
-        z=layers["weights"], text=text, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid,
-        showscale=showscale, colorbar=colorbar, name=value_name, xgap=1, ygap=1, hoverongaps=False,
+        z=plain(layers["weights"]), text=text, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid,
+        showscale=showscale, colorbar=colorbar, name=value_name, xgap=gap, ygap=gap, hoverongaps=False,
         hovertemplate="%{text}<br>" + value_name + " %{z:.6g}<extra></extra>"), **where)
     fig.add_trace(go.Heatmap(
-        z=layers["masked"], text=text, colorscale=[[0, MASKED_GREY], [1, MASKED_GREY]], zmin=0, zmax=1,
-        showscale=False, name="masked", xgap=1, ygap=1, hoverongaps=False,
+        z=plain(layers["masked"]), text=text, colorscale=[[0, MASKED_GREY], [1, MASKED_GREY]], zmin=0, zmax=1,
+        showscale=False, name="masked", xgap=gap, ygap=gap, hoverongaps=False,
         hovertemplate="%{text}<br>masked: may not attend<extra></extra>"), **where)
     fig.add_trace(go.Heatmap(
-        z=layers["nan"], text=text, colorscale=[[0, NAN_PINK], [1, NAN_PINK]], zmin=0, zmax=1,
-        showscale=False, name="NaN", xgap=1, ygap=1, hoverongaps=False,
+        z=plain(layers["nan"]), text=text, colorscale=[[0, NAN_PINK], [1, NAN_PINK]], zmin=0, zmax=1,
+        showscale=False, name="NaN", xgap=gap, ygap=gap, hoverongaps=False,
         texttemplate="NaN" if max(n_q, n_k) <= TEXT_UP_TO else None,
         hovertemplate="%{text}<br>NaN: the softmax of a row of -inf is 0/0<extra></extra>"), **where)
     fig.add_trace(go.Scatter(
-        x=layers["leak_x"], y=layers["leak_y"], mode="markers", name="masked, yet weight > 0 (leak)",
+        x=layers["leak_x"].tolist(), y=layers["leak_y"].tolist(), mode="markers",
+        name="masked, yet weight > 0 (leak)",
         marker={"symbol": "x-thin", "size": 12 if max(n_q, n_k) <= TEXT_UP_TO else 5,
                 "line": {"width": 2, "color": LEAK_RED}},
         showlegend=False, hoverinfo="skip"), **where)
@@ -161,18 +206,78 @@ def add_heatmap(fig: go.Figure, weights, *, mask=None, query_labels=None, key_la
     return first
 
 
-def set_heatmap(fig, first: int, weights, mask=None) -> dict:
-    """Update the panel whose traces start at ``first`` to show ``weights`` (call inside batch_update).
+def heatmap_changes(first: int, weights, mask=None) -> tuple[dict, dict]:
+    """The trace changes that make the panel starting at trace ``first`` show ``weights``.
 
-    Returns the layer summary (``any_nan``, ``any_masked``, ``any_leak``).
+    Returns ``(changes, layers)``: ``changes`` maps trace index -> {property: value}, ready for
+    :func:`send_update`; ``layers`` says whether anything is masked, NaN or leaked.
     """
     layers = _layers(to_numpy(weights, "weights", dims=2), mask)
-    fig.data[first].z = layers["weights"]
-    fig.data[first + 1].z = layers["masked"]
-    fig.data[first + 2].z = layers["nan"]
-    fig.data[first + 3].x = layers["leak_x"]
-    fig.data[first + 3].y = layers["leak_y"]
+    changes = {
+        first: {"z": layers["weights"]},
+        first + 1: {"z": layers["masked"]},
+        first + 2: {"z": layers["nan"]},
+        first + 3: {"x": layers["leak_x"], "y": layers["leak_y"]},
+    }
+    return changes, layers
+
+
+def set_heatmap(fig, first: int, weights, mask=None) -> dict:
+    """Make the panel whose traces start at ``first`` show ``weights``; return the layer summary."""
+    changes, layers = heatmap_changes(first, weights, mask)
+    send_update(fig, changes)
     return layers
+
+
+def send_update(fig, traces: dict | None = None, layout: dict | None = None,
+                cache: dict | None = None) -> None:
+    """Apply trace and layout changes to ``fig`` as ONE plotly update (one message to the browser).
+
+    ``traces`` maps trace index -> {property path: new value}; ``layout`` maps layout paths
+    (``"title.text"``, ``"annotations[0].text"``, ``"xaxis.range"``) to new values. This is the
+    message ``FigureWidget.batch_update()`` sends when it closes, built directly: the values
+    come from our own code, so plotly's per-property validation (most of the time of a
+    change) is skipped.
+
+    Numpy arrays travel packed (see :func:`packed`), so NaN gaps need no JSON NaN and big
+    matrices cost little.
+    With a ``cache`` dict, arrays and layout values equal to the ones last sent through it (NaN
+    equal to NaN) are not sent again.
+    """
+    from plotly.basedatatypes import Undefined
+
+    traces = traces or {}
+    restyle, indexes = {}, []
+    for index in sorted(traces):
+        props = {}
+        for prop, value in traces[index].items():
+            if isinstance(value, np.ndarray):
+                if cache is not None:
+                    key = (index, prop)
+                    last = cache.get(key)
+                    if last is not None and last.shape == value.shape and np.array_equal(
+                            last, value, equal_nan=True):
+                        continue
+                    cache[key] = value.copy()
+                value = packed(value)
+            props[prop] = value
+        if props:
+            indexes.append(index)
+            for prop, value in props.items():
+                restyle.setdefault(prop, {})[index] = value
+    restyle = {prop: [by_index.get(i, Undefined) for i in indexes] for prop, by_index in restyle.items()}
+    if layout and cache is not None:
+        changed = {}
+        for path, value in layout.items():
+            key = ("layout", path)
+            if key not in cache or cache[key] != value:
+                changed[path] = value
+                cache[key] = value
+        layout = changed
+    if not restyle and not layout:
+        return
+    fig.plotly_update(restyle_data=restyle or None, relayout_data=dict(layout) if layout else None,
+                      trace_indexes=indexes or None)
 
 
 def add_heatmap_legend(fig: go.Figure, masked=True, nan=False, leak=False) -> list[int]:
