@@ -128,3 +128,12 @@ def test_fact_temperature_keeps_the_order_and_sharpens():
     scores = torch.tensor([0.3, 1.2, -0.5])
     sharp, plain = torch.softmax(scores / 0.2, -1), torch.softmax(scores, -1)
     assert sharp.argmax() == plain.argmax() and sharp.max() > plain.max()
+
+
+def test_the_right_answer_is_not_given_away_by_its_length():
+    """The right option is never much longer than the longest wrong one (a classic quiz tell)."""
+    for notebook, questions in QUIZZES.items():
+        for question in questions:
+            right = max(len(a["answer"]) for a in question["answers"] if a["correct"])
+            longest_wrong = max(len(a["answer"]) for a in question["answers"] if not a["correct"])
+            assert right <= 1.3 * longest_wrong, (notebook, question["question"])
