@@ -242,3 +242,14 @@ def test_check_and_zoo_import_torch_only():
             "bad = [m for m in ('ipywidgets', 'plotly', 'IPython') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_code_that_only_works_in_two_dimensions_gets_a_pointed_note():
+    def second_axis(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[1])      # d_k read from dimension 1
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -1e9)
+        return scores.softmax(-1) @ v
+    result = check_attention(second_axis)
+    assert not result.passed and result.bug is None
+    assert "q.shape[-1] rather than q.shape[1]" in repr(result)

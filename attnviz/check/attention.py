@@ -229,6 +229,10 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     if ones:
         notes.append(ones)
     notes.append(f"Right on: {'; '.join(right) or 'none of the inputs'}. Wrong on: {'; '.join(wrong)}.")
+    batched = [p.q.dim() > 2 for p in probes]
+    if all(ok != b for ok, b in zip(live_right, batched, strict=True)):
+        notes.append("Only the inputs with batch and head dimensions in front go wrong: index from the end, "
+                     "k.transpose(-2, -1) rather than k.T, and q.shape[-1] rather than q.shape[1].")
     if not all(dead_finite):
         notes.append("A fully masked query row comes out as NaN.")
     if modified_note:
