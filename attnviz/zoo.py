@@ -14,8 +14,9 @@ signature as the exercise it belongs to:
 * ``MULTI_HEAD_BUGS``: ``cls(d_model, n_heads)``, an ``nn.Module`` with
   ``W_q``, ``W_k``, ``W_v``, ``W_o`` and ``forward(x, mask=None) -> output``
   where x is ``(batch, n, d_model)``.
-* ``CAUSAL_MASK_BUGS``: ``fn(n) -> (n, n)`` bool mask.
-* ``PADDING_MASK_BUGS``: ``fn(lengths, n) -> (batch, 1, n)`` bool mask.
+* ``CAUSAL_MASK_BUGS``: ``fn(n)`` -> bool mask, meant to be ``(n, n)``.
+* ``PADDING_MASK_BUGS``: ``fn(lengths, n)`` -> bool mask, meant to be ``(batch, 1, n)``
+  (``padding_masks_queries`` returns ``(batch, n, 1)``: that is its bug).
 
 ``get(bug_id)`` returns the entry for an id, ``BUG_IDS`` lists them all.
 """
