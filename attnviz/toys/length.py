@@ -54,8 +54,8 @@ class LengthConfig:
     d_model: int = 32
     train_len: int = 16
     max_len: int = 128
-    steps: int = 150
-    batch: int = 64
+    steps: int = 60
+    batch: int = 32
     lr: float = 1e-2
     score_gain: float = 1.0
     seed: int = 0

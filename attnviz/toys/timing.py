@@ -7,7 +7,8 @@ Torch only. Three measurements, each chosen to survive a shared, busy machine:
 * :func:`peak_allocated_bytes` reads PyTorch's own allocation events. On the
   CPU there is no ``torch.cuda.max_memory_allocated``; Python's ``tracemalloc``
   sees nothing either, because tensors are allocated by PyTorch's C++
-  allocator, not by Python. The profiler with ``profile_memory=True`` records
+  allocator, not by Python. PyTorch's profiler (``torch.autograd.profiler.profile``,
+  the engine under ``torch.profiler.profile``) with ``profile_memory=True`` records
   every allocation and free of that allocator, including scratch buffers that
   a fused kernel allocates internally; summing them in time order gives the
   high-water mark. Allocation is deterministic, so this number does not wobble.
@@ -91,11 +92,13 @@ def _quiet_stderr():
 
 
 def _profile(fn, args, kwargs, memory: bool):
-    from torch.profiler import ProfilerActivity, profile
+    # torch.autograd.profiler.profile is the CPU profiler that torch.profiler.profile wraps; used
+    # directly it skips the wrapper's first-use import of torch._inductor (seconds, for nothing here).
+    from torch.autograd.profiler import profile
 
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}.")
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=memory) as prof:
+    with _quiet_stderr(), profile(use_cpu=True, profile_memory=memory, use_kineto=True) as prof:
         fn(*args, **kwargs)
     return prof
 
@@ -103,14 +106,14 @@ def _profile(fn, args, kwargs, memory: bool):
 def peak_allocated_bytes(fn, *args, **kwargs) -> int:
     """Peak bytes PyTorch's CPU allocator held during ``fn(*args, **kwargs)``, above where it started.
 
-    Every allocation and free the call makes is recorded by ``torch.profiler``
+    Every allocation and free the call makes is recorded by PyTorch's profiler
     (``profile_memory=True``); the running sum of those events, in time order,
     has this maximum. Tensors that existed before the call are not counted;
     tensors the call returns are (they were allocated during it).
     """
     prof = _profile(fn, args, kwargs, memory=True)
     try:
-        events = prof.profiler.kineto_results.events()
+        events = prof.kineto_results.events()
     except AttributeError as err:  # the profiler's result layout is not public API
         raise RuntimeError(
             f"this PyTorch ({torch.__version__}) does not expose the profiler's memory events "
@@ -133,7 +136,7 @@ def aten_ops_called(fn, *args, **kwargs) -> list[str]:
     """
     prof = _profile(fn, args, kwargs, memory=False)
     names = []
-    for event in sorted(prof.events(), key=lambda e: e.time_range.start):
+    for event in sorted(prof.function_events, key=lambda e: e.time_range.start):
         if event.name.startswith("aten::") and event.name not in names:
             names.append(event.name)
     return names
