@@ -117,8 +117,8 @@ class TrainResult:
 
 
 def train_recall(scaled: bool = True, seed: int = 0, *, d_k: int = 64, d_model: int = 64,
-                 n_pairs: int = 16, n_keys: int = 32, n_values: int = 32, steps: int = 120,
-                 batch_size: int = 32, lr: float = 3e-3, progress=None) -> TrainResult:
+                 n_pairs: int = 16, n_keys: int = 32, n_values: int = 32, steps: int = 100,
+                 batch_size: int = 32, lr: float = 5e-3, progress=None) -> TrainResult:
     """Train one :class:`RecallAttention` with Adam from ``seed``; return its curves.
 
     The seed fixes the initial weights and the data stream, so a scaled and an
