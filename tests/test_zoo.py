@@ -195,3 +195,71 @@ def test_correct_causal_masks_pass(fn):
 ])
 def test_correct_padding_masks_pass(fn):
     assert check_padding_mask(fn).passed
+
+
+# ---- the same mistakes written the way learners write them -------------------------------------
+
+def _fill_min(scores, mask):
+    return scores if mask is None else scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+
+
+def variant_missing_scale_finfo(q, k, v, mask=None):
+    return torch.softmax(_fill_min(q @ k.transpose(-2, -1), mask), dim=-1) @ v
+
+
+def variant_mask_inverted_where(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = torch.where(mask, torch.finfo(scores.dtype).min, scores)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def variant_mask_fill_zero_multiply(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores * mask
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def variant_mask_after_softmax_multiply(q, k, v, mask=None):
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    if mask is not None:
+        weights = weights * mask
+    return weights @ v, weights
+
+
+def variant_renormalised_after_softmax(q, k, v, mask=None):
+    """Masking after the softmax but renormalising: right, except 0/0 on a fully masked row."""
+    weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)
+    if mask is not None:
+        weights = weights * mask
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights @ v
+
+
+def variant_softmax_wrong_axis_finfo(q, k, v, mask=None):
+    scores = _fill_min(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), mask)
+    return F.softmax(scores, dim=0 if q.dim() == 2 else -2) @ v
+
+
+def variant_forgot_values_output_only(q, k, v, mask=None):
+    return torch.softmax(_fill_min(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), mask), dim=-1)
+
+
+def variant_scores_transposed_mT(q, k, v, mask=None):
+    scores = k @ q.mT / math.sqrt(q.shape[-1])
+    return torch.softmax(_fill_min(scores, mask), dim=-1) @ v
+
+
+@pytest.mark.parametrize("fn, bug_id", [
+    (variant_missing_scale_finfo, "missing_scale"),
+    (variant_mask_inverted_where, "mask_inverted"),
+    (variant_mask_fill_zero_multiply, "mask_fill_zero"),
+    (variant_mask_after_softmax_multiply, "mask_after_softmax"),
+    (variant_renormalised_after_softmax, "nan_on_fully_masked_row"),
+    (variant_softmax_wrong_axis_finfo, "softmax_wrong_axis"),
+    (variant_forgot_values_output_only, "forgot_values"),
+    (variant_scores_transposed_mT, "scores_transposed"),
+], ids=lambda x: x if isinstance(x, str) else x.__name__)
+def test_learner_style_variants_are_named_too(fn, bug_id):
+    assert check_attention(fn).bug == bug_id, repr(check_attention(fn))
