@@ -263,3 +263,56 @@ def variant_scores_transposed_mT(q, k, v, mask=None):
 ], ids=lambda x: x if isinstance(x, str) else x.__name__)
 def test_learner_style_variants_are_named_too(fn, bug_id):
     assert check_attention(fn).bug == bug_id, repr(check_attention(fn))
+
+
+class _FusedVariant(FusedHeads):
+    """Multi-head attention on the fused function, with one step changed by a subclass."""
+
+    scale = None
+
+    def split(self, t, batch, n, d_model):
+        return t.reshape(batch, n, self.h, d_model // self.h).transpose(1, 2)
+
+    def merge(self, out, batch, n, d_model):
+        return out.transpose(1, 2).reshape(batch, n, d_model)
+
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        q, k, v = (self.split(layer(x), batch, n, d_model) for layer in (self.W_q, self.W_k, self.W_v))
+        scale = None if self.scale is None else self.scale(d_model)
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+        return self.project(self.merge(out, batch, n, d_model))
+
+    def project(self, merged):
+        return self.W_o(merged)
+
+
+class MergeByReshape(_FusedVariant):
+    def merge(self, out, batch, n, d_model):
+        return out.reshape(batch, n, -1)
+
+
+class SplitByReshape(_FusedVariant):
+    def split(self, t, batch, n, d_model):
+        return t.reshape(batch, self.h, n, -1)
+
+
+class ScaleFromDModel(_FusedVariant):
+    scale = staticmethod(lambda d_model: d_model ** -0.5)
+
+
+class NoProjection(_FusedVariant):
+    def project(self, merged):
+        return merged
+
+
+@pytest.mark.parametrize("cls, bug_id", [
+    (_FusedVariant, None),
+    (MergeByReshape, "heads_merged_without_transpose"),
+    (SplitByReshape, "heads_split_without_transpose"),
+    (ScaleFromDModel, "scale_by_d_model"),
+    (NoProjection, "missing_output_projection"),
+], ids=lambda x: x if isinstance(x, str) or x is None else x.__name__)
+def test_learner_style_multi_head_variants_are_named(cls, bug_id):
+    result = check_multi_head(cls)
+    assert result.bug == bug_id and result.passed == (bug_id is None), repr(result)
