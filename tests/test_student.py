@@ -97,8 +97,9 @@ def my_causal_mask(n):
 '''
 
 
-@pytest.fixture
-def synthetic(tmp_path):
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    tmp_path = tmp_path_factory.mktemp("synthetic")
     source = tmp_path / "course"
     source.mkdir()
     write(source / "01_demo.ipynb", [
@@ -152,10 +153,8 @@ def test_everything_else_is_unchanged_and_outputs_are_stripped(synthetic):
     assert (out / "data.txt").read_text() == "a file beside the notebooks\n"
 
 
-def test_student_check_cells_say_not_yet_implemented(synthetic):
-    source, out, _ = synthetic
-    student, teacher = _run_programs([[src for _, src in _code_cells(out / "01_demo.ipynb")],
-                                      [src for _, src in _code_cells(source / "01_demo.ipynb")]])
+def test_student_check_cells_say_not_yet_implemented(ran):
+    student, teacher = ran[:2]
     assert all(cell["error"] is None for cell in student + teacher), student + teacher
     for index in (1, 3):
         assert "not yet implemented" in student[index]["result"], student[index]
@@ -242,6 +241,18 @@ def course_student(tmp_path_factory):
     return out
 
 
+@pytest.fixture(scope="module")
+def ran(synthetic, course_student):
+    """All programs in one subprocess (one torch import): the synthetic notebook's student and
+    teacher editions, then each exercise notebook's student editions, then its teacher editions."""
+    source, out, _ = synthetic
+    programs = [[src for _, src in _code_cells(out / "01_demo.ipynb")],
+                [src for _, src in _code_cells(source / "01_demo.ipynb")]]
+    programs += [_exercise_program(course_student / p.name) for p in EXERCISES]
+    programs += [_exercise_program(p) for p in EXERCISES]
+    return _run_programs(programs)
+
+
 def test_course_student_edition_has_no_solution_code(course_student):
     assert sorted(p.name for p in course_student.glob("*.ipynb")) == [p.name for p in COURSE]
     for path in COURSE:
@@ -268,11 +279,11 @@ def test_course_student_edition_has_no_solution_code(course_student):
 
 
 @pytest.mark.skipif(not EXERCISES, reason="no notebook has exercise cells yet")
-def test_course_check_cells_give_verdicts(course_student):
+def test_course_check_cells_give_verdicts(course_student, ran):
     """Student edition: every check cell answers 'not yet implemented'. Teacher's edition: it passes."""
     programs = [_exercise_program(course_student / p.name) for p in EXERCISES]
     programs += [_exercise_program(p) for p in EXERCISES]
-    results = _run_programs(programs)
+    results = ran[2:]
     for edition, offset in (("student", 0), ("teacher", len(EXERCISES))):
         for number, path in enumerate(EXERCISES):
             program, cells = programs[offset + number], results[offset + number]
