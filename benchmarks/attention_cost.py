@@ -1,12 +1,13 @@
 """Time and peak memory of explicit attention against F.scaled_dot_product_attention, over n.
 
 Prints a table (and the fitted log-log slopes): one sequence, one head, d_k = 64, float32, CPU.
-Run: ``.venv/bin/python benchmarks/attention_cost.py [--max-n 8192] [--repeats 5] [--threads 1]``
+Run: ``.venv/bin/python benchmarks/attention_cost.py [--max-n 8192] [--repeats 5] [--clock thread]``
 
 "weights" is the size of one n x n float32 weights matrix, 4 n^2 bytes. Peak allocation is read
 from torch.profiler's memory events (PyTorch's CPU allocator; see attnviz/toys/timing.py) and is
-deterministic for a given thread count. Times are medians of --repeats runs after one warm-up;
-they are NOT deterministic and move with whatever else the machine is doing.
+deterministic for a given thread count. Times are medians of --repeats runs after one warm-up, by
+default in CPU time of the calling thread (--clock thread, valid with --threads 1: time spent waiting
+for a busy CPU is not counted); --clock wall gives elapsed time. Either way they are NOT deterministic.
 """
 
 from __future__ import annotations
@@ -83,12 +84,15 @@ def main():
     parser.add_argument("--d-k", type=int, default=64)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--clock", choices=("thread", "wall"), default="thread")
     args = parser.parse_args()
+    if args.clock == "thread" and args.threads != 1:
+        parser.error("--clock thread counts one thread's CPU time; use it with --threads 1")
     torch.set_num_threads(args.threads)
     torch.manual_seed(0)
 
     print(f"torch {torch.__version__}, {platform.machine()}, {torch.get_num_threads()} thread(s), "
-          f"d_k={args.d_k}, float32, batch 1, 1 head, median of {args.repeats}")
+          f"d_k={args.d_k}, float32, batch 1, 1 head, {args.clock} clock, median of {args.repeats}")
     header = (f"{'n':>6} {'weights MiB':>12} {'explicit peak MiB':>18} {'x weights':>10} "
               f"{'fused peak MiB':>15} {'x weights':>10} {'explicit ms':>12} {'fused ms':>9} "
               f"{'speed-up':>9}  fused kernel")
@@ -102,8 +106,9 @@ def main():
         peak_explicit = peak_allocated_bytes(explicit_attention, query, key, value)
         peak_fused = peak_allocated_bytes(fused_attention, query, key, value)
         repeats = args.repeats if n <= 4096 else max(1, args.repeats // 2)
-        time_explicit = median_seconds(explicit_attention, query, key, value, repeats=repeats)
-        time_fused = median_seconds(fused_attention, query, key, value, repeats=repeats)
+        timing = {"repeats": repeats, "clock": args.clock}
+        time_explicit = median_seconds(explicit_attention, query, key, value, **timing)
+        time_fused = median_seconds(fused_attention, query, key, value, **timing)
         rows.append((n, peak_explicit, peak_fused, time_explicit, time_fused))
         print(f"{n:>6} {weights_bytes / MiB:>12.2f} {peak_explicit / MiB:>18.2f} "
               f"{peak_explicit / weights_bytes:>10.2f} {peak_fused / MiB:>15.2f} "

@@ -147,5 +147,21 @@ def test_median_seconds():
     assert len(calls) == 5
     with pytest.raises(ValueError, match="repeats"):
         T.median_seconds(lambda: None, repeats=0)
+    with pytest.raises(ValueError, match="clock"):
+        T.median_seconds(lambda: None, clock="sundial")
+
+
+def test_thread_clock_counts_cpu_work_not_sleep():
+    import time
+
+    with T.single_thread():
+        assert T.median_seconds(time.sleep, 0.05, repeats=1, warmup=0, clock="thread") < 0.02
+        assert T.median_seconds(time.sleep, 0.05, repeats=1, warmup=0, clock="wall") >= 0.05
+        busy = T.median_seconds(lambda: torch.randn(300, 300) @ torch.randn(300, 300), repeats=3,
+                                clock="thread")
+    assert busy > 0
+    if torch.get_num_threads() > 1:
+        with pytest.raises(ValueError, match="single_thread"):
+            T.median_seconds(lambda: None, clock="thread")
     with pytest.raises(TypeError, match="callable"):
         T.peak_allocated_bytes(3)

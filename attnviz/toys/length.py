@@ -54,7 +54,7 @@ class LengthConfig:
     d_model: int = 32
     train_len: int = 16
     max_len: int = 128
-    steps: int = 60
+    steps: int = 50
     batch: int = 32
     lr: float = 1e-2
     score_gain: float = 1.0

@@ -3,7 +3,9 @@
 Torch only. Three measurements, each chosen to survive a shared, busy machine:
 
 * :func:`median_seconds` times a call several times and keeps the median, so a
-  few runs slowed by another process do not move the answer.
+  few runs slowed by another process do not move the answer. With
+  ``clock="thread"`` it counts CPU time instead of elapsed time, which does not
+  grow while another program holds the CPU.
 * :func:`peak_allocated_bytes` reads PyTorch's own allocation events. On the
   CPU there is no ``torch.cuda.max_memory_allocated``; Python's ``tracemalloc``
   sees nothing either, because tensors are allocated by PyTorch's C++
@@ -53,22 +55,38 @@ def single_thread():
         torch.set_num_threads(before)
 
 
-def median_seconds(fn, *args, repeats: int = 5, warmup: int = 1, **kwargs) -> float:
-    """Median wall time of ``fn(*args, **kwargs)`` in seconds over ``repeats`` runs.
+CLOCKS = {"wall": time.perf_counter, "thread": time.thread_time}
+
+
+def median_seconds(fn, *args, repeats: int = 5, warmup: int = 1, clock: str = "wall", **kwargs) -> float:
+    """Median time of ``fn(*args, **kwargs)`` in seconds over ``repeats`` runs.
 
     ``warmup`` untimed calls come first (the first call pays for one-off setup).
+    ``clock="wall"`` measures elapsed time (``time.perf_counter``). ``clock="thread"``
+    measures the CPU time of the calling thread (``time.thread_time``): time spent
+    waiting while another program had the CPU is not counted, so it stays steady on
+    a busy machine. It sees all of PyTorch's work only when PyTorch runs on the
+    calling thread, i.e. inside :func:`single_thread` (or ``torch.set_num_threads(1)``).
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}.")
     if int(repeats) < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}.")
+    if clock not in CLOCKS:
+        raise ValueError(f"clock must be one of {sorted(CLOCKS)}, got {clock!r}.")
+    if clock == "thread" and torch.get_num_threads() != 1:
+        raise ValueError(
+            f"clock='thread' counts only the calling thread's CPU time, but PyTorch is using "
+            f"{torch.get_num_threads()} threads; wrap the call in single_thread() or use clock='wall'."
+        )
+    now = CLOCKS[clock]
     for _ in range(int(warmup)):
         fn(*args, **kwargs)
     times = []
     for _ in range(int(repeats)):
-        start = time.perf_counter()
+        start = now()
         fn(*args, **kwargs)
-        times.append(time.perf_counter() - start)
+        times.append(now() - start)
     return statistics.median(times)
 
 
