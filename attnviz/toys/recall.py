@@ -130,7 +130,7 @@ def train_recall(scaled: bool = True, seed: int = 0, *, d_k: int = 64, d_model: 
     torch.manual_seed(seed)
     model = RecallAttention(n_keys, n_values, d_model, d_k, scaled=scaled)
     data = torch.Generator().manual_seed(10_000 + seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+    optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)  # one op per step for all weights
     result = TrainResult(scaled=bool(scaled), seed=int(seed), model=model)
     for step in range(steps):
         pair_keys, pair_values, query_key, answer = make_batch(batch_size, n_pairs, n_keys, n_values, data)
