@@ -162,7 +162,7 @@ def train(config: LengthConfig = LengthConfig(), progress=None) -> TrainResult:
     torch.manual_seed(config.seed)
     data = torch.Generator().manual_seed(config.seed)
     model = PreviousTokenModel(config.vocab, config.d_model, config.max_len, config.score_gain)
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr)
+    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, foreach=True)
     result = TrainResult(config=config, model=model)
     for step in range(config.steps):
         tokens, targets = make_batch(config.batch, config.train_len, config.vocab, data)
