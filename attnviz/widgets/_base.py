@@ -84,7 +84,7 @@ class Explorer:
         self.error: str | None = None
         self.state = None
         self._problem = w.HTML(layout=w.Layout(display="none"))
-        self._text = w.HTML(layout=w.Layout(width="320px", min_width="260px"))
+        self._text = w.HTML(layout=w.Layout(width="300px", min_width="260px", margin="30px 0 0 8px"))
 
     # -- wiring -------------------------------------------------------------------------------
     def _watch(self):

@@ -48,7 +48,7 @@ KEY_TITLE = "key (attended to)"
 QUERY_TITLE = "query (asking)"
 LABELS_UP_TO = 40                 # print token labels on the axes up to this many positions
 TEXT_UP_TO = 12                   # write values/markers inside cells up to this many positions
-HEATMAP_TRACES = 4                # traces per heatmap panel: weights, masked, NaN, leak
+HEATMAP_TRACES = 5                # traces per heatmap panel: weights, masked, NaN, leak, labels
 
 
 def to_numpy(values, name: str = "weights", dims: int | None = None) -> np.ndarray:
@@ -82,8 +82,8 @@ def style(fig: go.Figure, title: str = "", height: int = 420) -> go.Figure:
         title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
         font={"size": 13},
         height=height,
-        margin={"l": 70, "r": 30, "t": 70, "b": 60},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.14, "x": 0},
+        margin={"l": 70, "r": 30, "t": 70, "b": 95},
+        legend={"orientation": "h", "yanchor": "top", "y": -0.24, "x": 0},
         hoverlabel={"font": {"size": 13}},
     )
     return fig
@@ -139,7 +139,7 @@ def unpacked(value) -> np.ndarray:
     return np.array(value, dtype=np.float64)
 
 
-def _layers(weights: np.ndarray, mask) -> dict:
+def _layers(weights: np.ndarray, mask, masked_label=None) -> dict:
     """Split a weights matrix into what each trace of a heatmap panel shows."""
     nan = np.isnan(weights)
     if mask is None:
@@ -151,15 +151,26 @@ def _layers(weights: np.ndarray, mask) -> dict:
     masked = np.where(blocked & ~nan & ~leak, 1.0, np.nan)
     nan_layer = np.where(nan, 1.0, np.nan)
     leak_rows, leak_cols = np.nonzero(leak)
+    # words written in small matrices' cells: "NaN" on NaN cells, and optionally the fill on masked ones
+    label_rows, label_cols, label_text = [], [], []
+    if max(weights.shape) <= TEXT_UP_TO:
+        for rows_cols, text in ((np.nonzero(nan), "NaN"),
+                                (np.nonzero(blocked & ~nan & ~leak), masked_label)):
+            if text:
+                label_rows += rows_cols[0].tolist()
+                label_cols += rows_cols[1].tolist()
+                label_text += [text] * len(rows_cols[0])
     return {"weights": shown, "masked": masked, "nan": nan_layer,
             "leak_x": leak_cols.astype(np.float64), "leak_y": leak_rows.astype(np.float64),
-            "any_nan": bool(nan.any()),
+            "label_x": np.array(label_cols, dtype=np.float64),
+            "label_y": np.array(label_rows, dtype=np.float64),
+            "label_text": label_text, "any_nan": bool(nan.any()),
             "any_masked": bool(blocked.any()), "any_leak": bool(leak.any())}
 
 
 def add_heatmap(fig: go.Figure, weights, *, mask=None, query_labels=None, key_labels=None,
                 row=None, col=None, showscale=True, value_name="weight",
-                colorscale=WEIGHT_SCALE, zmin=0.0, zmax=1.0, zmid=None) -> int:
+                colorscale=WEIGHT_SCALE, zmin=0.0, zmax=1.0, zmid=None, masked_label=None) -> int:
     """Add one attention-matrix panel (four traces) to ``fig``; return its first trace index.
 
     ``weights`` is ``(n_q, n_k)``; ``mask`` broadcasts to it (bool, True = may attend).
@@ -169,8 +180,11 @@ def add_heatmap(fig: go.Figure, weights, *, mask=None, query_labels=None, key_la
     n_q, n_k = weights.shape
     query_labels = _labels(query_labels, n_q, "query_labels")
     key_labels = _labels(key_labels, n_k, "key_labels")
-    text = _hover_text(n_q, n_k, query_labels, key_labels)
-    layers = _layers(weights, mask)
+    if query_labels or key_labels:
+        text, where_hover = _hover_text(n_q, n_k, query_labels, key_labels).tolist(), "%{text}"
+    else:   # numbers only: no per-cell strings to ship (128 x 128 cells would be megabytes)
+        text, where_hover = None, "query %{y} → key %{x}"
+    layers = _layers(weights, mask, masked_label)
     where = {} if row is None else {"row": row, "col": col}
     first = len(fig.data)
     gap = 1 if max(n_q, n_k) <= 32 else 0
@@ -178,22 +192,25 @@ def add_heatmap(fig: go.Figure, weights, *, mask=None, query_labels=None, key_la
     fig.add_trace(go.Heatmap(
         z=plain(layers["weights"]), text=text, colorscale=colorscale, zmin=zmin, zmax=zmax, zmid=zmid,
         showscale=showscale, colorbar=colorbar, name=value_name, xgap=gap, ygap=gap, hoverongaps=False,
-        hovertemplate="%{text}<br>" + value_name + " %{z:.6g}<extra></extra>"), **where)
+        hovertemplate=where_hover + "<br>" + value_name + " %{z:.6g}<extra></extra>"), **where)
     fig.add_trace(go.Heatmap(
         z=plain(layers["masked"]), text=text, colorscale=[[0, MASKED_GREY], [1, MASKED_GREY]], zmin=0, zmax=1,
         showscale=False, name="masked", xgap=gap, ygap=gap, hoverongaps=False,
-        hovertemplate="%{text}<br>masked: may not attend<extra></extra>"), **where)
+        hovertemplate=where_hover + "<br>masked: may not attend<extra></extra>"), **where)
     fig.add_trace(go.Heatmap(
         z=plain(layers["nan"]), text=text, colorscale=[[0, NAN_PINK], [1, NAN_PINK]], zmin=0, zmax=1,
         showscale=False, name="NaN", xgap=gap, ygap=gap, hoverongaps=False,
-        texttemplate="NaN" if max(n_q, n_k) <= TEXT_UP_TO else None,
-        hovertemplate="%{text}<br>NaN: the softmax of a row of -inf is 0/0<extra></extra>"), **where)
+        hovertemplate=where_hover + "<br>NaN: the softmax of a row of -inf is 0/0<extra></extra>"), **where)
     fig.add_trace(go.Scatter(
         x=layers["leak_x"].tolist(), y=layers["leak_y"].tolist(), mode="markers",
         name="masked, yet weight > 0 (leak)",
         marker={"symbol": "x-thin", "size": 12 if max(n_q, n_k) <= TEXT_UP_TO else 5,
                 "line": {"width": 2, "color": LEAK_RED}},
         showlegend=False, hoverinfo="skip"), **where)
+    fig.add_trace(go.Scatter(
+        x=layers["label_x"].tolist(), y=layers["label_y"].tolist(), text=layers["label_text"], mode="text",
+        name="cell labels", textfont={"size": 11, "color": "#222222"}, showlegend=False, hoverinfo="skip"),
+        **where)
     axis = {} if row is None else {"row": row, "col": col}
     x_ticks = {"tickmode": "array", "tickvals": list(range(n_k)), "ticktext": key_labels} \
         if key_labels and n_k <= LABELS_UP_TO else {}
@@ -206,18 +223,20 @@ def add_heatmap(fig: go.Figure, weights, *, mask=None, query_labels=None, key_la
     return first
 
 
-def heatmap_changes(first: int, weights, mask=None) -> tuple[dict, dict]:
+def heatmap_changes(first: int, weights, mask=None, masked_label=None) -> tuple[dict, dict]:
     """The trace changes that make the panel starting at trace ``first`` show ``weights``.
 
     Returns ``(changes, layers)``: ``changes`` maps trace index -> {property: value}, ready for
     :func:`send_update`; ``layers`` says whether anything is masked, NaN or leaked.
+    ``masked_label`` (e.g. the fill value) is written into masked cells of small matrices.
     """
-    layers = _layers(to_numpy(weights, "weights", dims=2), mask)
+    layers = _layers(to_numpy(weights, "weights", dims=2), mask, masked_label)
     changes = {
         first: {"z": layers["weights"]},
         first + 1: {"z": layers["masked"]},
         first + 2: {"z": layers["nan"]},
         first + 3: {"x": layers["leak_x"], "y": layers["leak_y"]},
+        first + 4: {"x": layers["label_x"], "y": layers["label_y"], "text": layers["label_text"]},
     }
     return changes, layers
 
@@ -283,7 +302,7 @@ def send_update(fig, traces: dict | None = None, layout: dict | None = None,
 def add_heatmap_legend(fig: go.Figure, masked=True, nan=False, leak=False) -> list[int]:
     """Legend entries for the grey, pink and × cells (heatmaps have no legend of their own).
 
-    Returns the indices of the three legend traces; toggle their ``visible`` to match.
+    Returns the indices of the three legend traces; toggle their ``showlegend`` to match.
     """
     first = len(fig.data)
     for name, symbol, color, shown in (
@@ -294,8 +313,7 @@ def add_heatmap_legend(fig: go.Figure, masked=True, nan=False, leak=False) -> li
         marker = {"symbol": symbol, "size": 12, "color": color,
                   "line": {"width": 2, "color": color}}
         fig.add_trace(go.Scatter(x=[None], y=[None], mode="markers", name=name, marker=marker,
-                                 showlegend=True, visible=True if shown else "legendonly",
-                                 hoverinfo="skip"))
+                                 showlegend=bool(shown), hoverinfo="skip"))
     return [first, first + 1, first + 2]
 
 
@@ -321,12 +339,11 @@ def attention_heatmap(weights, *, query_labels=None, key_labels=None, mask=None,
     layers = _layers(weights, mask)
     legend = add_heatmap_legend(fig)
     _legend_visibility(fig, legend, layers)
-    for index in legend:
-        fig.data[index].visible = True
     n_q, n_k = weights.shape
     size = min(620, max(340, 28 * max(n_q, n_k) + 160))
-    style(fig, title, height=size)
+    style(fig, title, height=size + 60)
     fig.update_layout(width=size + 120)
+    fig.update_yaxes(scaleanchor="x", scaleratio=1)
     return fig
 
 
@@ -350,8 +367,9 @@ def scores_heatmap(scores, *, mask=None, query_labels=None, key_labels=None, tit
                                      "any_nan": False, "any_leak": False})
     n_q, n_k = scores.shape
     size = min(620, max(340, 28 * max(n_q, n_k) + 160))
-    style(fig, title, height=size)
+    style(fig, title, height=size + 60)
     fig.update_layout(width=size + 120)
+    fig.update_yaxes(scaleanchor="x", scaleratio=1)
     return fig
 
 

@@ -130,7 +130,7 @@ class HeadExplorer(Explorer):
         n_q, n_k = self.weights.shape[-2:]
         fig = go.Figure()
         add_heatmap(fig, self.weights[0, 0], query_labels=self.query_labels, key_labels=self.key_labels)
-        size = min(620, max(360, 26 * max(n_q, n_k) + 170))
+        size = min(540, max(360, 26 * max(n_q, n_k) + 170))
         style(fig, "", height=size)
         fig.update_layout(width=size + 100)
         return go.FigureWidget(fig)

@@ -124,7 +124,7 @@ class LookupExplorer(Explorer):
         fig.update_yaxes(range=[-0.5, 4.5], row=1, col=2, title_text="value feature 2",
                          scaleanchor="x2", scaleratio=1)
         style(fig, "", height=440)
-        fig.update_layout(width=820, legend={"y": -0.18})
+        fig.update_layout(width=640, legend={"y": -0.18}, margin={"l": 60, "r": 10})
         return go.FigureWidget(fig)
 
     def _weights_figure(self):

@@ -28,10 +28,10 @@ ALLOWED_COLOUR = "#3b528b"
 
 def _sequence_title(index: int, n_real: int, n: int) -> str:
     if n_real == 0:
-        return f"sequence {index}: empty ({n} padding)"
+        return f"seq {index}: empty, {n} pad"
     if n_real == n:
-        return f"sequence {index}: {n} real tokens"
-    return f"sequence {index}: {n_real} real + {n - n_real} padding"
+        return f"seq {index}: {n} real"
+    return f"seq {index}: {n_real} real, {n - n_real} pad"
 
 
 class MaskExplorer(Explorer):
@@ -98,11 +98,11 @@ class MaskExplorer(Explorer):
         for index in range(self.batch):
             if scores:
                 first.append(add_heatmap(fig, values[index], mask=allowed[index], row=1, col=index + 1,
-                                         showscale=(index == self.batch - 1), value_name="score",
+                                         showscale=(index == 0), value_name="score",
                                          colorscale=SCORE_SCALE, zmin=-3, zmax=3))
             else:
                 first.append(add_heatmap(fig, values[index], mask=allowed[index], row=1, col=index + 1,
-                                         showscale=(index == self.batch - 1)))
+                                         showscale=(index == 0)))
         legend = add_heatmap_legend(fig)
         if scores:
             self._score_panels, self._score_legend = first, legend
@@ -110,7 +110,7 @@ class MaskExplorer(Explorer):
             self._weight_panels, self._weight_legend = first, legend
         self._tidy_axes(fig)
         style(fig, "", height=360)
-        fig.update_layout(width=900 if scores else 760, legend={"y": -0.2})
+        fig.update_layout(width=900 if scores else 640, legend={"y": -0.2})
         return go.FigureWidget(fig)
 
     def _tidy_axes(self, fig):
@@ -136,21 +136,22 @@ class MaskExplorer(Explorer):
         # scores after masked_fill: real scores on the diverging scale, filled cells grey and labelled
         raw = state["scores"].numpy()
         filled = state["filled_scores"]
-        shown = raw if filled is None else np.where(allowed, filled.numpy(), 0)
+        shown = np.where(allowed, raw if filled is None else filled.numpy(), 0)   # masked cells: grey
         bound = float(np.abs(raw).max())
         traces = {}
         label = "no fill" if self.controls["mask"].value == "none" else fill
         for i, first in enumerate(self._score_panels):
-            changes, _ = heatmap_changes(first, shown[i], allowed[i])
+            changes, _ = heatmap_changes(first, shown[i], allowed[i], masked_label=label)
             traces.update(changes)
             traces[first]["zmin"], traces[first]["zmax"] = -bound, bound
-            traces[first + 1]["texttemplate"] = label if self.n <= 12 else None
             traces[first + 1]["hovertemplate"] = (
-                "%{text}<br>masked: holds the fill " + html.escape(label) + "<extra></extra>")
+                "query %{y} → key %{x}<br>masked: holds the fill " + html.escape(label) + "<extra></extra>")
         traces[self._score_legend[0]] = {"showlegend": bool((~allowed).any()),
                                          "name": f"grey: masked, score set to the fill {label}"}
-        title = (f"Scores after masked_fill(~mask, {fill}) in {dtype}" if state["filled_scores"] is not None
-                 else f"No scores: masked_fill(~mask, {fill}) raised in {dtype} (see the message above)")
+        traces[self._score_legend[1]] = {"showlegend": False}
+        traces[self._score_legend[2]] = {"showlegend": False}
+        title = (f"Scores after masked_fill(~mask, {fill}) in {dtype}" if filled is not None
+                 else f"Scores before filling: masked_fill(~mask, {fill}) failed in {dtype}")
         send_update(self.figures["scores"], traces, cache=self._sent["scores"], layout={"title.text": title})
 
         # weights: torch.softmax of the filled scores; NaN rows pink and labelled, leaks marked
@@ -161,7 +162,8 @@ class MaskExplorer(Explorer):
             for first in self._weight_panels:
                 traces.update({first: {"z": weights[0]}, first + 1: {"z": weights[0]},
                                first + 2: {"z": weights[0]},
-                               first + 3: {"x": np.zeros(0), "y": np.zeros(0)}})
+                               first + 3: {"x": np.zeros(0), "y": np.zeros(0)},
+                               first + 4: {"x": np.zeros(0), "y": np.zeros(0), "text": []}})
             title = "No weights: PyTorch raised an error for this fill and dtype (see the message above)"
         else:
             weights = state["weights"].numpy()

@@ -19,8 +19,9 @@ from .figures import add_heatmap, add_heatmap_legend, heatmap_changes, send_upda
 __all__ = ["saturation_explorer", "SaturationExplorer"]
 
 D_K_OPTIONS = [2**p for p in range(13)]          # 1 .. 4096
-TEMPERATURE_RANGE = (0.05, 20.0)
+TEMPERATURE_RANGE = (0.05, 20.0)                 # the slider spans 10**-1.3 .. 10**1.3, 1.0 on its grid
 SCALED_COLOUR, UNSCALED_COLOUR = "#3b528b", "#e4572e"
+BIN_HOVER = "score %{x}<br>%{y} (query, key) pairs<extra></extra>"
 
 
 def _bold(text: str, bold: bool) -> str:
@@ -51,15 +52,15 @@ class SaturationExplorer(Explorer):
             raise ValueError(f"d_k must be a power of two from 1 to 4096 for this explorer, got {d_k}.")
         low, high = TEMPERATURE_RANGE
         if not low <= temperature <= high:
-            raise ValueError(f"temperature must be between {low} and {high} here, got {temperature}.")
+            raise ValueError(f"temperature must be between {low:.3g} and {high:.3g} here, got {temperature}.")
         self.n = n
         self.metrics_by_setting = {}
         wide = {"description_width": "90px"}
         self.controls = {
             "d_k": w.SelectionSlider(options=D_K_OPTIONS, value=d_k, description="d_k",
                                      style=wide, layout=w.Layout(width="330px")),
-            "temperature": w.FloatLogSlider(value=temperature, base=10, min=math.log10(low),
-                                            max=math.log10(high), step=0.01, readout_format=".3g",
+            "temperature": w.FloatLogSlider(value=temperature, base=10, min=-1.3, max=1.3, step=0.01,
+                                            readout_format=".3g",
                                             description="temperature", style=wide,
                                             layout=w.Layout(width="330px")),
             "scaled": w.ToggleButtons(options=[("scaled (÷√d_k)", True), ("unscaled", False)],
@@ -90,15 +91,15 @@ class SaturationExplorer(Explorer):
                                             showscale=(col == 2))
         self._legend = add_heatmap_legend(fig)
         style(fig, "", height=430)
-        fig.update_layout(width=760, margin={"t": 90, "r": 20})
+        fig.update_layout(width=640, margin={"t": 90, "r": 20, "l": 60})
         return go.FigureWidget(fig)
 
     def _scores_figure(self):
         fig = go.Figure()
         fig.add_trace(go.Histogram(x=[], name="raw scores q·k", marker_color="#999999", opacity=0.65,
-                                   nbinsx=40, hovertemplate="%{x}<br>%{y} scores<extra></extra>"))
+                                   nbinsx=60, bingroup="scores", hovertemplate=BIN_HOVER))
         fig.add_trace(go.Histogram(x=[], name="softmax input", marker_color=SCALED_COLOUR, opacity=0.65,
-                                   nbinsx=40, hovertemplate="%{x}<br>%{y} scores<extra></extra>"))
+                                   nbinsx=60, bingroup="scores", hovertemplate=BIN_HOVER))
         for _ in range(2):
             fig.add_shape(type="line", x0=0, x1=0, y0=0, y1=1, yref="paper",
                           line={"color": "#222222", "dash": "dash", "width": 1.5})
@@ -106,8 +107,8 @@ class SaturationExplorer(Explorer):
         fig.update_layout(barmode="overlay")
         fig.update_xaxes(title_text="score")
         fig.update_yaxes(title_text="how many (query, key) pairs")
-        style(fig, "", height=360)
-        fig.update_layout(width=540)
+        style(fig, "", height=380)
+        fig.update_layout(width=470, margin={"r": 10})
         return go.FigureWidget(fig)
 
     def _row_figure(self):
@@ -118,8 +119,8 @@ class SaturationExplorer(Explorer):
         fig.update_layout(barmode="group")
         fig.update_xaxes(title_text="key (attended to)")
         fig.update_yaxes(title_text="weight", range=[0, 1.02])
-        style(fig, "", height=360)
-        fig.update_layout(width=540)
+        style(fig, "", height=380)
+        fig.update_layout(width=470, margin={"r": 10})
         return go.FigureWidget(fig)
 
     def _build_layout(self):
@@ -154,6 +155,8 @@ class SaturationExplorer(Explorer):
                                                     state[side]["mask"])
             traces.update(changes)
         traces[self._legend[0]] = {"showlegend": layers["scaled"]["any_masked"]}
+        traces[self._legend[1]] = {"showlegend": False}      # no NaN and no leak here: -inf masking
+        traces[self._legend[2]] = {"showlegend": False}
         titles = {"scaled": "scaled: softmax(q·k / √d_k)", "unscaled": "unscaled: softmax(q·k)"}
         send_update(self.figures["weights"], traces, cache=self._sent["weights"], layout={
             "title.text": f"Attention weights: d_k = {d_k}, temperature = {t:.3g}, mask = {state['mask']}",
