@@ -61,7 +61,10 @@ def free_port() -> int:
 class LabServer:
     """A JupyterLab server on 127.0.0.1 with a token, serving a copy of ``notebook_dir``."""
 
-    def __init__(self, notebook_dir: Path, port: int | None = None, extra_files: list[Path] = ()):
+    def __init__(self, notebook_dir: Path, port: int | None = None, extra_files: list[Path] = (),
+                 python: str | None = None, user_settings: bool = True):
+        self.python = python or sys.executable
+        self.user_settings = user_settings
         self.tmp = Path(tempfile.mkdtemp(prefix="attnviz-lab-"))
         self.root = self.tmp / "root"
         shutil.copytree(notebook_dir, self.root / "notebooks",
@@ -89,11 +92,11 @@ class LabServer:
 
     def start(self, timeout: float = 60.0) -> LabServer:
         settings = self.tmp / "settings"
-        for rel, values in LAB_SETTINGS.items():
+        for rel, values in LAB_SETTINGS.items() if self.user_settings else ():
             path = settings / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={self.port}",
+        cmd = [self.python, "-m", "jupyterlab", "--no-browser", f"--port={self.port}",
                "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={self.token}",
                "--ServerApp.port_retries=0", f"--ServerApp.root_dir={self.root}",
                "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
@@ -460,10 +463,11 @@ def heatmap_signature(page: NotebookPage) -> str | None:
     return page.page.evaluate(_JS_HEATMAP_SIGNATURE)
 
 
-def press_slider_key(page: NotebookPage, label: str) -> str:
-    """Focus the marked slider's handle and press an arrow key (left at the top end); returns the key."""
+def press_slider_key(page: NotebookPage, label: str, key: str | None = None) -> str:
+    """Focus the slider's handle and press `key` (default: right, or left at the top end)."""
     info = find_slider(page, label)
-    key = "ArrowLeft" if info and info["now"] == info["max"] else "ArrowRight"
+    if key is None:
+        key = "ArrowLeft" if info and info["now"] == info["max"] else "ArrowRight"
     handle = page.page.locator('[data-attnviz-test="handle"]')
     handle.scroll_into_view_if_needed()
     handle.focus()
@@ -490,12 +494,13 @@ def move_slider_and_wait(page: NotebookPage, label: str, timeout: float = 15.0) 
             "value_after": after_info["value"] if after_info else None, "heatmaps": info["heatmaps"]}
 
 
-def keypress_to_repaint_ms(page: NotebookPage, label: str, timeout: float = 15.0) -> float:
+def keypress_to_repaint_ms(page: NotebookPage, label: str, key: str | None = None,
+                           timeout: float = 15.0) -> float:
     """Milliseconds from a real keypress on slider `label` to the frame painting the changed heatmap."""
     if find_slider(page, label) is None:
         raise LookupError(f"no slider labelled {label!r} on the page")
     page.page.evaluate(_JS_ARM_LATENCY)
-    press_slider_key(page, label)
+    press_slider_key(page, label, key)
     page.page.wait_for_function("() => window.__attnviz && window.__attnviz.t1 !== null",
                                 timeout=timeout * 1000, polling="raf")
     times = page.page.evaluate("() => window.__attnviz")
