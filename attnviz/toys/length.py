@@ -152,8 +152,43 @@ def _mean_row_entropy(weights) -> float:
     return attention_entropy(weights.detach())[:, 1:].mean().item()  # row 0 sees one key: entropy 0
 
 
+class _Adam:
+    """Adam (Kingma & Ba), the same update as ``torch.optim.Adam`` with default betas and no decay.
+
+    Written out because ``torch.optim``'s first use imports ``torch._dynamo``, which takes
+    seconds on a small machine: more than this whole experiment.
+    """
+
+    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-8):
+        self.params = [p for p in params]
+        self.lr, (self.beta1, self.beta2), self.eps = lr, betas, eps
+        self.step_count = 0
+        self.mean = [torch.zeros_like(p) for p in self.params]     # first moment
+        self.square = [torch.zeros_like(p) for p in self.params]   # second moment
+
+    def zero_grad(self):
+        for p in self.params:
+            p.grad = None
+
+    @torch.no_grad()
+    def step(self):
+        self.step_count += 1
+        correction1 = 1 - self.beta1**self.step_count
+        correction2 = 1 - self.beta2**self.step_count
+        for p, mean, square in zip(self.params, self.mean, self.square, strict=True):
+            if p.grad is None:
+                continue
+            mean.lerp_(p.grad, 1 - self.beta1)
+            square.mul_(self.beta2).addcmul_(p.grad, p.grad, value=1 - self.beta2)
+            denominator = (square.sqrt() / math.sqrt(correction2)).add_(self.eps)
+            p.addcdiv_(mean, denominator, value=-self.lr / correction1)
+
+
 def train(config: LengthConfig = LengthConfig(), progress=None) -> TrainResult:
     """Train on sequences of ``config.train_len`` with Adam; record loss and attention entropy per step.
+
+    Position rows that a step does not use get a zero gradient, so Adam leaves them exactly where
+    they started.
 
     ``progress``, if given, is called as ``progress(step, loss)`` every 25 steps and at the end.
     """
@@ -162,7 +197,7 @@ def train(config: LengthConfig = LengthConfig(), progress=None) -> TrainResult:
     torch.manual_seed(config.seed)
     data = torch.Generator().manual_seed(config.seed)
     model = PreviousTokenModel(config.vocab, config.d_model, config.max_len, config.score_gain)
-    optimiser = torch.optim.Adam(model.parameters(), lr=config.lr, foreach=True)
+    optimiser = _Adam(model.parameters(), lr=config.lr)
     result = TrainResult(config=config, model=model)
     for step in range(config.steps):
         tokens, targets = make_batch(config.batch, config.train_len, config.vocab, data)
