@@ -140,14 +140,18 @@ class MaskExplorer(Explorer):
         bound = float(np.abs(raw).max())
         traces = {}
         label = "no fill" if self.controls["mask"].value == "none" else fill
+        if filled is None:
+            label = None                                   # the fill never happened
         for i, first in enumerate(self._score_panels):
             changes, _ = heatmap_changes(first, shown[i], allowed[i], masked_label=label)
             traces.update(changes)
             traces[first]["zmin"], traces[first]["zmax"] = -bound, bound
             traces[first + 1]["hovertemplate"] = (
-                "query %{y} → key %{x}<br>masked: holds the fill " + html.escape(label) + "<extra></extra>")
+                "query %{y} → key %{x}<br>masked: holds the fill " + html.escape(label or "(none)")
+                + "<extra></extra>")
         traces[self._score_legend[0]] = {"showlegend": bool((~allowed).any()),
-                                         "name": f"grey: masked, score set to the fill {label}"}
+                                         "name": f"grey: masked, score set to the fill {label}" if label
+                                         else "grey: masked (not filled: masked_fill failed)"}
         traces[self._score_legend[1]] = {"showlegend": False}
         traces[self._score_legend[2]] = {"showlegend": False}
         title = (f"Scores after masked_fill(~mask, {fill}) in {dtype}" if filled is not None
