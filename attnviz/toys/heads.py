@@ -27,7 +27,7 @@ from torch import nn
 from .._validate import require_positive_int
 from ..core import causal_mask
 from ..mha import MultiHeadAttention
-from .language import one_thread
+from .language import Adam, one_thread
 
 __all__ = [
     "RELATIONS",
@@ -143,7 +143,7 @@ def train_heads(
     with one_thread():
         torch.manual_seed(seed)
         model = TinyHeadsModel(vocab, length, d_model, n_heads)
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr)
+        optimizer = Adam(model.parameters(), lr=lr)
         generator = torch.Generator().manual_seed(3_000 + seed)
         losses = []
         for step in range(steps):
