@@ -363,3 +363,34 @@ def test_kv_cache_explorer():
     assert "not divisible" in ex.error and ex._problem.layout.display != "none"
     ex.controls["n_kv_heads"].value = 1
     assert ex.error is None and ex.metrics["bytes_gqa"] == ex.metrics["bytes_mqa"]
+
+
+def test_lookup_and_kv_cache_extremes_run_without_nan():
+    ex = lookup_explorer()
+    for angle in (0, 359, 360):
+        for t in (0.01, 100):
+            ex.controls["query_angle"].value, ex.controls["temperature"].value = angle, t
+            assert ex.error is None
+            _assert_no_unlabelled_nan(ex)
+    kv = kv_cache_explorer()
+    for name in ("n_layers", "n_heads", "d_head", "seq_len", "batch"):
+        control = kv.controls[name]
+        for value in (control.min, control.max):
+            control.value = value
+            _assert_no_unlabelled_nan(kv)
+        control.value = {"n_layers": 32, "n_heads": 32, "d_head": 128, "seq_len": 4096, "batch": 1}[name]
+    kv.controls["n_kv_heads"].value = 1024                 # more KV heads than query heads: said in words
+    assert "more than n_heads" in kv.error
+    kv.controls["seq_len"].value = 0
+    kv.controls["n_kv_heads"].value = 8
+    assert kv.error is None and kv.metrics["bytes"] == 0
+    _assert_no_unlabelled_nan(kv)
+
+
+def test_head_explorer_shows_nan_weights_as_gaps_and_pink_cells():
+    weights = torch.full((1, 2, 3, 3), 1 / 3)
+    weights[0, 1, 2] = float("nan")                        # e.g. a fully masked row filled with -inf
+    ex = head_explorer(weights)
+    ex.controls["head"].value = 1
+    assert np.all(_data(ex.figures["selected"], 2, "z")[2] == 1)   # the pink NaN layer, row 2
+    assert ex.figures["grid"].data[1].z[2][0] is None               # a blank gap in the grid

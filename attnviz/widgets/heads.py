@@ -12,7 +12,7 @@ from plotly.subplots import make_subplots
 
 from ..diagnostics import attention_entropy
 from ._base import Explorer, metrics_table, note
-from .figures import WEIGHT_SCALE, add_heatmap, heatmap_changes, send_update, style, to_numpy
+from .figures import WEIGHT_SCALE, add_heatmap, heatmap_changes, plain, send_update, style, to_numpy
 
 __all__ = ["head_explorer", "HeadExplorer"]
 
@@ -110,7 +110,7 @@ class HeadExplorer(Explorer):
         for layer in range(n_layers):
             for head in range(n_heads):
                 fig.add_trace(go.Heatmap(
-                    z=np.nan_to_num(self.weights[layer, head], nan=0.0).tolist(), zmin=0, zmax=1,
+                    z=plain(self.weights[layer, head]), zmin=0, zmax=1,          # NaN: a blank gap
                     colorscale=WEIGHT_SCALE, showscale=(layer == 0 and head == n_heads - 1),
                     colorbar={"title": {"text": "weight"}, "thickness": 12}, meta=[layer, head],
                     hovertemplate=f"layer {layer}, head {head}<br>query %{{y}} → key %{{x}}"
@@ -140,14 +140,18 @@ class HeadExplorer(Explorer):
         layer, head = int(values["layer"]), int(values["head"])
         weights = self.weights[layer, head]                                   # (n_q, n_k)
         tensor = torch.from_numpy(np.nan_to_num(weights, nan=0.0))
-        top = weights.argmax(axis=-1) if not np.isnan(weights).all() else np.zeros(len(weights), dtype=int)
+        nan_rows = np.isnan(weights).any(axis=-1)
+        row_max = np.where(np.isnan(weights), -np.inf, weights).max(axis=-1)
+        top = np.where(np.isnan(weights), -np.inf, weights).argmax(axis=-1)
+        live = ~nan_rows
         return {
-            "layer": layer, "head": head, "weights": weights, "top": top,
+            "layer": layer, "head": head, "weights": weights, "top": top, "nan_rows": nan_rows,
             "metrics": {
                 "layer": layer, "head": head,
-                "entropy": float(attention_entropy(tensor).mean()),
-                "max_weight": float(np.nanmax(weights, axis=-1).mean()) if np.isfinite(weights).any()
+                "entropy": float(attention_entropy(tensor)[torch.from_numpy(live)].mean()) if live.any()
                 else float("nan"),
+                "max_weight": float(row_max[live].mean()) if live.any() else float("nan"),
+                "nan_rows": int(nan_rows.sum()),
             },
         }
 
@@ -170,7 +174,10 @@ class HeadExplorer(Explorer):
         lines = []
         for i in range(min(len(queries), 12)):
             j = int(top[i])
-            lines.append(f"{html.escape(queries[i])} → {html.escape(keys[j])} ({weights[i, j]:.2f})")
+            if state["nan_rows"][i]:
+                lines.append(f"{html.escape(queries[i])} → NaN (this row's weights are NaN)")
+            else:
+                lines.append(f"{html.escape(queries[i])} → {html.escape(keys[j])} ({weights[i, j]:.2f})")
         more = "" if len(queries) <= 12 else f"<br>… {len(queries) - 12} more queries"
         table = metrics_table(["", "this head"], [["entropy (nats)", m["entropy"]],
                                                   ["max_weight", m["max_weight"]]])
