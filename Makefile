@@ -9,12 +9,13 @@ PORT   ?= 8888
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test lint clean help student
+.PHONY: lab test lint clean help student screenshots
 
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
 	@echo "make test   run the unit tests and every notebook (nbval)"
 	@echo "make student  write the student edition (solutions replaced by stubs) to student/"
+	@echo "make screenshots  run the browser test and refresh the README's images in docs/screenshots/"
 	@echo "make clean  remove .venv"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -32,6 +33,13 @@ test: $(STAMP)
 
 student: $(STAMP)
 	$(BIN)/python tools/make_student.py notebooks student
+
+# The README's images come from the browser test (screenshots/ is ignored; docs/screenshots/ is not).
+screenshots: $(STAMP)
+	rm -f screenshots/[0-9][0-9]_*.png
+	ATTNVIZ_REQUIRE_BROWSER=1 $(BIN)/python -m pytest tests/test_browser.py -q
+	mkdir -p docs/screenshots
+	cp screenshots/[0-9][0-9]_*.png docs/screenshots/
 
 clean:
 	rm -rf $(VENV)

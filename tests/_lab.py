@@ -219,7 +219,7 @@ _JS_INSPECT = r"""async () => {
     if (cell.model.type !== 'code') continue;
     const source = cell.model.sharedModel.getSource();
     const entry = {index, source: source.slice(0, 300), count: cell.model.executionCount,
-                   errors: [], problems: [], widgets: 0, plots: 0};
+                   errors: [], problems: [], widgets: 0, plots: 0, quizzes: 0};
     const area = cell.outputArea;
     for (let i = 0; i < area.model.length; i++) {
       const output = area.model.get(i).toJSON();
@@ -253,12 +253,20 @@ _JS_INSPECT = r"""async () => {
           entry.problems.push(`plotly figure in output ${i} was not drawn`);
         }
       }
+      for (const quiz of node.querySelectorAll('[data-numquestions]')) {   // jupyterquiz
+        if (quiz.querySelector('.Quiz')) entry.quizzes += 1;
+        else entry.problems.push(`quiz in output ${i} was not drawn (no questions in it)`);
+      }
       for (const plot of node.querySelectorAll('.js-plotly-plot')) {
         const svg = plot.querySelector('.main-svg');
         if (!svg || svg.getBoundingClientRect().width < 10) {
           entry.problems.push(`a plotly plot in output ${i} has no drawn .main-svg`);
         }
       }
+    }
+    if (/show_quiz\(/.test(source) && cell.model.executionCount !== null && !entry.quizzes
+        && !entry.errors.length) {
+      entry.problems.push('show_quiz(...) ran but no quiz was drawn');
     }
     report.cells.push(entry);
   }
@@ -351,7 +359,10 @@ class NotebookPage:
         deadline = time.monotonic() + settle
         while True:
             report = self.page.evaluate(_JS_INSPECT)
-            pending = report["problems"] or any(cell["problems"] for cell in report["cells"])
+            problems = report["problems"] + [p for cell in report["cells"] for p in cell["problems"]]
+            # an error shown in the page is final; a widget still loading or a figure not yet drawn
+            # may only be slow, so give those until the deadline
+            pending = [p for p in problems if " shows " not in p]
             if not pending or time.monotonic() > deadline:
                 return report
             time.sleep(0.5)
@@ -365,14 +376,31 @@ class NotebookPage:
         self.page.wait_for_timeout(300)
 
     def scroll_to(self, selector: str) -> bool:
-        """Scroll the first element matching `selector` (inside the notebook) to the top of the view."""
-        return self.page.evaluate("""(selector) => {
-          const el = window.jupyterapp.shell.currentWidget.content.node.querySelector(selector);
-          if (!el) return false;
-          const output = el.closest('.jp-Cell') || el;
-          output.scrollIntoView({block: 'start'});
-          return true;
-        }""", selector)
+        """Scroll the cell holding the first match of `selector` to the top of the view.
+
+        Offscreen cells are laid out lazily (JupyterLab's default windowing), so heights change as
+        the view moves: scroll again until the cell stays put.
+        """
+        found = False
+        for _ in range(6):
+            top = self.page.evaluate("""(selector) => {
+              const el = window.jupyterapp.shell.currentWidget.content.node.querySelector(selector);
+              if (!el) return null;
+              const cell = el.closest('.jp-Cell') || el;
+              cell.scrollIntoView({block: 'start'});
+              return cell.getBoundingClientRect().top;
+            }""", selector)
+            if top is None:
+                return found
+            found = True
+            self.page.wait_for_timeout(250)
+            after = self.page.evaluate("""(selector) => {
+              const el = window.jupyterapp.shell.currentWidget.content.node.querySelector(selector);
+              return (el.closest('.jp-Cell') || el).getBoundingClientRect().top;
+            }""", selector)
+            if abs(after - top) < 2:
+                break
+        return found
 
     def screenshot(self, path: Path) -> Path:
         path = Path(path)
