@@ -326,7 +326,13 @@ def test_head_explorer_picks_and_enlarges():
     assert np.allclose(_data(ex.figures["selected"], 0, "z"), weights[0, 2].numpy())
     assert ex.figures["grid"].layout.shapes[0].xref == "x3 domain"
     grid = ex.figures["grid"]
-    ex._on_click(grid.data[4], None, None)                 # layer 1, head 1 (row-major)
+    from plotly.callbacks import Points
+    def points(index, clicked):
+        return Points(point_inds=[3] if clicked else [], xs=[1] if clicked else [],
+                      ys=[2] if clicked else [], trace_name="", trace_index=index)
+    # plotly calls every trace's handler for one click; only the clicked trace has points
+    ex._on_click(grid.data[4], points(4, True), None)     # layer 1, head 1 (row-major)
+    ex._on_click(grid.data[5], points(5, False), None)
     assert (ex.metrics["layer"], ex.metrics["head"]) == (1, 1)
     assert np.allclose(_data(ex.figures["selected"], 0, "z"), weights[1, 1].numpy())
     assert math.isclose(ex.metrics["max_weight"], float(weights[1, 1].amax(-1).mean()), rel_tol=1e-6)

@@ -85,6 +85,9 @@ class HeadExplorer(Explorer):
         self.update()
 
     def _on_click(self, trace, points, _state):
+        # plotly calls every trace's click handler for one click; only the clicked trace has points
+        if points is not None and not points.point_inds:
+            return
         layer, head = trace.meta
         if (self.controls["layer"].value, self.controls["head"].value) == (layer, head):
             return
