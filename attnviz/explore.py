@@ -25,6 +25,7 @@ __all__ = [
     "FILLS",
     "DTYPES",
     "saturation_state",
+    "saturation_states",
     "lookup_state",
     "mask_state",
     "kv_cache_state",
@@ -87,16 +88,58 @@ def _raw_scores(n: int, d_k: int, seed: int) -> torch.Tensor:
     return raw
 
 
-def _row_metrics(weights: torch.Tensor, scores: torch.Tensor, allowed) -> dict:
+def _row_metrics(weights: torch.Tensor, scores: torch.Tensor, allowed) -> list[dict]:
+    """Metrics of a stack of weight matrices ``(S, n, n)``: one dict per matrix."""
     if allowed is None:
-        allowed = torch.ones_like(weights, dtype=torch.bool)
-    return {
-        "entropy": float(attention_entropy(weights).mean()),
-        "max_weight": float(row_max_weight(weights).mean()),
-        "grad_norm": float(softmax_jacobian_norm(weights).mean()),
-        "score_std": float(scores[allowed].std(unbiased=False)) if int(allowed.sum()) > 1 else 0.0,
-        "uniform_entropy": float(torch.log(allowed.sum(dim=-1).double()).mean()),
-    }
+        allowed = torch.ones(weights.shape[-2:], dtype=torch.bool)
+    entropy = attention_entropy(weights).mean(dim=-1).tolist()               # (S,)
+    max_weight = row_max_weight(weights).mean(dim=-1).tolist()               # (S,)
+    grad_norm = softmax_jacobian_norm(weights).mean(dim=-1).tolist()         # (S,)
+    allowed_scores = scores[:, allowed]                                      # (S, allowed cells)
+    score_std = (allowed_scores.std(dim=-1, unbiased=False).tolist() if allowed_scores.shape[-1] > 1
+                 else [0.0] * len(entropy))
+    uniform = float(torch.log(allowed.sum(dim=-1).double()).mean())
+    return [{"entropy": e, "max_weight": m, "grad_norm": g, "score_std": sd, "uniform_entropy": uniform}
+            for e, m, g, sd in zip(entropy, max_weight, grad_norm, score_std, strict=True)]
+
+
+def saturation_states(d_k, temperature=1.0, mask="none", seed=0, n=8, settings=(True, False)) -> dict:
+    """:func:`saturation_state` for several ``scaled`` settings at once, on the same vectors.
+
+    Returns ``{True: state, False: state}`` (keys from ``settings``); computed as one stack,
+    which is what the saturation explorer draws side by side.
+    """
+    d_k = require_positive_int(d_k, "d_k")
+    n = require_positive_int(n, "n")
+    temperature = require_positive_number(temperature, "temperature")
+    for scaled in settings:
+        if not isinstance(scaled, bool):
+            raise TypeError(f"scaled must be True or False, got {scaled!r}.")
+    mask = _choice(mask, "mask", MASKS)
+    seed = _seed(seed)
+
+    raw = _raw_scores(n, d_k, seed)                                   # (n, n)
+    factors = torch.tensor([(1.0 / math.sqrt(d_k) if scaled else 1.0) / temperature for scaled in settings],
+                           dtype=raw.dtype)
+    scores = raw * factors[:, None, None]                             # (S, n, n) softmax inputs
+    n_real = _padded_length(n) if "padding" in mask else n
+    allowed = _mask_for(mask, n, n_real)
+    blocked_scores = scores if allowed is None else scores.masked_fill(~allowed, float("-inf"))
+    weights = torch.softmax(blocked_scores, dim=-1)                   # (S, n, n), rows sum to 1
+    metrics = _row_metrics(weights, scores, allowed)
+    raw_std = float(raw.std(unbiased=False)) if n > 1 else 0.0
+    states = {}
+    for index, scaled in enumerate(settings):
+        metrics[index]["raw_score_std"] = raw_std
+        states[scaled] = {
+            "raw_scores": raw,
+            "scores": scores[index],
+            "weights": weights[index],
+            "mask": allowed,
+            "n_real": n_real,
+            "metrics": metrics[index],
+        }
+    return states
 
 
 def saturation_state(d_k, temperature=1.0, scaled=True, mask="none", seed=0, n=8) -> dict:
@@ -124,31 +167,9 @@ def saturation_state(d_k, temperature=1.0, scaled=True, mask="none", seed=0, n=8
     ``mask`` is one of ``'none'``, ``'causal'``, ``'padding'``, ``'causal+padding'``;
     every query row keeps at least key 0, so no row is fully masked here.
     """
-    d_k = require_positive_int(d_k, "d_k")
-    n = require_positive_int(n, "n")
-    temperature = require_positive_number(temperature, "temperature")
     if not isinstance(scaled, bool):
         raise TypeError(f"scaled must be True or False, got {scaled!r}.")
-    mask = _choice(mask, "mask", MASKS)
-    seed = _seed(seed)
-
-    raw = _raw_scores(n, d_k, seed)                                   # (n, n)
-    scale = 1.0 / math.sqrt(d_k) if scaled else 1.0
-    scores = raw * (scale / temperature)                              # (n, n) softmax input
-    n_real = _padded_length(n) if "padding" in mask else n
-    allowed = _mask_for(mask, n, n_real)
-    blocked_scores = scores if allowed is None else scores.masked_fill(~allowed, float("-inf"))
-    weights = torch.softmax(blocked_scores, dim=-1)                   # (n, n), rows sum to 1
-    metrics = _row_metrics(weights, scores, allowed)
-    metrics["raw_score_std"] = float(raw.std(unbiased=False)) if n > 1 else 0.0
-    return {
-        "raw_scores": raw,
-        "scores": scores,
-        "weights": weights,
-        "mask": allowed,
-        "n_real": n_real,
-        "metrics": metrics,
-    }
+    return saturation_states(d_k, temperature, mask, seed, n, settings=(scaled,))[scaled]
 
 
 # ---------------------------------------------------------------------------------------------

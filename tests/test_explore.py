@@ -180,3 +180,12 @@ def test_explore_stays_torch_only():
 def test_uniform_entropy_is_log_n():
     assert math.isclose(saturation_state(8, n=8)["metrics"]["uniform_entropy"], math.log(8))
 
+
+
+def test_saturation_states_match_one_at_a_time():
+    from attnviz.explore import saturation_states
+    pair = saturation_states(256, temperature=0.7, mask="causal+padding", seed=3, n=9)
+    for scaled in (True, False):
+        one = saturation_state(256, temperature=0.7, scaled=scaled, mask="causal+padding", seed=3, n=9)
+        assert torch.equal(pair[scaled]["weights"], one["weights"])
+        assert pair[scaled]["metrics"] == one["metrics"]

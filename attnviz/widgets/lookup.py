@@ -82,8 +82,8 @@ class LookupExplorer(Explorer):
     # -- figures ---------------------------------------------------------------------------------
     def _space_figure(self, state):
         fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                            subplot_titles=("keys (what each word advertises) and the query",
-                                            "values (what each word contributes) and the answer"))
+                            subplot_titles=("keys (what each word advertises), query",
+                                            "values (what each contributes), answer"))
         keys, values = state["keys"].numpy(), state["values"].numpy()
         circle = np.linspace(0, 2 * math.pi, 121)
         fig.add_trace(go.Scatter(x=np.cos(circle), y=np.sin(circle), mode="lines", hoverinfo="skip",

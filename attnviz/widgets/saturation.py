@@ -12,7 +12,7 @@ import ipywidgets as w
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from ..explore import MASKS, saturation_state
+from ..explore import MASKS, saturation_state, saturation_states
 from ._base import Explorer, metrics_table, note
 from .figures import add_heatmap, add_heatmap_legend, heatmap_changes, send_update, style
 
@@ -140,9 +140,8 @@ class SaturationExplorer(Explorer):
     def _compute(self, values):
         args = dict(d_k=values["d_k"], temperature=values["temperature"], mask=values["mask"],
                     seed=values["seed"], n=self.n)
-        return {"scaled": saturation_state(scaled=True, **args),
-                "unscaled": saturation_state(scaled=False, **args),
-                "selected": bool(values["scaled"]), **args}
+        pair = saturation_states(settings=(True, False), **args)      # one stack, the same vectors
+        return {"scaled": pair[True], "unscaled": pair[False], "selected": bool(values["scaled"]), **args}
 
     def _draw(self, state):
         d_k, t = state["d_k"], state["temperature"]
