@@ -24,6 +24,20 @@ from ._validate import (
 __all__ = ["scaled_dot_product_attention", "attention_scores", "causal_mask", "padding_mask"]
 
 
+def _broadcast(*shapes) -> tuple[int, ...] | None:
+    """Broadcast shapes by NumPy's rules, or None when they don't.
+
+    (``torch.broadcast_shapes`` would do, but its first call imports sympy: ~0.4 s.)
+    """
+    result: list[int] = []
+    for axis in range(1, max((len(s) for s in shapes), default=0) + 1):
+        sizes = {s[-axis] for s in shapes if len(s) >= axis} - {1}
+        if len(sizes) > 1:
+            return None
+        result.insert(0, sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
 def _check_qkv(q, k, v) -> tuple[int, ...]:
     require_tensor(q, "q", 2)
     require_tensor(k, "k", 2)
@@ -41,15 +55,14 @@ def _check_qkv(q, k, v) -> tuple[int, ...]:
             f"the number of positions n_k (dimension -2) differs, {k.shape[-2]} keys "
             f"against {v.shape[-2]} values. Every key needs exactly one value."
         )
-    try:
-        batch = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    except RuntimeError:
+    batch = _broadcast(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if batch is None:
         raise ValueError(
             f"the leading (batch/head) dimensions of q {shape_str(q.shape[:-2])}, "
             f"k {shape_str(k.shape[:-2])} and v {shape_str(v.shape[:-2])} do not "
             f"broadcast together; each must be equal or 1."
-        ) from None
-    return tuple(batch)
+        )
+    return batch
 
 
 def attention_scores(q, k, *, scale=None, temperature=1.0) -> torch.Tensor:

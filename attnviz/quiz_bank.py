@@ -292,8 +292,9 @@ QUIZZES = {
              "It is exact (up to rounding); skipping keys is what sparse or sliding-window attention do."),
             ("It makes attention O(n) in time instead of O(n²).", False,
              "It still does about n² multiply-adds; what it avoids is storing the n × n matrix."),
-            ("It never stores the full n × n score matrix, and it runs faster.", True,
-             "Same result as the six lines, without materialising the scores."),
+            ("When it picks a fused kernel, it skips storing the n × n matrix.", True,
+             "Same result as the six lines without materialising the scores; notebook 06 measured "
+             "that masks, dropout and 3-D inputs still pay for n × n on this CPU."),
             ("It drops the √d_k scaling, which is not needed at scale.", False,
              "Its default scale is 1/√E with E = q.size(-1), the same √d_k.")),
         _mc("Which two structural costs does attention carry?",
