@@ -81,3 +81,17 @@ def test_compare_scaling_runs_both_arms_and_reports_progress():
     assert [r.seed for r in results[True]] == [0, 1] and [r.seed for r in results[False]] == [0, 1]
     assert all(r.scaled for r in results[True]) and not any(r.scaled for r in results[False])
     assert calls == [(1, 4), (2, 4), (3, 4), (4, 4)]
+
+
+def test_extra_curves_are_logged_and_consistent():
+    result = train_recall(False, seed=0, steps=3)
+    assert len(result.max_weight) == len(result.on_target) == len(result.softmax_grad) == 3
+    assert all(1 / 16 <= w <= 1 for w in result.max_weight)     # a row's largest of 16 weights
+    assert all(0 <= f <= 1 for f in result.on_target)
+    assert all(0 <= g <= 1 for g in result.softmax_grad)        # ‖diag(p) - ppᵀ‖ ≤ 1
+
+
+def test_on_target_is_one_when_the_model_attends_to_the_asked_for_pair():
+    # a model that has learned the lookup puts its largest weight on the asked-for pair
+    result = train_recall(True, seed=0, steps=80)
+    assert result.on_target[-1] > 0.8 and result.on_target[0] < 0.5

@@ -28,7 +28,7 @@ import torch
 from torch import nn
 
 from .._validate import require_positive_int, require_positive_number
-from ..diagnostics import attention_entropy
+from ..diagnostics import attention_entropy, softmax_jacobian_norm
 
 __all__ = ["make_batch", "RecallAttention", "TrainResult", "train_recall", "compare_scaling"]
 
@@ -107,6 +107,9 @@ class TrainResult:
     loss: list[float] = field(default_factory=list)        # cross-entropy on the training batch
     entropy: list[float] = field(default_factory=list)     # mean attention entropy (nats) of the batch
     accuracy: list[float] = field(default_factory=list)    # fraction of the batch answered right
+    max_weight: list[float] = field(default_factory=list)  # mean over the batch of each row's largest weight
+    on_target: list[float] = field(default_factory=list)   # share of rows whose top weight is on the answer
+    softmax_grad: list[float] = field(default_factory=list)  # batch median of ‖∂weights/∂scores‖ (Frobenius)
     model: RecallAttention | None = None
 
     def final(self, name: str = "loss", last: int = 20) -> float:
@@ -142,6 +145,11 @@ def train_recall(scaled: bool = True, seed: int = 0, *, d_k: int = 64, d_model: 
         result.loss.append(loss.item())
         result.entropy.append(attention_entropy(weights.detach()).mean().item())
         result.accuracy.append((logits.argmax(-1) == answer).float().mean().item())
+        weights = weights.detach()                                           # (batch, n_pairs)
+        result.max_weight.append(weights.max(dim=-1).values.mean().item())
+        target = (pair_keys == query_key[:, None]).float().argmax(dim=-1)    # the asked-for pair's slot
+        result.on_target.append((weights.argmax(dim=-1) == target).float().mean().item())
+        result.softmax_grad.append(softmax_jacobian_norm(weights).median().item())
         if progress is not None:
             progress(step + 1, steps)
     return result
