@@ -82,8 +82,8 @@ class LookupExplorer(Explorer):
     # -- figures ---------------------------------------------------------------------------------
     def _space_figure(self, state):
         fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                            subplot_titles=("keys (what each word advertises), query",
-                                            "values (what each contributes), answer"))
+                            subplot_titles=("keys (what a word advertises) and query",
+                                            "values (what a word gives) and answer"))
         keys, values = state["keys"].numpy(), state["values"].numpy()
         circle = np.linspace(0, 2 * math.pi, 121)
         fig.add_trace(go.Scatter(x=np.cos(circle), y=np.sin(circle), mode="lines", hoverinfo="skip",
@@ -121,10 +121,10 @@ class LookupExplorer(Explorer):
         fig.update_yaxes(range=[-1.4, 1.4], zeroline=True, row=1, col=1, title_text="key feature 2",
                          scaleanchor="x", scaleratio=1)
         fig.update_xaxes(range=[-0.5, 5.5], row=1, col=2, title_text="value feature 1")
-        fig.update_yaxes(range=[-0.5, 4.5], row=1, col=2, title_text="value feature 2",
-                         scaleanchor="x2", scaleratio=1)
+        fig.update_yaxes(range=[-0.5, 4.5], row=1, col=2, title_text="value feature 2")
         style(fig, "", height=440)
-        fig.update_layout(width=640, legend={"y": -0.18}, margin={"l": 60, "r": 10})
+        fig.update_layout(width=640, legend={"y": -0.18}, margin={"l": 60, "r": 20})
+        fig.update_annotations(font_size=13)
         return go.FigureWidget(fig)
 
     def _weights_figure(self):
