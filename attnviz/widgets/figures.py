@@ -165,7 +165,7 @@ def _layers(weights: np.ndarray, mask, masked_label=None) -> dict:
             "label_x": np.array(label_cols, dtype=np.float64),
             "label_y": np.array(label_rows, dtype=np.float64),
             "label_text": label_text, "any_nan": bool(nan.any()),
-            "any_masked": bool(blocked.any()), "any_leak": bool(leak.any())}
+            "any_masked": bool((blocked & ~nan & ~leak).any()), "any_leak": bool(leak.any())}
 
 
 def add_heatmap(fig: go.Figure, weights, *, mask=None, query_labels=None, key_labels=None,
