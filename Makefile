@@ -18,10 +18,13 @@ help:
 	@echo "make screenshots  run the browser test and refresh the README's images in docs/screenshots/"
 	@echo "make clean  remove .venv"
 
-$(STAMP): requirements.txt pyproject.toml
+$(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
 	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
+	# the same JupyterLab defaults as Binder: no news pop-up, no update check
+	mkdir -p $(VENV)/share/jupyter/lab/settings
+	cp binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
 	touch $(STAMP)
 
 lab: $(STAMP)
