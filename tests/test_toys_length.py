@@ -72,6 +72,21 @@ def test_training_is_deterministic_and_records_every_step():
     assert L.train(L.LengthConfig(steps=6, seed=4)).losses != first.losses
 
 
+def test_initial_model_is_where_training_starts_and_keeps_global_rng():
+    config = L.LengthConfig(steps=3, seed=5)
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    start = L.initial_model(config)
+    assert torch.equal(torch.get_rng_state(), before)  # global random state untouched
+    assert torch.equal(start.position_embedding.weight, L.initial_model(config).position_embedding.weight)
+    trained = L.train(config).model
+    # rows past train_len get no gradient: still exactly the initial ones; trained rows moved
+    assert torch.equal(trained.position_embedding.weight[16:], start.position_embedding.weight[16:])
+    assert not torch.equal(trained.position_embedding.weight[:16], start.position_embedding.weight[:16])
+    with pytest.raises(TypeError, match="LengthConfig"):
+        L.initial_model({"seed": 0})
+
+
 def test_progress_is_reported():
     seen = []
     L.train(L.LengthConfig(steps=30), progress=lambda step, loss: seen.append(step))

@@ -36,6 +36,7 @@ __all__ = [
     "LengthConfig",
     "PreviousTokenModel",
     "TrainResult",
+    "initial_model",
     "make_batch",
     "uniform_entropy",
     "train",
@@ -184,6 +185,18 @@ class _Adam:
             p.addcdiv_(mean, denominator, value=-self.lr / correction1)
 
 
+def initial_model(config: LengthConfig = LengthConfig()) -> PreviousTokenModel:
+    """The untrained model that :func:`train` starts from for ``config`` (same seed, same weights).
+
+    Built inside ``torch.random.fork_rng``, so calling it leaves PyTorch's global random state as it was.
+    """
+    if not isinstance(config, LengthConfig):
+        raise TypeError(f"config must be a LengthConfig, got {type(config).__name__}.")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(config.seed)
+        return PreviousTokenModel(config.vocab, config.d_model, config.max_len, config.score_gain)
+
+
 def train(config: LengthConfig = LengthConfig(), progress=None) -> TrainResult:
     """Train on sequences of ``config.train_len`` with Adam; record loss and attention entropy per step.
 
@@ -194,9 +207,8 @@ def train(config: LengthConfig = LengthConfig(), progress=None) -> TrainResult:
     """
     if not isinstance(config, LengthConfig):
         raise TypeError(f"config must be a LengthConfig, got {type(config).__name__}.")
-    torch.manual_seed(config.seed)
     data = torch.Generator().manual_seed(config.seed)
-    model = PreviousTokenModel(config.vocab, config.d_model, config.max_len, config.score_gain)
+    model = initial_model(config)
     optimiser = _Adam(model.parameters(), lr=config.lr)
     result = TrainResult(config=config, model=model)
     for step in range(config.steps):
