@@ -26,7 +26,7 @@ __all__ = ["Explorer", "metrics_table", "note"]
 
 PANEL_CSS = (
     "<style>.attnviz-metrics table{border-collapse:collapse;font-size:13px}"
-    ".attnviz-metrics td,.attnviz-metrics th{padding:2px 8px;text-align:right}"
+    ".attnviz-metrics td,.attnviz-metrics th{padding:2px 8px;text-align:right;white-space:nowrap}"
     ".attnviz-metrics th{border-bottom:1px solid #888}"
     ".attnviz-metrics td:first-child,.attnviz-metrics th:first-child{text-align:left}"
     ".attnviz-metrics .selected{font-weight:bold;background:#eef3ff}"

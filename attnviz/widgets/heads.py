@@ -124,9 +124,10 @@ class HeadExplorer(Explorer):
         fig.add_shape(type="rect", xref="x domain", yref="y domain", x0=-0.04, x1=1.04, y0=-0.04, y1=1.04,
                       line={"color": "#e4002b", "width": 3})
         panel = max(60, min(140, 900 // n_heads))
-        style(fig, "Every head (rows: layers, columns: heads); red frame = enlarged below",
+        style(fig, "Every head (rows: layers, columns: heads)<br>red frame = enlarged below",
               height=n_layers * (panel + 30) + 110)
-        fig.update_layout(width=min(1000, n_heads * panel + 140), margin={"l": 20, "r": 20, "t": 80, "b": 20})
+        fig.update_layout(width=max(380, min(1000, n_heads * panel + 140)),
+                          margin={"l": 20, "r": 20, "t": 80, "b": 20})
         return go.FigureWidget(fig)
 
     def _selected_figure(self):

@@ -34,11 +34,11 @@ class KVCacheExplorer(Explorer):
                  batch=1):
         super().__init__()
         kv_cache_state(n_layers, n_heads, n_kv_heads, d_head, seq_len, dtype, batch)
-        wide = {"description_width": "80px"}
+        wide = {"description_width": "95px"}
 
         def number(value, low, high, label):
             return w.BoundedIntText(value=value, min=low, max=high, description=label, style=wide,
-                                    layout=w.Layout(width="200px"))
+                                    layout=w.Layout(width="215px"))
 
         self.controls = {
             "n_layers": number(n_layers, 1, 1000, "layers"),
@@ -48,7 +48,7 @@ class KVCacheExplorer(Explorer):
             "seq_len": number(seq_len, 0, 10_000_000, "seq_len"),
             "batch": number(batch, 1, 4096, "batch"),
             "dtype": w.Dropdown(options=list(KV_DTYPES), value=dtype, description="dtype", style=wide,
-                                layout=w.Layout(width="220px")),
+                                layout=w.Layout(width="235px")),
         }
         fig = go.Figure(go.Bar(x=list(KINDS), y=[0, 0, 0], marker_color=list(COLOURS), text=["", "", ""],
                                textposition="outside", customdata=["", "", ""],
