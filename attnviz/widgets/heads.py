@@ -125,9 +125,9 @@ class HeadExplorer(Explorer):
                       line={"color": "#e4002b", "width": 3})
         panel = max(60, min(140, 900 // n_heads))
         style(fig, "Every head (rows: layers, columns: heads)<br>red frame = enlarged below",
-              height=n_layers * (panel + 30) + 110)
+              height=n_layers * (panel + 30) + 130)
         fig.update_layout(width=max(380, min(1000, n_heads * panel + 140)),
-                          margin={"l": 20, "r": 20, "t": 80, "b": 20})
+                          margin={"l": 20, "r": 20, "t": 100, "b": 20})
         return go.FigureWidget(fig)
 
     def _selected_figure(self):
