@@ -27,7 +27,7 @@ from torch import nn
 from .._validate import require_positive_int
 from ..core import causal_mask
 from ..mha import MultiHeadAttention
-from .language import Adam, one_thread
+from ._training import Adam, one_thread
 
 __all__ = [
     "RELATIONS",

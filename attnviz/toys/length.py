@@ -31,6 +31,7 @@ from torch.nn import functional as F
 from .._validate import require_positive_int, require_positive_number, require_tensor, shape_str
 from ..core import causal_mask, scaled_dot_product_attention
 from ..diagnostics import attention_entropy
+from ._training import Adam
 
 __all__ = [
     "LengthConfig",
@@ -153,36 +154,7 @@ def _mean_row_entropy(weights) -> float:
     return attention_entropy(weights.detach())[:, 1:].mean().item()  # row 0 sees one key: entropy 0
 
 
-class _Adam:
-    """Adam (Kingma & Ba), the same update as ``torch.optim.Adam`` with default betas and no decay.
-
-    Written out because ``torch.optim``'s first use imports ``torch._dynamo``, which takes
-    seconds on a small machine: more than this whole experiment.
-    """
-
-    def __init__(self, params, lr, betas=(0.9, 0.999), eps=1e-8):
-        self.params = [p for p in params]
-        self.lr, (self.beta1, self.beta2), self.eps = lr, betas, eps
-        self.step_count = 0
-        self.mean = [torch.zeros_like(p) for p in self.params]     # first moment
-        self.square = [torch.zeros_like(p) for p in self.params]   # second moment
-
-    def zero_grad(self):
-        for p in self.params:
-            p.grad = None
-
-    @torch.no_grad()
-    def step(self):
-        self.step_count += 1
-        correction1 = 1 - self.beta1**self.step_count
-        correction2 = 1 - self.beta2**self.step_count
-        for p, mean, square in zip(self.params, self.mean, self.square, strict=True):
-            if p.grad is None:
-                continue
-            mean.lerp_(p.grad, 1 - self.beta1)
-            square.mul_(self.beta2).addcmul_(p.grad, p.grad, value=1 - self.beta2)
-            denominator = (square.sqrt() / math.sqrt(correction2)).add_(self.eps)
-            p.addcdiv_(mean, denominator, value=-self.lr / correction1)
+_Adam = Adam   # the shared written-out Adam (attnviz.toys._training)
 
 
 def initial_model(config: LengthConfig = LengthConfig()) -> PreviousTokenModel:

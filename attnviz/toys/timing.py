@@ -35,6 +35,8 @@ import time
 
 import torch
 
+from ._training import one_thread
+
 __all__ = [
     "single_thread",
     "median_seconds",
@@ -44,15 +46,7 @@ __all__ = [
 ]
 
 
-@contextlib.contextmanager
-def single_thread():
-    """Run the block with ``torch.set_num_threads(1)``; restore the old count afterwards."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
+single_thread = one_thread   # run the block on one CPU thread, then restore the count
 
 
 CLOCKS = {"wall": time.perf_counter, "thread": time.thread_time}
