@@ -17,6 +17,20 @@ def shape_str(shape) -> str:
     return "(" + ", ".join(str(int(s)) for s in shape) + ")"
 
 
+def broadcast_shape(*shapes) -> tuple[int, ...] | None:
+    """Broadcast shapes by NumPy's rules, or None when they don't.
+
+    (``torch.broadcast_shapes`` would do, but its first call imports sympy: ~0.4 s.)
+    """
+    result: list[int] = []
+    for axis in range(1, max((len(s) for s in shapes), default=0) + 1):
+        sizes = {s[-axis] for s in shapes if len(s) >= axis} - {1}
+        if len(sizes) > 1:
+            return None
+        result.insert(0, sizes.pop() if sizes else 1)
+    return tuple(result)
+
+
 def require_tensor(value, name: str, min_dims: int = 1) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise TypeError(

@@ -14,6 +14,7 @@ import math
 import torch
 
 from ._validate import (
+    broadcast_shape,
     check_mask,
     require_positive_int,
     require_positive_number,
@@ -22,20 +23,6 @@ from ._validate import (
 )
 
 __all__ = ["scaled_dot_product_attention", "attention_scores", "causal_mask", "padding_mask"]
-
-
-def _broadcast(*shapes) -> tuple[int, ...] | None:
-    """Broadcast shapes by NumPy's rules, or None when they don't.
-
-    (``torch.broadcast_shapes`` would do, but its first call imports sympy: ~0.4 s.)
-    """
-    result: list[int] = []
-    for axis in range(1, max((len(s) for s in shapes), default=0) + 1):
-        sizes = {s[-axis] for s in shapes if len(s) >= axis} - {1}
-        if len(sizes) > 1:
-            return None
-        result.insert(0, sizes.pop() if sizes else 1)
-    return tuple(result)
 
 
 def _check_qkv(q, k, v) -> tuple[int, ...]:
@@ -55,7 +42,7 @@ def _check_qkv(q, k, v) -> tuple[int, ...]:
             f"the number of positions n_k (dimension -2) differs, {k.shape[-2]} keys "
             f"against {v.shape[-2]} values. Every key needs exactly one value."
         )
-    batch = _broadcast(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if batch is None:
         raise ValueError(
             f"the leading (batch/head) dimensions of q {shape_str(q.shape[:-2])}, "

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .._validate import shape_str
+
 __all__ = ["Outcome", "call", "describe_error", "first_tensor", "shape_str"]
 
 TIME_LIMIT = 5.0   # seconds per call; the check inputs are tiny, correct code takes milliseconds
@@ -24,10 +26,6 @@ class Outcome:
     error: BaseException | None = None
     timed_out: bool = False
     modified: tuple = ()       # names of the inputs the call changed in place
-
-
-def shape_str(shape) -> str:
-    return "(" + ", ".join(str(int(s)) for s in shape) + ")"
 
 
 def _snapshot(value):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from .. import zoo
+from .._validate import broadcast_shape
 from ..core import causal_mask, padding_mask
 from . import _verdict
 from ._run import TIME_LIMIT, call, describe_error, shape_str
@@ -26,10 +27,7 @@ def _as_mask(name, value, expected_shape):
         return None, f"{name} returned None. Did the function end without a return statement?"
     if not isinstance(value, torch.Tensor):
         return None, f"{name} returned a {type(value).__name__}, not a torch.Tensor."
-    try:
-        fits = tuple(torch.broadcast_shapes(value.shape, expected_shape)) == tuple(expected_shape)
-    except RuntimeError:
-        fits = False
+    fits = broadcast_shape(tuple(value.shape), tuple(expected_shape)) == tuple(expected_shape)
     if not fits:
         return None, (f"{name} returned shape {shape_str(value.shape)}, which does not broadcast to the "
                       f"scores' shape {shape_str(expected_shape)}.")

@@ -7,27 +7,13 @@ numbers equal ``torch.optim.Adam``'s (tested).
 
 from __future__ import annotations
 
-import contextlib
 import math
 
 import torch
 
+from .._threads import one_thread
+
 __all__ = ["Adam", "one_thread"]
-
-
-@contextlib.contextmanager
-def one_thread():
-    """Run torch on one CPU thread inside the block, then restore the setting.
-
-    The toy models are so small that a second thread only adds waiting; on a
-    busy machine the threads can stall each other for seconds.
-    """
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class Adam:

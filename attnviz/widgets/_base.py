@@ -16,11 +16,11 @@ raised into the notebook.
 from __future__ import annotations
 
 import html
-from contextlib import contextmanager
 from copy import deepcopy
 
 import ipywidgets as w
-import torch
+
+from .._threads import one_thread
 
 __all__ = ["Explorer", "metrics_table", "note"]
 
@@ -52,24 +52,6 @@ def metrics_table(header, rows, selected_column=None) -> str:
                          for i, c in enumerate(row)) + "</tr>"
         for row in rows)
     return f"<div class='attnviz-metrics'><table><tr>{head}</tr>{body}</table></div>"
-
-
-@contextmanager
-def one_thread():
-    """Run PyTorch on one thread for a moment (and restore the setting).
-
-    The explorers' matrices are small; on a busy 2-core machine waking PyTorch's thread pool
-    for them costs milliseconds (measured: a 128x128 ``exp`` took 3 ms instead of 0.05 ms).
-    """
-    before = torch.get_num_threads()
-    if before == 1:
-        yield
-        return
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 class Explorer:

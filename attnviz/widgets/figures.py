@@ -408,7 +408,11 @@ def attention_heatmap(weights, *, query_labels=None, key_labels=None, mask=None,
     layers = _layers(weights, mask)
     legend = add_heatmap_legend(fig)
     _legend_visibility(fig, legend, layers)
-    n_q, n_k = weights.shape
+    return _square_cells(fig, *weights.shape, title)
+
+
+def _square_cells(fig, n_q: int, n_k: int, title: str) -> go.Figure:
+    """Size a one-matrix figure to its cell count, with square cells, and give it its title."""
     size = min(620, max(340, 28 * max(n_q, n_k) + 160))
     style(fig, title, height=size + 60)
     fig.update_layout(width=size + 120)
@@ -434,12 +438,7 @@ def scores_heatmap(scores, *, mask=None, query_labels=None, key_labels=None, tit
     legend = add_heatmap_legend(fig)
     _legend_visibility(fig, legend, {"any_masked": allowed is not None and not allowed.all(),
                                      "any_nan": False, "any_leak": False})
-    n_q, n_k = scores.shape
-    size = min(620, max(340, 28 * max(n_q, n_k) + 160))
-    style(fig, title, height=size + 60)
-    fig.update_layout(width=size + 120)
-    fig.update_yaxes(scaleanchor="x", scaleratio=1)
-    return fig
+    return _square_cells(fig, *scores.shape, title)
 
 
 def line_chart(x, series: dict, *, x_title, y_title, title="", log_x=False, log_y=False) -> go.Figure:
