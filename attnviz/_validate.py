@@ -7,6 +7,7 @@ dimension that disagrees, never as a stack trace from inside torch.
 
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -31,6 +32,16 @@ def broadcast_shape(*shapes) -> tuple[int, ...] | None:
     return tuple(result)
 
 
+def short_repr(value) -> str:
+    """``repr(value)``, but a 400-digit integer becomes ``a 401-digit number``."""
+    text = repr(value)
+    if len(text) <= 40:
+        return text
+    if text.lstrip("-").isdigit():
+        return f"a {len(text.lstrip('-'))}-digit number"
+    return text[:37] + "..."
+
+
 def require_tensor(value, name: str, min_dims: int = 1) -> torch.Tensor:
     if not isinstance(value, torch.Tensor):
         raise TypeError(
@@ -38,30 +49,75 @@ def require_tensor(value, name: str, min_dims: int = 1) -> torch.Tensor:
             f"Wrap it with torch.tensor(...) or torch.as_tensor(...)."
         )
     if value.dim() < min_dims:
+        why = ": the last two are (positions, features)." if min_dims >= 2 else "."
         raise ValueError(
             f"{name} has shape {shape_str(value.shape)} ({value.dim()} dimensions) "
-            f"but needs at least {min_dims}: the last two are (positions, features)."
+            f"but needs at least {min_dims}{why}"
         )
     return value
 
 
-def require_positive_int(value, name: str, allow_zero: bool = False) -> int:
+def require_float_tensor(value, name: str, min_dims: int = 1) -> torch.Tensor:
+    """A tensor of real floating point (float16, bfloat16, float32, float64) that holds values."""
+    require_tensor(value, name, min_dims)
+    if value.is_complex() or not value.is_floating_point():
+        raise TypeError(
+            f"{name} has dtype {value.dtype}, but attention needs real floating-point numbers "
+            f"(float32 is the usual choice): convert with {name}.float()."
+        )
+    if value.layout != torch.strided:
+        raise TypeError(f"{name} is a {value.layout} tensor; convert it with {name}.to_dense().")
+    if value.is_meta:
+        raise ValueError(f"{name} is on the meta device: it has a shape but no values to compute with.")
+    return value
+
+
+def require_finite_values(value: torch.Tensor, name: str) -> None:
+    """Raise if ``value`` holds NaN or ±inf, saying how many and where the first one is."""
+    bad = ~torch.isfinite(value)
+    if bool(bad.any()):
+        first = tuple(int(i) for i in bad.nonzero()[0])
+        raise ValueError(
+            f"{name} contains {int(bad.sum())} value(s) that are NaN or infinite, the first at "
+            f"index {first}: attention needs finite numbers in {name}."
+        )
+
+
+def require_positive_int(value, name: str, allow_zero: bool = False, maximum: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be a whole number, got {value!r} ({type(value).__name__}).")
+        raise TypeError(
+            f"{name} must be a whole number, got {short_repr(value)} ({type(value).__name__})."
+        )
     value = int(value)
     if value < 0 or (value == 0 and not allow_zero):
         bound = "0 or more" if allow_zero else "at least 1"
-        raise ValueError(f"{name} must be {bound}, got {value}.")
+        raise ValueError(f"{name} must be {bound}, got {short_repr(value)}.")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be at most {maximum:,}, got {short_repr(value)}.")
     return value
+
+
+def _to_float(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {short_repr(value)} ({type(value).__name__}).")
+    try:
+        return float(value)
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def require_positive_number(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a number, got {value!r} ({type(value).__name__}).")
-    value = float(value)
-    if not value > 0 or value == float("inf"):
-        raise ValueError(f"{name} must be a finite number greater than 0, got {value}.")
-    return value
+    number = _to_float(value, name)
+    if not number > 0 or number == float("inf"):
+        raise ValueError(f"{name} must be a finite number greater than 0, got {short_repr(value)}.")
+    return number
+
+
+def require_finite_number(value, name: str) -> float:
+    number = _to_float(value, name)
+    if not math.isfinite(number):
+        raise ValueError(f"{name} must be a finite number, got {short_repr(value)}.")
+    return number
 
 
 def _dim_name(axis_from_end: int, n_dims: int) -> str:

@@ -16,25 +16,60 @@ import torch
 from ._validate import (
     broadcast_shape,
     check_mask,
+    require_finite_number,
+    require_finite_values,
+    require_float_tensor,
     require_positive_int,
     require_positive_number,
-    require_tensor,
     shape_str,
 )
 
 __all__ = ["scaled_dot_product_attention", "attention_scores", "causal_mask", "padding_mask"]
 
 
-def _check_qkv(q, k, v) -> tuple[int, ...]:
-    require_tensor(q, "q", 2)
-    require_tensor(k, "k", 2)
-    require_tensor(v, "v", 2)
+# float16 and bfloat16 go through float32, as PyTorch's fused kernels accumulate: a float16
+# score overflows at 65504, which q and k of size 300 already reach.
+_COMPUTE_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
+
+# The largest mask causal_mask and padding_mask build: 2**28 bools, 256 MiB.
+MAX_MASK_ENTRIES = 2**28
+
+
+def _check_qk(q, k) -> None:
+    require_float_tensor(q, "q", 2)
+    require_float_tensor(k, "k", 2)
+    if q.dtype != k.dtype or q.device != k.device:
+        raise TypeError(
+            f"q is {q.dtype} on {q.device} but k is {k.dtype} on {k.device}: q, k and v must "
+            f"share one dtype and device. Convert with k.to(q)."
+        )
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q has shape {shape_str(q.shape)} and k has shape {shape_str(k.shape)}: "
             f"their feature size d_k (last dimension) differs, {q.shape[-1]} against "
             f"{k.shape[-1]}. A query is compared with a key by a dot product, so both "
             f"need the same d_k."
+        )
+    if q.shape[-1] == 0:
+        raise ValueError(
+            f"q has shape {shape_str(q.shape)} and k has shape {shape_str(k.shape)}: the "
+            f"feature size d_k (last dimension) is 0, so there is nothing to compare; "
+            f"d_k must be at least 1."
+        )
+    if k.shape[-2] == 0:
+        raise ValueError(
+            f"k has shape {shape_str(k.shape)}: the number of keys n_k (dimension -2) is 0, "
+            f"so a query has nothing to attend to; n_k must be at least 1."
+        )
+
+
+def _check_qkv(q, k, v) -> tuple[int, ...]:
+    _check_qk(q, k)
+    require_float_tensor(v, "v", 2)
+    if v.dtype != q.dtype or v.device != q.device:
+        raise TypeError(
+            f"q is {q.dtype} on {q.device} but v is {v.dtype} on {v.device}: q, k and v must "
+            f"share one dtype and device. Convert with v.to(q)."
         )
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
@@ -52,19 +87,102 @@ def _check_qkv(q, k, v) -> tuple[int, ...]:
     return batch
 
 
-def attention_scores(q, k, *, scale=None, temperature=1.0) -> torch.Tensor:
-    """Raw scores ``q @ kᵀ · scale / temperature``, shape ``(..., n_q, n_k)``.
+def _scalar(value, name: str, positive: bool):
+    """A number, or a one-element float tensor (kept as a 0-d tensor so its gradient flows)."""
+    if not isinstance(value, torch.Tensor):
+        return require_positive_number(value, name) if positive else require_finite_number(value, name)
+    if value.numel() != 1 or value.is_complex() or not value.is_floating_point():
+        raise TypeError(
+            f"{name} must be a number or a one-element floating-point tensor, got a "
+            f"{value.dtype} tensor of shape {shape_str(value.shape)}."
+        )
+    number = float(value.detach())
+    if positive:
+        require_positive_number(number, name)
+    else:
+        require_finite_number(number, name)
+    return value.reshape(())
 
-    ``scale`` defaults to ``1/√d_k`` where ``d_k = q.shape[-1]``.
+
+def _score_factor(scale, temperature, d_k: int, dtype: torch.dtype):
+    """``scale / temperature``: a float, or a 0-d tensor when either one is a tensor."""
+    scale = 1.0 / math.sqrt(d_k) if scale is None else _scalar(scale, "scale", positive=False)
+    temperature = _scalar(temperature, "temperature", positive=True)
+    factor = scale / temperature
+    size, limit = abs(float(factor)), torch.finfo(dtype).max
+    if not size <= limit:
+        raise ValueError(
+            f"scale / temperature = {float(scale):.3g} / {float(temperature):.3g} = {size:.3g}, "
+            f"more than {dtype} can hold ({limit:.3g}): every score would overflow. "
+            f"Use a smaller scale or a larger temperature."
+        )
+    return factor
+
+
+def _explain_overflow(q, k, factor, dtype) -> None:
+    """The scores hold NaN or inf: say whether q or k did, or by how much the scores overflowed."""
+    require_finite_values(q, "q")
+    require_finite_values(k, "k")
+    limit = torch.finfo(dtype).max
+    products = (q.detach().double() @ k.detach().double().transpose(-2, -1)).abs().amax().item()
+    largest = products * abs(float(factor))
+    what, size = ("q @ kᵀ", products) if products > limit else ("q @ kᵀ · scale / temperature", largest)
+    amount = (f"about {size:.3g}, {size / limit:.3g} times" if math.isfinite(size)
+              else "beyond even float64's range, far more than")
+    raise ValueError(
+        f"the scores overflowed: the largest |{what}| is {amount} the largest {dtype} "
+        f"number ({limit:.3g}). Make q or k smaller, lower the scale or raise the temperature, "
+        f"or compute in float64 (q.double(), k.double(), v.double())."
+    )
+
+
+def _scores(q, k, scale, temperature) -> torch.Tensor:
+    """Checked scores in the compute dtype (float32 for float16/bfloat16 inputs)."""
+    dtype = _COMPUTE_DTYPE.get(q.dtype, q.dtype)
+    factor = _score_factor(scale, temperature, q.shape[-1], dtype)
+    scores = (q.to(dtype) @ k.to(dtype).transpose(-2, -1)) * factor    # (..., n_q, n_k)
+    if not bool(torch.isfinite(scores).all()):
+        _explain_overflow(q, k, factor, dtype)
+    return scores
+
+
+def attention_scores(q, k, *, scale=None, temperature=1.0) -> torch.Tensor:
+    """Raw scores ``q @ kᵀ · scale / temperature``, shape ``(..., n_q, n_k)``, in q's dtype.
+
+    ``scale`` defaults to ``1/√d_k`` where ``d_k = q.shape[-1]``. ``scale`` and
+    ``temperature`` are numbers or one-element tensors (a tensor keeps its
+    gradient, so a learnable temperature trains). Scores that overflow q's
+    dtype raise a ValueError saying by how much, rather than coming back inf.
     """
-    require_tensor(q, "q", 2)
-    require_tensor(k, "k", 2)
-    if q.shape[-1] != k.shape[-1]:
-        _check_qkv(q, k, k)
-    temperature = require_positive_number(temperature, "temperature")
-    if scale is None:
-        scale = 1.0 / math.sqrt(q.shape[-1])
-    return (q @ k.transpose(-2, -1)) * (float(scale) / temperature)
+    _check_qk(q, k)
+    scores = _scores(q, k, scale, temperature)
+    if scores.dtype != q.dtype:
+        limit = torch.finfo(q.dtype).max
+        largest = scores.detach().abs().amax().item()
+        if largest > limit:
+            raise ValueError(
+                f"the scores do not fit in {q.dtype}: the largest is about {largest:.3g}, "
+                f"{largest / limit:.3g} times the largest {q.dtype} number ({limit:.3g}). "
+                f"Compute them in float32 (q.float(), k.float())."
+            )
+    return scores.to(q.dtype)
+
+
+def _add_mask(scores, mask) -> torch.Tensor:
+    if mask.dtype == torch.bool:
+        return scores.masked_fill(~mask, float("-inf"))
+    scores = scores + mask.to(scores.dtype)
+    if bool((torch.isnan(scores) | torch.isposinf(scores)).any()):
+        if bool((torch.isnan(mask) | torch.isposinf(mask)).any()):
+            raise ValueError(
+                "mask contains NaN or +inf. A float mask is added to the scores: use 0 where "
+                "a key may be attended to and -inf (or a large negative number) to block it."
+            )
+        raise ValueError(
+            f"adding the float mask overflowed the scores (the mask's largest value is "
+            f"{mask.amax().item():.3g}): a float mask should hold 0 to allow and -inf to block."
+        )
+    return scores
 
 
 def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, temperature=1.0):
@@ -72,39 +190,49 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, temperature=
 
     Shapes:
         q: ``(..., n_q, d_k)``, k: ``(..., n_k, d_k)``, v: ``(..., n_k, d_v)``;
-        leading dimensions broadcast.
+        leading dimensions broadcast; ``d_k`` and ``n_k`` at least 1; one
+        floating-point dtype and one device for all three.
         mask: broadcasts to ``(..., n_q, n_k)``. Bool: True = may attend (the
         sense of ``torch.nn.functional.scaled_dot_product_attention``). Float:
         added to the scores (use ``-inf`` to block).
-        output: ``(..., n_q, d_v)``; weights: ``(..., n_q, n_k)``.
+        output: ``(..., n_q, d_v)``; weights: ``(..., n_q, n_k)``, both in q's dtype.
 
     Scores are ``q @ kᵀ · scale / temperature`` with ``scale`` defaulting to
-    ``1/√d_k``. Each weight row is the softmax of a score row over the keys,
-    so it sums to 1, and blocked keys get exactly 0.
+    ``1/√d_k``; ``scale`` and ``temperature`` are numbers or one-element
+    tensors (a tensor keeps its gradient). Each weight row is the softmax of a
+    score row over the keys, so it sums to 1, and blocked keys get exactly 0.
+    ``torch.softmax`` subtracts each row's maximum before ``exp``, so large
+    finite scores are safe; float16 and bfloat16 inputs are computed in
+    float32, as the fused kernels do. Scores that overflow even so, and NaN or
+    inf in q, k or v, raise a ValueError that says where and by how much.
 
     A row whose keys are *all* blocked gets all-zero weights and a zero
     output, as PyTorch 2.13's fused function returns (a plain softmax over a
     row of ``-inf`` would give NaN). Gradients stay finite for such rows.
     """
     batch = _check_qkv(q, k, v)
-    temperature = require_positive_number(temperature, "temperature")
-    if scale is not None and not math.isfinite(float(scale)):
-        raise ValueError(f"scale must be a finite number, got {scale}.")
-    scores = attention_scores(q, k, scale=scale, temperature=temperature)
-    scores_shape = batch + (q.shape[-2], k.shape[-2])
+    scores = _scores(q, k, scale, temperature)                      # (..., n_q, n_k)
+    if not bool(torch.isfinite(v).all()):
+        require_finite_values(v, "v")
     if mask is not None:
-        check_mask(mask, scores_shape)
-        if mask.dtype == torch.bool:
-            scores = scores.masked_fill(~mask, float("-inf"))
-        else:
-            scores = scores + mask.to(scores.dtype)
+        check_mask(mask, batch + (q.shape[-2], k.shape[-2]))
+        scores = _add_mask(scores, mask)
     # A row with every key blocked is all -inf; softmax of it is 0/0 = NaN.
     # Give such rows finite scores, then zero their weights afterwards.
     dead_rows = torch.isneginf(scores).all(dim=-1, keepdim=True)
     scores = scores.masked_fill(dead_rows, 0.0)
     weights = torch.softmax(scores, dim=-1)
     weights = weights.masked_fill(dead_rows, 0.0)
-    return weights @ v, weights
+    output = weights @ v.to(weights.dtype)                           # (..., n_q, d_v)
+    return output.to(q.dtype), weights.to(q.dtype)
+
+
+def _check_mask_size(entries: int, call: str) -> None:
+    if entries > MAX_MASK_ENTRIES:
+        raise ValueError(
+            f"{call} would hold {entries:,} entries ({entries / 2**30:.3g} GiB); masks are "
+            f"capped at {MAX_MASK_ENTRIES:,} entries (256 MiB) so that a typo cannot fill the memory."
+        )
 
 
 def causal_mask(n_q, n_k=None) -> torch.Tensor:
@@ -113,8 +241,9 @@ def causal_mask(n_q, n_k=None) -> torch.Tensor:
     ``n_k`` defaults to ``n_q``. For ``n_q != n_k`` the triangle starts at the
     top-left corner, as PyTorch's ``is_causal=True`` does.
     """
-    n_q = require_positive_int(n_q, "n_q")
-    n_k = n_q if n_k is None else require_positive_int(n_k, "n_k")
+    n_q = require_positive_int(n_q, "n_q", maximum=MAX_MASK_ENTRIES)
+    n_k = n_q if n_k is None else require_positive_int(n_k, "n_k", maximum=MAX_MASK_ENTRIES)
+    _check_mask_size(n_q * n_k, f"causal_mask(n_q={n_q}, n_k={n_k})")
     return torch.ones(n_q, n_k, dtype=torch.bool).tril()
 
 
@@ -129,7 +258,7 @@ def padding_mask(lengths, n) -> torch.Tensor:
     ``(batch, 1, 1, n)``). :class:`attnviz.MultiHeadAttention` does that for
     you when it is given a 3-dimensional mask.
     """
-    n = require_positive_int(n, "n")
+    n = require_positive_int(n, "n", maximum=MAX_MASK_ENTRIES)
     if isinstance(lengths, torch.Tensor):
         if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool:
             raise TypeError(
@@ -146,6 +275,7 @@ def padding_mask(lengths, n) -> torch.Tensor:
         raise TypeError(f"lengths must be a list of whole numbers, got {lengths!r}.") from None
     if not lengths:
         raise ValueError("lengths is empty: give one length per sequence in the batch.")
+    _check_mask_size(len(lengths) * n, f"padding_mask with {len(lengths)} lengths and n={n}")
     for i, n_real in enumerate(lengths):
         if n_real > n:
             raise ValueError(
