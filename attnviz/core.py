@@ -22,6 +22,7 @@ from ._validate import (
     require_positive_int,
     require_positive_number,
     shape_str,
+    short_repr,
 )
 
 __all__ = ["scaled_dot_product_attention", "attention_scores", "causal_mask", "padding_mask"]
@@ -104,15 +105,19 @@ def _scalar(value, name: str, positive: bool):
     return value.reshape(())
 
 
+def _number(value) -> float:
+    return float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
+
+
 def _score_factor(scale, temperature, d_k: int, dtype: torch.dtype):
     """``scale / temperature``: a float, or a 0-d tensor when either one is a tensor."""
     scale = 1.0 / math.sqrt(d_k) if scale is None else _scalar(scale, "scale", positive=False)
     temperature = _scalar(temperature, "temperature", positive=True)
     factor = scale / temperature
-    size, limit = abs(float(factor)), torch.finfo(dtype).max
+    size, limit = abs(_number(factor)), torch.finfo(dtype).max
     if not size <= limit:
         raise ValueError(
-            f"scale / temperature = {float(scale):.3g} / {float(temperature):.3g} = {size:.3g}, "
+            f"scale / temperature = {_number(scale):.3g} / {_number(temperature):.3g} = {size:.3g}, "
             f"more than {dtype} can hold ({limit:.3g}): every score would overflow. "
             f"Use a smaller scale or a larger temperature."
         )
@@ -125,14 +130,16 @@ def _explain_overflow(q, k, factor, dtype) -> None:
     require_finite_values(k, "k")
     limit = torch.finfo(dtype).max
     products = (q.detach().double() @ k.detach().double().transpose(-2, -1)).abs().amax().item()
-    largest = products * abs(float(factor))
+    largest = products * abs(_number(factor))
     what, size = ("q @ kᵀ", products) if products > limit else ("q @ kᵀ · scale / temperature", largest)
-    amount = (f"about {size:.3g}, {size / limit:.3g} times" if math.isfinite(size)
-              else "beyond even float64's range, far more than")
+    if math.isfinite(size):
+        amount = f"about {size:.3g}, {size / limit:.3g} times the largest {dtype} number ({limit:.3g})"
+    else:
+        amount = f"beyond float64's range, far more than the largest {dtype} number ({limit:.3g})"
+    wider = "" if dtype == torch.float64 else ", or compute in float64 (q.double(), k.double(), v.double())"
     raise ValueError(
-        f"the scores overflowed: the largest |{what}| is {amount} the largest {dtype} "
-        f"number ({limit:.3g}). Make q or k smaller, lower the scale or raise the temperature, "
-        f"or compute in float64 (q.double(), k.double(), v.double())."
+        f"the scores overflowed: the largest |{what}| is {amount}. Make q or k smaller, "
+        f"lower the scale or raise the temperature{wider}."
     )
 
 
@@ -156,7 +163,7 @@ def attention_scores(q, k, *, scale=None, temperature=1.0) -> torch.Tensor:
     """
     _check_qk(q, k)
     scores = _scores(q, k, scale, temperature)
-    if scores.dtype != q.dtype:
+    if scores.dtype != q.dtype and scores.numel():
         limit = torch.finfo(q.dtype).max
         largest = scores.detach().abs().amax().item()
         if largest > limit:
@@ -238,7 +245,7 @@ def _check_mask_size(entries: int, call: str) -> None:
 def causal_mask(n_q, n_k=None) -> torch.Tensor:
     """Bool ``(n_q, n_k)`` mask, lower-triangular: query i may attend to keys j <= i.
 
-    ``n_k`` defaults to ``n_q``. For ``n_q != n_k`` the triangle starts at the
+    ``n_k`` defaults to ``n_q``; ``n_q · n_k`` is at most ``MAX_MASK_ENTRIES`` (2**28). For ``n_q != n_k`` the triangle starts at the
     top-left corner, as PyTorch's ``is_causal=True`` does.
     """
     n_q = require_positive_int(n_q, "n_q", maximum=MAX_MASK_ENTRIES)
@@ -279,7 +286,7 @@ def padding_mask(lengths, n) -> torch.Tensor:
     for i, n_real in enumerate(lengths):
         if n_real > n:
             raise ValueError(
-                f"lengths[{i}] is {n_real} but sequences are padded to n={n} positions; "
+                f"lengths[{i}] is {short_repr(n_real)} but sequences are padded to n={n} positions; "
                 f"a length cannot exceed n."
             )
     positions = torch.arange(n)

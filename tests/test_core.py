@@ -199,3 +199,51 @@ def test_import_loads_no_widget_libraries():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_float16_large_inputs_match_torch_and_sum_to_one():
+    # a float16 score overflows at 65504; q and k of size 300 reach it, so the core computes in
+    # float32 as PyTorch's fused function does
+    q, k, v = (t.half() for t in _qkv(2))
+    q, k = q * 300, k * 300
+    assert torch.isinf(q @ k.transpose(-2, -1)).any(), "the float16 product itself overflows"
+    out, weights = attnviz.scaled_dot_product_attention(q, k, v)
+    assert out.dtype == weights.dtype == torch.float16
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v), atol=1e-3, rtol=0)
+    torch.testing.assert_close(weights.float().sum(-1), torch.ones(2, 5), atol=1e-2, rtol=0)
+
+
+def test_large_finite_scores_are_stable():
+    # scores in the thousands: exp would overflow, softmax subtracts the row maximum first
+    q, k, v = _qkv(2)
+    out, weights = _assert_matches_torch(q * 40, k * 40, v)
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 5))
+
+
+def test_tensor_scale_and_temperature_keep_their_gradient():
+    q, k, v = _qkv(2)
+    scale = torch.tensor(0.3, requires_grad=True)
+    temperature = torch.tensor([2.0], requires_grad=True)
+    out, _ = attnviz.scaled_dot_product_attention(q, k, v, scale=scale, temperature=temperature)
+    out.square().sum().backward()
+    assert scale.grad is not None and scale.grad != 0 and temperature.grad is not None
+    # the same numbers as with plain floats
+    torch.testing.assert_close(out, attnviz.scaled_dot_product_attention(q, k, v, scale=0.3, temperature=2.0)[0])
+    # and the gradient is d/dscale of the same function, checked by a finite difference
+    step = 1e-3
+    up, down = (attnviz.scaled_dot_product_attention(q, k, v, scale=0.3 + s, temperature=2.0)[0].square().sum()
+                for s in (step, -step))
+    assert abs((up - down).item() / (2 * step) - scale.grad.item()) < 1e-2 * abs(scale.grad.item()) + 1e-3
+
+
+def test_attention_scores_in_float16_fits_or_raises():
+    q, k, _ = (t.half() for t in _qkv())
+    assert attnviz.attention_scores(q * 300, k * 300, scale=0.001).dtype == torch.float16
+    with pytest.raises(ValueError, match=r"the scores do not fit in torch.float16"):
+        attnviz.attention_scores(q * 300, k * 300, scale=1.0)
+
+
+def test_empty_query_dimension_gives_empty_results():
+    out, weights = attnviz.scaled_dot_product_attention(torch.randn(0, 4), torch.randn(5, 4), torch.randn(5, 2))
+    assert out.shape == (0, 2) and weights.shape == (0, 5)

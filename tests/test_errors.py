@@ -137,3 +137,143 @@ def test_causal_mask_bad_size():
 def test_kv_cache_bad_argument_is_named():
     with pytest.raises(ValueError, match=r"n_kv_heads must be at least 1"):
         attnviz.kv_cache_bytes(32, 0, 128, 4096)
+
+
+# --- the core's edges found by a fuzz (issue 12) ---------------------------------------------
+
+
+def test_float32_scores_that_overflow_say_by_how_much():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=r"scores overflowed: the largest \|q @ kᵀ\| is about [\d.]+e\+40, "
+                                         r"[\d.]+ times the largest torch.float32"):
+        attnviz.scaled_dot_product_attention(q * 1e20, k * 1e20, v)
+
+
+@pytest.mark.parametrize("kw, names", [({"temperature": 1e-40}, "1e-40"), ({"scale": 1e39}, "1e\\+39")])
+def test_factor_beyond_float32_is_rejected(kw, names):
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=rf"scale / temperature = .*{names}.*more than torch.float32 can hold"):
+        attnviz.scaled_dot_product_attention(q, k, v, **kw)
+
+
+@pytest.mark.parametrize("scale", [float("inf"), float("nan"), 10**400])
+def test_attention_scores_validates_scale(scale):
+    q, k, _ = _qkv()
+    with pytest.raises(ValueError, match=r"scale must be a finite number"):
+        attnviz.attention_scores(q, k, scale=scale)
+
+
+@pytest.mark.parametrize("fn", [attnviz.attention_scores, lambda q, k, **kw: attnviz.scaled_dot_product_attention(
+    q, k, k, **kw)])
+def test_scale_of_wrong_type(fn):
+    q, k, _ = _qkv()
+    with pytest.raises(TypeError, match=r"scale must be a number, got 'a' \(str\)"):
+        fn(q, k, scale="a")
+    with pytest.raises(TypeError, match=r"scale must be a number or a one-element floating-point tensor"):
+        fn(q, k, scale=torch.ones(3))
+
+
+def test_huge_integer_temperature_is_named_not_overflow_error():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=r"temperature must be a finite number greater than 0, got a 401-digit"):
+        attnviz.scaled_dot_product_attention(q, k, v, temperature=10**400)
+
+
+def test_mixed_dtypes_are_named():
+    q, k, v = _qkv()
+    with pytest.raises(TypeError, match=r"q is torch.float32 on cpu but k is torch.float64"):
+        attnviz.scaled_dot_product_attention(q, k.double(), v)
+    with pytest.raises(TypeError, match=r"q is torch.float32 on cpu but v is torch.float16"):
+        attnviz.scaled_dot_product_attention(q, k, v.half())
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.bool, torch.complex64])
+def test_non_float_inputs_are_named(dtype):
+    q, k, v = _qkv()
+    with pytest.raises(TypeError, match=rf"q has dtype {dtype}, but attention needs real floating-point"):
+        attnviz.scaled_dot_product_attention(q.to(dtype), k.to(dtype), v.to(dtype))
+
+
+def test_zero_d_k_is_named():
+    with pytest.raises(ValueError, match=r"feature size d_k \(last dimension\) is 0"):
+        attnviz.scaled_dot_product_attention(torch.randn(3, 0), torch.randn(5, 0), torch.randn(5, 2))
+
+
+def test_empty_key_dimension_is_named():
+    with pytest.raises(ValueError, match=r"k has shape \(0, 4\): the number of keys n_k \(dimension -2\) is 0"):
+        attnviz.scaled_dot_product_attention(torch.randn(3, 4), torch.randn(0, 4), torch.randn(0, 2))
+
+
+@pytest.mark.parametrize("name", ["q", "k", "v"])
+def test_nan_in_an_input_is_named_with_its_index(name):
+    inputs = dict(zip("qkv", _qkv()))
+    inputs[name][1, 2, 0] = float("nan")
+    with pytest.raises(ValueError, match=rf"{name} contains 1 value\(s\) that are NaN or infinite, "
+                                         r"the first at index \(1, 2, 0\)"):
+        attnviz.scaled_dot_product_attention(inputs["q"], inputs["k"], inputs["v"])
+
+
+def test_float_mask_with_nan_or_positive_inf():
+    q, k, v = _qkv()
+    for bad in (float("nan"), float("inf")):
+        mask = torch.zeros(3, 6)
+        mask[0, 0] = bad
+        with pytest.raises(ValueError, match=r"mask contains NaN or \+inf"):
+            attnviz.scaled_dot_product_attention(q, k, v, mask)
+
+
+def test_mha_one_dimensional_key_mask_blocks_key_columns():
+    mha = attnviz.MultiHeadAttention(8, 2)
+    keys = torch.tensor([True, True, False, True, False])
+    _, weights = mha(torch.randn(2, 5, 8), mask=keys)
+    assert torch.all(weights[..., ~keys] == 0)
+    torch.testing.assert_close(weights.sum(-1), torch.ones(2, 2, 5))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float64])
+def test_mha_input_dtype_differs_from_weights(dtype):
+    mha = attnviz.MultiHeadAttention(8, 2)
+    with pytest.raises(TypeError, match=rf"x is {dtype} on cpu but this MultiHeadAttention's weights are "
+                                        r"torch.float32"):
+        mha(torch.randn(2, 5, 8, dtype=dtype))
+    assert mha.double()(torch.randn(2, 5, 8, dtype=torch.float64))[0].dtype == torch.float64
+
+
+def test_mha_integer_input():
+    with pytest.raises(TypeError, match=r"x has dtype torch.int64"):
+        attnviz.MultiHeadAttention(8, 2)(torch.ones(2, 5, 8, dtype=torch.long))
+
+
+def test_mha_failure_inside_the_heads_names_x():
+    mha = attnviz.MultiHeadAttention(8, 2)
+    x = torch.randn(2, 5, 8)
+    x[0, 1, 2] = float("inf")
+    with pytest.raises(ValueError, match=r"x contains 1 value\(s\) that are NaN or infinite"):
+        mha(x)
+    with pytest.raises(ValueError, match=r"inside MultiHeadAttention .*scores overflowed"):
+        mha(torch.randn(2, 5, 8) * 1e20)
+
+
+def test_mha_with_no_positions():
+    with pytest.raises(ValueError, match=r"context has shape \(2, 0, 8\): 0 positions"):
+        attnviz.MultiHeadAttention(8, 2)(torch.randn(2, 3, 8), context=torch.randn(2, 0, 8))
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: attnviz.MultiHeadAttention(10**400, 2), r"d_model must be at most 8,192, got a 401-digit number"),
+    (lambda: attnviz.causal_mask(10**400), r"n_q must be at most"),
+    (lambda: attnviz.causal_mask(100_000), r"would hold 10,000,000,000 entries"),
+    (lambda: attnviz.padding_mask([3], 10**400), r"n must be at most"),
+    (lambda: attnviz.padding_mask([10**400], 5), r"lengths\[0\] is a 401-digit number"),
+])
+def test_sizes_too_large_to_build(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_meta_and_sparse_inputs():
+    q, k, v = _qkv()
+    with pytest.raises(ValueError, match=r"q is on the meta device"):
+        attnviz.scaled_dot_product_attention(q.to("meta"), k.to("meta"), v.to("meta"))
+    with pytest.raises(TypeError, match=r"q is a torch.sparse_coo tensor"):
+        attnviz.scaled_dot_product_attention(q[0].to_sparse(), k[0], v[0])
