@@ -143,12 +143,22 @@ def _explain_overflow(q, k, factor, dtype) -> None:
     )
 
 
+def _all_finite(tensor: torch.Tensor) -> bool:
+    """No NaN or inf in ``tensor``. One sum decides: any NaN or inf makes it NaN or inf
+    (a sum that merely overflows is checked again element by element)."""
+    return math.isfinite(float(tensor.detach().sum())) or bool(torch.isfinite(tensor).all())
+
+
+def _to(tensor: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    return tensor if tensor.dtype == dtype else tensor.to(dtype)
+
+
 def _scores(q, k, scale, temperature) -> torch.Tensor:
     """Checked scores in the compute dtype (float32 for float16/bfloat16 inputs)."""
     dtype = _COMPUTE_DTYPE.get(q.dtype, q.dtype)
     factor = _score_factor(scale, temperature, q.shape[-1], dtype)
-    scores = (q.to(dtype) @ k.to(dtype).transpose(-2, -1)) * factor    # (..., n_q, n_k)
-    if not bool(torch.isfinite(scores).all()):
+    scores = (_to(q, dtype) @ _to(k, dtype).transpose(-2, -1)) * factor    # (..., n_q, n_k)
+    if not _all_finite(scores):
         _explain_overflow(q, k, factor, dtype)
     return scores
 
@@ -178,8 +188,8 @@ def attention_scores(q, k, *, scale=None, temperature=1.0) -> torch.Tensor:
 def _add_mask(scores, mask) -> torch.Tensor:
     if mask.dtype == torch.bool:
         return scores.masked_fill(~mask, float("-inf"))
-    scores = scores + mask.to(scores.dtype)
-    if bool((torch.isnan(scores) | torch.isposinf(scores)).any()):
+    scores = scores + _to(mask, scores.dtype)
+    if scores.numel() and not float(scores.detach().amax()) < math.inf:  # NaN or +inf (-inf blocks)
         if bool((torch.isnan(mask) | torch.isposinf(mask)).any()):
             raise ValueError(
                 "mask contains NaN or +inf. A float mask is added to the scores: use 0 where "
@@ -218,20 +228,23 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, temperature=
     row of ``-inf`` would give NaN). Gradients stay finite for such rows.
     """
     batch = _check_qkv(q, k, v)
-    scores = _scores(q, k, scale, temperature)                      # (..., n_q, n_k)
-    if not bool(torch.isfinite(v).all()):
-        require_finite_values(v, "v")
     if mask is not None:
         check_mask(mask, batch + (q.shape[-2], k.shape[-2]))
+    scores = _scores(q, k, scale, temperature)                      # (..., n_q, n_k), all finite
+    if not _all_finite(v):
+        require_finite_values(v, "v")
+    if mask is None:
+        weights = torch.softmax(scores, dim=-1)
+    else:
         scores = _add_mask(scores, mask)
-    # A row with every key blocked is all -inf; softmax of it is 0/0 = NaN.
-    # Give such rows finite scores, then zero their weights afterwards.
-    dead_rows = torch.isneginf(scores).all(dim=-1, keepdim=True)
-    scores = scores.masked_fill(dead_rows, 0.0)
-    weights = torch.softmax(scores, dim=-1)
-    weights = weights.masked_fill(dead_rows, 0.0)
-    output = weights @ v.to(weights.dtype)                           # (..., n_q, d_v)
-    return output.to(q.dtype), weights.to(q.dtype)
+        # A row with every key blocked is all -inf; softmax of it is 0/0 = NaN.
+        # Give such rows finite scores, then zero their weights afterwards.
+        dead_rows = torch.isneginf(scores).all(dim=-1, keepdim=True)
+        scores = scores.masked_fill(dead_rows, 0.0)
+        weights = torch.softmax(scores, dim=-1)
+        weights = weights.masked_fill(dead_rows, 0.0)
+    output = weights @ _to(v, weights.dtype)                         # (..., n_q, d_v)
+    return _to(output, q.dtype), _to(weights, q.dtype)
 
 
 def _check_mask_size(entries: int, call: str) -> None:
@@ -245,8 +258,9 @@ def _check_mask_size(entries: int, call: str) -> None:
 def causal_mask(n_q, n_k=None) -> torch.Tensor:
     """Bool ``(n_q, n_k)`` mask, lower-triangular: query i may attend to keys j <= i.
 
-    ``n_k`` defaults to ``n_q``; ``n_q · n_k`` is at most ``MAX_MASK_ENTRIES`` (2**28). For ``n_q != n_k`` the triangle starts at the
-    top-left corner, as PyTorch's ``is_causal=True`` does.
+    ``n_k`` defaults to ``n_q``. For ``n_q != n_k`` the triangle starts at the
+    top-left corner, as PyTorch's ``is_causal=True`` does. ``n_q · n_k`` may be at
+    most ``MAX_MASK_ENTRIES`` (2**28, 256 MiB), so that a typo cannot fill the memory.
     """
     n_q = require_positive_int(n_q, "n_q", maximum=MAX_MASK_ENTRIES)
     n_k = n_q if n_k is None else require_positive_int(n_k, "n_k", maximum=MAX_MASK_ENTRIES)

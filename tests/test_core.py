@@ -229,11 +229,12 @@ def test_tensor_scale_and_temperature_keep_their_gradient():
     out.square().sum().backward()
     assert scale.grad is not None and scale.grad != 0 and temperature.grad is not None
     # the same numbers as with plain floats
-    torch.testing.assert_close(out, attnviz.scaled_dot_product_attention(q, k, v, scale=0.3, temperature=2.0)[0])
+    plain, _ = attnviz.scaled_dot_product_attention(q, k, v, scale=0.3, temperature=2.0)
+    torch.testing.assert_close(out, plain)
     # and the gradient is d/dscale of the same function, checked by a finite difference
     step = 1e-3
-    up, down = (attnviz.scaled_dot_product_attention(q, k, v, scale=0.3 + s, temperature=2.0)[0].square().sum()
-                for s in (step, -step))
+    up, down = (attnviz.scaled_dot_product_attention(q, k, v, scale=0.3 + s, temperature=2.0)[0]
+                .square().sum() for s in (step, -step))
     assert abs((up - down).item() / (2 * step) - scale.grad.item()) < 1e-2 * abs(scale.grad.item()) + 1e-3
 
 
@@ -245,5 +246,6 @@ def test_attention_scores_in_float16_fits_or_raises():
 
 
 def test_empty_query_dimension_gives_empty_results():
-    out, weights = attnviz.scaled_dot_product_attention(torch.randn(0, 4), torch.randn(5, 4), torch.randn(5, 2))
+    q, k, v = torch.randn(0, 4), torch.randn(5, 4), torch.randn(5, 2)
+    out, weights = attnviz.scaled_dot_product_attention(q, k, v)
     assert out.shape == (0, 2) and weights.shape == (0, 5)

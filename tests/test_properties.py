@@ -71,3 +71,24 @@ def test_permuting_keys_and_values_together_changes_nothing(inputs):
     out, _ = attnviz.scaled_dot_product_attention(q, k, v)
     out_perm, _ = attnviz.scaled_dot_product_attention(q, k[..., perm, :], v[..., perm, :])
     torch.testing.assert_close(out_perm, out, atol=1e-5, rtol=1e-5)
+
+
+@st.composite
+def large_inputs(draw):
+    """Scores far beyond exp's range (exp overflows above 88 in float32, 11 in float16)."""
+    q, k, v, mask = draw(attention_inputs())
+    dtype = draw(st.sampled_from([torch.float32, torch.float16, torch.bfloat16, torch.float64]))
+    spread = draw(st.sampled_from([30.0, 200.0]))   # float16 products reach 200² · d_k > 65504
+    return (q * spread).to(dtype), (k * spread).to(dtype), v.to(dtype), mask
+
+
+@given(large_inputs())
+def test_large_scores_still_give_rows_that_sum_to_one(inputs):
+    q, k, v, mask = inputs
+    out, weights = attnviz.scaled_dot_product_attention(q, k, v, mask)
+    assert out.dtype == weights.dtype == q.dtype
+    assert torch.isfinite(out).all() and torch.isfinite(weights).all()
+    sums = weights.double().sum(-1)
+    has_key = torch.ones_like(sums, dtype=torch.bool) if mask is None else mask.any(-1)
+    tol = 1e-2 if q.dtype in (torch.float16, torch.bfloat16) else 1e-5
+    assert ((sums[has_key] - 1).abs() < tol).all() and (sums[~has_key] == 0).all()
