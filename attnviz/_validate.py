@@ -161,3 +161,98 @@ def check_mask(mask, scores_shape, name: str = "mask") -> torch.Tensor:
                 f"scores' size or be 1."
             )
     return mask
+
+
+# --- the attention core's arguments --------------------------------------------------------
+
+
+def check_qk(q, k) -> None:
+    require_float_tensor(q, "q", 2)
+    require_float_tensor(k, "k", 2)
+    if q.dtype != k.dtype or q.device != k.device:
+        raise TypeError(
+            f"q is {q.dtype} on {q.device} but k is {k.dtype} on {k.device}: q, k and v must "
+            f"share one dtype and device. Convert with k.to(q)."
+        )
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"q has shape {shape_str(q.shape)} and k has shape {shape_str(k.shape)}: "
+            f"their feature size d_k (last dimension) differs, {q.shape[-1]} against "
+            f"{k.shape[-1]}. A query is compared with a key by a dot product, so both "
+            f"need the same d_k."
+        )
+    if q.shape[-1] == 0:
+        raise ValueError(
+            f"q has shape {shape_str(q.shape)} and k has shape {shape_str(k.shape)}: the "
+            f"feature size d_k (last dimension) is 0, so there is nothing to compare; "
+            f"d_k must be at least 1."
+        )
+    if k.shape[-2] == 0:
+        raise ValueError(
+            f"k has shape {shape_str(k.shape)}: the number of keys n_k (dimension -2) is 0, "
+            f"so a query has nothing to attend to; n_k must be at least 1."
+        )
+
+
+def check_qkv(q, k, v) -> tuple[int, ...]:
+    check_qk(q, k)
+    require_float_tensor(v, "v", 2)
+    if v.dtype != q.dtype or v.device != q.device:
+        raise TypeError(
+            f"q is {q.dtype} on {q.device} but v is {v.dtype} on {v.device}: q, k and v must "
+            f"share one dtype and device. Convert with v.to(q)."
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"k has shape {shape_str(k.shape)} and v has shape {shape_str(v.shape)}: "
+            f"the number of positions n_k (dimension -2) differs, {k.shape[-2]} keys "
+            f"against {v.shape[-2]} values. Every key needs exactly one value."
+        )
+    batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    if batch is None:
+        raise ValueError(
+            f"the leading (batch/head) dimensions of q {shape_str(q.shape[:-2])}, "
+            f"k {shape_str(k.shape[:-2])} and v {shape_str(v.shape[:-2])} do not "
+            f"broadcast together; each must be equal or 1."
+        )
+    return batch
+
+
+def scalar_argument(value, name: str, positive: bool):
+    """A number, or a one-element float tensor (kept as a 0-d tensor so its gradient flows)."""
+    if not isinstance(value, torch.Tensor):
+        return require_positive_number(value, name) if positive else require_finite_number(value, name)
+    if value.numel() != 1 or value.is_complex() or not value.is_floating_point():
+        raise TypeError(
+            f"{name} must be a number or a one-element floating-point tensor, got a "
+            f"{value.dtype} tensor of shape {shape_str(value.shape)}."
+        )
+    number = float(value.detach())
+    if positive:
+        require_positive_number(number, name)
+    else:
+        require_finite_number(number, name)
+    return value.reshape(())
+
+
+def as_number(value) -> float:
+    return float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
+
+
+def explain_overflow(q, k, factor, dtype) -> None:
+    """The scores hold NaN or inf: say whether q or k did, or by how much the scores overflowed."""
+    require_finite_values(q, "q")
+    require_finite_values(k, "k")
+    limit = torch.finfo(dtype).max
+    products = (q.detach().double() @ k.detach().double().transpose(-2, -1)).abs().amax().item()
+    largest = products * abs(as_number(factor))
+    what, size = ("q @ kᵀ", products) if products > limit else ("q @ kᵀ · scale / temperature", largest)
+    if math.isfinite(size):
+        amount = f"about {size:.3g}, {size / limit:.3g} times the largest {dtype} number ({limit:.3g})"
+    else:
+        amount = f"beyond float64's range, far more than the largest {dtype} number ({limit:.3g})"
+    wider = "" if dtype == torch.float64 else ", or compute in float64 (q.double(), k.double(), v.double())"
+    raise ValueError(
+        f"the scores overflowed: the largest |{what}| is {amount}. Make q or k smaller, "
+        f"lower the scale or raise the temperature{wider}."
+    )

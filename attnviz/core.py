@@ -14,13 +14,14 @@ import math
 import torch
 
 from ._validate import (
-    broadcast_shape,
+    as_number,
     check_mask,
-    require_finite_number,
+    check_qk,
+    check_qkv,
+    explain_overflow,
     require_finite_values,
-    require_float_tensor,
     require_positive_int,
-    require_positive_number,
+    scalar_argument,
     shape_str,
     short_repr,
 )
@@ -36,111 +37,19 @@ _COMPUTE_DTYPE = {torch.float16: torch.float32, torch.bfloat16: torch.float32}
 MAX_MASK_ENTRIES = 2**28
 
 
-def _check_qk(q, k) -> None:
-    require_float_tensor(q, "q", 2)
-    require_float_tensor(k, "k", 2)
-    if q.dtype != k.dtype or q.device != k.device:
-        raise TypeError(
-            f"q is {q.dtype} on {q.device} but k is {k.dtype} on {k.device}: q, k and v must "
-            f"share one dtype and device. Convert with k.to(q)."
-        )
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"q has shape {shape_str(q.shape)} and k has shape {shape_str(k.shape)}: "
-            f"their feature size d_k (last dimension) differs, {q.shape[-1]} against "
-            f"{k.shape[-1]}. A query is compared with a key by a dot product, so both "
-            f"need the same d_k."
-        )
-    if q.shape[-1] == 0:
-        raise ValueError(
-            f"q has shape {shape_str(q.shape)} and k has shape {shape_str(k.shape)}: the "
-            f"feature size d_k (last dimension) is 0, so there is nothing to compare; "
-            f"d_k must be at least 1."
-        )
-    if k.shape[-2] == 0:
-        raise ValueError(
-            f"k has shape {shape_str(k.shape)}: the number of keys n_k (dimension -2) is 0, "
-            f"so a query has nothing to attend to; n_k must be at least 1."
-        )
-
-
-def _check_qkv(q, k, v) -> tuple[int, ...]:
-    _check_qk(q, k)
-    require_float_tensor(v, "v", 2)
-    if v.dtype != q.dtype or v.device != q.device:
-        raise TypeError(
-            f"q is {q.dtype} on {q.device} but v is {v.dtype} on {v.device}: q, k and v must "
-            f"share one dtype and device. Convert with v.to(q)."
-        )
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"k has shape {shape_str(k.shape)} and v has shape {shape_str(v.shape)}: "
-            f"the number of positions n_k (dimension -2) differs, {k.shape[-2]} keys "
-            f"against {v.shape[-2]} values. Every key needs exactly one value."
-        )
-    batch = broadcast_shape(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    if batch is None:
-        raise ValueError(
-            f"the leading (batch/head) dimensions of q {shape_str(q.shape[:-2])}, "
-            f"k {shape_str(k.shape[:-2])} and v {shape_str(v.shape[:-2])} do not "
-            f"broadcast together; each must be equal or 1."
-        )
-    return batch
-
-
-def _scalar(value, name: str, positive: bool):
-    """A number, or a one-element float tensor (kept as a 0-d tensor so its gradient flows)."""
-    if not isinstance(value, torch.Tensor):
-        return require_positive_number(value, name) if positive else require_finite_number(value, name)
-    if value.numel() != 1 or value.is_complex() or not value.is_floating_point():
-        raise TypeError(
-            f"{name} must be a number or a one-element floating-point tensor, got a "
-            f"{value.dtype} tensor of shape {shape_str(value.shape)}."
-        )
-    number = float(value.detach())
-    if positive:
-        require_positive_number(number, name)
-    else:
-        require_finite_number(number, name)
-    return value.reshape(())
-
-
-def _number(value) -> float:
-    return float(value.detach()) if isinstance(value, torch.Tensor) else float(value)
-
-
 def _score_factor(scale, temperature, d_k: int, dtype: torch.dtype):
     """``scale / temperature``: a float, or a 0-d tensor when either one is a tensor."""
-    scale = 1.0 / math.sqrt(d_k) if scale is None else _scalar(scale, "scale", positive=False)
-    temperature = _scalar(temperature, "temperature", positive=True)
+    scale = 1.0 / math.sqrt(d_k) if scale is None else scalar_argument(scale, "scale", positive=False)
+    temperature = scalar_argument(temperature, "temperature", positive=True)
     factor = scale / temperature
-    size, limit = abs(_number(factor)), torch.finfo(dtype).max
+    size, limit = abs(as_number(factor)), torch.finfo(dtype).max
     if not size <= limit:
         raise ValueError(
-            f"scale / temperature = {_number(scale):.3g} / {_number(temperature):.3g} = {size:.3g}, "
+            f"scale / temperature = {as_number(scale):.3g} / {as_number(temperature):.3g} = {size:.3g}, "
             f"more than {dtype} can hold ({limit:.3g}): every score would overflow. "
             f"Use a smaller scale or a larger temperature."
         )
     return factor
-
-
-def _explain_overflow(q, k, factor, dtype) -> None:
-    """The scores hold NaN or inf: say whether q or k did, or by how much the scores overflowed."""
-    require_finite_values(q, "q")
-    require_finite_values(k, "k")
-    limit = torch.finfo(dtype).max
-    products = (q.detach().double() @ k.detach().double().transpose(-2, -1)).abs().amax().item()
-    largest = products * abs(_number(factor))
-    what, size = ("q @ kᵀ", products) if products > limit else ("q @ kᵀ · scale / temperature", largest)
-    if math.isfinite(size):
-        amount = f"about {size:.3g}, {size / limit:.3g} times the largest {dtype} number ({limit:.3g})"
-    else:
-        amount = f"beyond float64's range, far more than the largest {dtype} number ({limit:.3g})"
-    wider = "" if dtype == torch.float64 else ", or compute in float64 (q.double(), k.double(), v.double())"
-    raise ValueError(
-        f"the scores overflowed: the largest |{what}| is {amount}. Make q or k smaller, "
-        f"lower the scale or raise the temperature{wider}."
-    )
 
 
 def _all_finite(tensor: torch.Tensor) -> bool:
@@ -159,7 +68,7 @@ def _scores(q, k, scale, temperature) -> torch.Tensor:
     factor = _score_factor(scale, temperature, q.shape[-1], dtype)
     scores = (_to(q, dtype) @ _to(k, dtype).transpose(-2, -1)) * factor    # (..., n_q, n_k)
     if not _all_finite(scores):
-        _explain_overflow(q, k, factor, dtype)
+        explain_overflow(q, k, factor, dtype)
     return scores
 
 
@@ -171,7 +80,7 @@ def attention_scores(q, k, *, scale=None, temperature=1.0) -> torch.Tensor:
     gradient, so a learnable temperature trains). Scores that overflow q's
     dtype raise a ValueError saying by how much, rather than coming back inf.
     """
-    _check_qk(q, k)
+    check_qk(q, k)
     scores = _scores(q, k, scale, temperature)
     if scores.dtype != q.dtype and scores.numel():
         limit = torch.finfo(q.dtype).max
@@ -182,7 +91,7 @@ def attention_scores(q, k, *, scale=None, temperature=1.0) -> torch.Tensor:
                 f"{largest / limit:.3g} times the largest {q.dtype} number ({limit:.3g}). "
                 f"Compute them in float32 (q.float(), k.float())."
             )
-    return scores.to(q.dtype)
+    return _to(scores, q.dtype)
 
 
 def _add_mask(scores, mask) -> torch.Tensor:
@@ -227,7 +136,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, temperature=
     output, as PyTorch 2.13's fused function returns (a plain softmax over a
     row of ``-inf`` would give NaN). Gradients stay finite for such rows.
     """
-    batch = _check_qkv(q, k, v)
+    batch = check_qkv(q, k, v)
     if mask is not None:
         check_mask(mask, batch + (q.shape[-2], k.shape[-2]))
     scores = _scores(q, k, scale, temperature)                      # (..., n_q, n_k), all finite
