@@ -110,3 +110,14 @@ def test_split_then_merge_is_identity():
     ours, _ = _pair()
     x = _x()
     torch.testing.assert_close(ours.merge_heads(ours.split_heads(x)), x)
+
+
+def test_key_masks_of_one_two_and_three_dimensions_agree_with_torch():
+    ours, theirs = _pair()
+    x = _x(batch=2, n=5)
+    keys = torch.tensor([True, True, False, True, False])                  # (n_k,)
+    ref, _ = theirs(x, x, x, key_padding_mask=~keys.expand(2, 5))          # torch: (batch, n_k), True = pad
+    for mask in (keys, keys.expand(5, 5), keys.expand(2, 1, 5)):  # (n_k,), (n_q, n_k), (batch, 1, n_k)
+        out, weights = ours(x, mask=mask)
+        torch.testing.assert_close(out, ref, atol=1e-6, rtol=0)
+        assert torch.all(weights[..., ~keys] == 0)
