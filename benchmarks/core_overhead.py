@@ -8,8 +8,8 @@ the core and of PyTorch's fused function at a few sizes, from widget-sized to tr
     .venv/bin/python benchmarks/core_overhead.py --baseline /tmp/old  # also a copy of an older attnviz/
 
 ``--baseline DIR`` takes a directory holding an ``attnviz/`` package (e.g. made with
-``git archive <commit> attnviz | tar -x -C DIR``) and times it in the same run, case by case, so
-the two columns share the machine's load. Times are the median of several repeats, in µs.
+``git archive <commit> attnviz | tar -x -C DIR``) and times it in the same run, the repeats
+interleaved, so the columns share the machine's load. Times are the median of several repeats, in µs.
 """
 
 from __future__ import annotations
@@ -47,10 +47,14 @@ def load_baseline(directory: str):
     return module
 
 
-def per_call_us(fn, repeats: int = 7) -> float:
-    number, _ = timeit.Timer(fn).autorange()
-    number = max(1, number // 4)
-    return statistics.median(timeit.repeat(fn, number=number, repeat=repeats)) / number * 1e6
+def per_call_us(fns: dict, repeats: int = 9) -> dict:
+    """Median µs per call of each function, the repeats interleaved so all share the same load."""
+    number = max(1, timeit.Timer(next(iter(fns.values()))).autorange()[0] // 4)
+    samples = {name: [] for name in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            samples[name].append(timeit.timeit(fn, number=number) / number * 1e6)
+    return {name: statistics.median(times) for name, times in samples.items()}
 
 
 def main() -> None:
@@ -71,9 +75,11 @@ def main() -> None:
         gen = torch.Generator().manual_seed(0)
         q, k, v = (torch.randn(*lead, n, d_k, generator=gen) for _ in range(3))
         mask = attnviz.causal_mask(n) if causal else None
-        times = {name: per_call_us(partial(module.scaled_dot_product_attention, q, k, v, mask))
-                 for name, module in cores.items()}
-        fused = per_call_us(partial(F.scaled_dot_product_attention, q, k, v, attn_mask=mask))
+        fns = {name: partial(module.scaled_dot_product_attention, q, k, v, mask)
+               for name, module in cores.items()}
+        fns["fused"] = partial(F.scaled_dot_product_attention, q, k, v, attn_mask=mask)
+        times = per_call_us(fns)
+        fused = times.pop("fused")
         row = f"{label:<30}" + "".join(f"{t:>14.1f}" for t in times.values()) + f"{fused:>10.1f}"
         row += "".join(f"{t / fused:>15.2f}" for t in times.values())
         print(row)
