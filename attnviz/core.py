@@ -148,10 +148,15 @@ def scaled_dot_product_attention(q, k, v, mask=None, *, scale=None, temperature=
         scores = _add_mask(scores, mask)
         # A row with every key blocked is all -inf; softmax of it is 0/0 = NaN.
         # Give such rows finite scores, then zero their weights afterwards.
-        dead_rows = torch.isneginf(scores).all(dim=-1, keepdim=True)
-        scores = scores.masked_fill(dead_rows, 0.0)
-        weights = torch.softmax(scores, dim=-1)
-        weights = weights.masked_fill(dead_rows, 0.0)
+        if mask.dtype == torch.bool:   # read the (smaller, unbroadcast) mask: (..., n_q or 1, 1)
+            dead_rows = ~mask.any(dim=-1, keepdim=True)
+        else:
+            dead_rows = torch.isneginf(scores).all(dim=-1, keepdim=True)
+        if bool(dead_rows.any()):
+            scores = scores.masked_fill(dead_rows, 0.0)
+            weights = torch.softmax(scores, dim=-1).masked_fill(dead_rows, 0.0)
+        else:
+            weights = torch.softmax(scores, dim=-1)
     output = weights @ _to(v, weights.dtype)                         # (..., n_q, d_v)
     return _to(output, q.dtype), _to(weights, q.dtype)
 

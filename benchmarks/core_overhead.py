@@ -9,7 +9,8 @@ the core and of PyTorch's fused function at a few sizes, from widget-sized to tr
 
 ``--baseline DIR`` takes a directory holding an ``attnviz/`` package (e.g. made with
 ``git archive <commit> attnviz | tar -x -C DIR``) and times it in the same run, the repeats
-interleaved, so the columns share the machine's load. Times are the median of several repeats, in µs.
+interleaved, so the columns share the machine's load. Times are CPU time (process time, not wall
+time: the machine may be shared), the median of several repeats, in µs per call.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import argparse
 import importlib.util
 import statistics
 import sys
+import time
 import timeit
 from functools import partial
 from pathlib import Path
@@ -49,11 +51,11 @@ def load_baseline(directory: str):
 
 def per_call_us(fns: dict, repeats: int = 9) -> dict:
     """Median µs per call of each function, the repeats interleaved so all share the same load."""
-    number = max(1, timeit.Timer(next(iter(fns.values()))).autorange()[0] // 4)
+    number = max(1, timeit.Timer(next(iter(fns.values())), timer=time.process_time).autorange()[0] // 4)
     samples = {name: [] for name in fns}
     for _ in range(repeats):
         for name, fn in fns.items():
-            samples[name].append(timeit.timeit(fn, number=number) / number * 1e6)
+            samples[name].append(timeit.timeit(fn, number=number, timer=time.process_time) / number * 1e6)
     return {name: statistics.median(times) for name, times in samples.items()}
 
 
@@ -68,7 +70,7 @@ def main() -> None:
 
     header = f"{'case':<30}" + "".join(f"{name + ' µs':>14}" for name in cores) + f"{'fused µs':>10}"
     header += "".join(f"{name + '/fused':>15}" for name in cores)
-    print(f"PyTorch {torch.__version__}, 1 thread, float32; median time per call")
+    print(f"PyTorch {torch.__version__}, 1 thread, float32; median CPU time per call")
     print(header)
     print("-" * len(header))
     for label, lead, n, d_k, causal in CASES:
