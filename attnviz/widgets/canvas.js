@@ -68,7 +68,7 @@ function frameFor(ctx, p) {
     const left = small ? 2 : 22 + (ticks ? Math.max(14, widest(p.y_labels)) + 6 : 0);
     const rotate = !small && p.n_k <= 40 && widest(p.x_labels) > p.cell - 2;
     const bottom = small ? 2 : 26 + (p.n_k <= 40 ? (rotate ? Math.min(70, widest(p.x_labels)) : 12) + 6 : 0);
-    const bar = p.scale === "mask" || small ? 0 : 56;
+    const bar = p.scale === "mask" || small || p.bar === false ? 0 : 56;
     return { left, top: small ? 2 : 6, w: p.cell * p.n_k, h: p.cell * p.n_q, right: bar + 4, bottom, rotate };
   }
   const left = 48 + (p.kind === "bars" ? 0 : 6), w = p.width || 420, h = p.height || 240;
@@ -112,12 +112,14 @@ function paintHeatmap(ctx, c, f, p) {
     const k = i * n + j, x = f.left + j * cell, y = f.top + i * cell, flag = flags[k];
     const [fill, light] = flag & 2 ? [NAN, 0.7] : flag & 1 ? [MASKED, 0.8] : colour(v[k]);
     ctx.fillStyle = fill; ctx.fillRect(x, y, cell - gap, cell - gap);
-    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? fmt(v[k], 2) : "");
+    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? v[k].toFixed(p.scale === "scores" ? 1 : 2) : "");
     if (p.text && words && cell >= 18) { ctx.fillStyle = light > 0.55 ? "#111" : "#fff"; ctx.fillText(words, x + cell / 2, y + cell / 2); }
-    if (flag & 4) {                                     // leak: a red x across the cell
-      ctx.strokeStyle = LEAK; ctx.lineWidth = Math.max(1, cell / 10); ctx.beginPath();
-      ctx.moveTo(x + cell * 0.2, y + cell * 0.2); ctx.lineTo(x + cell * 0.8, y + cell * 0.8);
-      ctx.moveTo(x + cell * 0.8, y + cell * 0.2); ctx.lineTo(x + cell * 0.2, y + cell * 0.8); ctx.stroke();
+    if (flag & 4) {                                     // leak: a red frame and a red x (in the corner)
+      const big = cell >= 14, lw = Math.max(1, cell / 14), x0 = big ? x + cell * 0.66 : x + cell * 0.2;
+      const y0 = y + cell * (big ? 0.08 : 0.2), s = big ? cell * 0.26 : cell * 0.6;
+      ctx.strokeStyle = LEAK; ctx.lineWidth = lw; ctx.beginPath();
+      if (big) ctx.rect(x + lw / 2, y + lw / 2, cell - gap - lw, cell - gap - lw);
+      ctx.moveTo(x0, y0); ctx.lineTo(x0 + s, y0 + s); ctx.moveTo(x0 + s, y0); ctx.lineTo(x0, y0 + s); ctx.stroke();
     }
   }
   if (!p.small) {
@@ -130,7 +132,7 @@ function paintHeatmap(ctx, c, f, p) {
       ctx.textBaseline = f.rotate ? "middle" : "top"; ctx.fillText(l, 0, 0); ctx.restore();
     });
     titles(ctx, c, { ...f, left: f.left, w: f.w }, p);
-    if (p.scale !== "mask") colourBar(ctx, c, f, p);
+    if (p.scale !== "mask" && p.bar !== false) colourBar(ctx, c, f, p);
   }
   return (x, y) => {
     const j = Math.floor((x - f.left) / cell), i = Math.floor((y - f.top) / cell);
@@ -150,7 +152,7 @@ function colourBar(ctx, c, f, p) {
 }
 
 function paintBars(ctx, c, f, p) {                      // grouped bars; histogram: bins side by side
-  const series = p.series, values = floats(p.values), nb = p.kind === "bars" ? p.x_labels.length : p.edges.length - 1;
+  const series = p.series, values = floats(p.values), nb = p.kind === "bars" ? p.x_labels.length : p.edges.byteLength / 4 - 1;
   const ymax = p.ymax || Math.max(1e-12, ...values) * 1.1, yPos = (t) => f.top + f.h * (1 - t / ymax);
   if (p.kind === "bars") {
     const slot = f.w / nb, bw = (slot * 0.8) / series.length;
@@ -234,6 +236,7 @@ function render({ model, el }) {
   el.classList.add("attnviz-canvas");
   el.dataset.attnvizPaint = "0";
   const tip = make("div", "attnviz-tip"), boxes = new Map();
+  tip.hidden = true;
   let frame = 0, paints = 0, layout = "";
   const schedule = () => { if (!frame) frame = requestAnimationFrame(paint); };
 

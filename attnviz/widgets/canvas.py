@@ -84,7 +84,7 @@ def _cell_size(n: int, room: int = 300) -> int:
 def heatmap_panel(name, values, mask=None, *, title="", scale="weights", query_labels=None,
                   key_labels=None, value_name="weight", vmin=None, vmax=None, masked_text=None,
                   masked_hover="masked: may not attend", small=False, pick=None, room=300,
-                  what="attention weights") -> Panel:
+                  what="attention weights", colour_bar=True) -> Panel:
     """A heatmap of ``values`` ``(n_q, n_k)``; ``mask`` broadcasts to it (bool, True = may attend).
 
     ``scale``: ``"weights"`` (fixed 0-1 viridis), ``"scores"`` (diverging, centred at 0, bound
@@ -120,7 +120,8 @@ def heatmap_panel(name, values, mask=None, *, title="", scale="weights", query_l
         x_title="" if small else KEY_TITLE, y_title="" if small else QUERY_TITLE,
         options={"scale": scale, "vmin": float(vmin), "vmax": float(vmax), "value_name": value_name,
                  "cell": cell, "small": bool(small), "pick": pick,
-                 "text": max(n_q, n_k) <= TEXT_UP_TO and not small and cell >= 18,
+                 "text": max(n_q, n_k) <= TEXT_UP_TO and not small and cell >= 18 and scale != "mask",
+                 "bar": bool(colour_bar),
                  "masked_text": masked_text or "", "masked_hover": masked_hover,
                  "nan_hover": "NaN: the softmax of a row of -inf is 0/0"})
 
