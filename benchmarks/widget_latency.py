@@ -94,7 +94,8 @@ def burst(client, n: int, count: int = 12) -> tuple[int, int, int, str]:
     text, _ = run(client, f"import time; time.sleep(0.2); ex = explorers[{n}]; ex.metrics\n"
                           "print(json.dumps([ex.computations, ex.canvas.scene['sections'][0]['title']]))")
     after, title = json.loads(text)
-    return n, count, after - before, title.split("temperature = ")[1].split(",")[0] + f" (last sent {values[-1]})"
+    shown = title.split("temperature = ")[1].split(",")[0]
+    return n, count, after - before, f"{shown} (last sent {values[-1]})"
 
 
 def main() -> int:

@@ -89,7 +89,9 @@ class Explorer:
 
     def __init__(self):
         self.controls: dict[str, w.Widget] = {}
-        self.canvas = Canvas(self.kind, on_pick=self._on_pick)
+        # may shrink below its pictures' width (then it scrolls sideways) instead of being cut off
+        self.canvas = Canvas(self.kind, on_pick=self._on_pick,
+                             layout=w.Layout(max_width="100%", min_width="0", overflow="auto"))
         self._panels: dict = {}
         self._metrics_now: dict = {}
         self._error: str | None = None

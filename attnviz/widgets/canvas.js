@@ -14,6 +14,10 @@
 //                          be picked), aria-label = what it shows (from Python); CSS size = drawn size.
 //   a heatmap cell         query i, key j of a heatmap is the rectangle at x = data-x0 + j*data-cell,
 //                          y = data-y0 + i*data-cell (CSS pixels inside its canvas), data-cell wide.
+//                          Read its colour 25% across and 15% down the cell (times devicePixelRatio):
+//                          clear of the value written in its middle and of a leak's red frame.
+//                          Colours: weights = VIRIDIS below, linear between its 11 stops over 0..1;
+//                          scores = RDBU over vmin..vmax; masked #c8c8c8; NaN #ff66cc.
 //   numbers toggle         button.attnviz-numbers beside each panel shows its values as an html <table>.
 //   picked panel           the panel box of scene.selected has the class "attnviz-selected".
 

@@ -99,7 +99,7 @@ class HeadExplorer(Explorer):
 
     def _small(self, layer, head):
         n_layers, n_heads, n_q, n_k = self.weights.shape
-        room = int(min(110, max(36, 760 // n_heads - 16)))
+        room = int(min(96, max(30, 440 // n_heads - 24)))      # 4 heads fit in 440 px; more scroll
         title = f"L{layer} H{head}" if n_layers > 1 else f"head {head}"
         return heatmap_panel(self._name(layer, head), self.weights[layer, head], title=title, small=True,
                              room=room, pick=[layer, head], what=f"layer {layer}, head {head}")

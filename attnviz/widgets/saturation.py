@@ -113,7 +113,7 @@ class SaturationExplorer(Explorer):
         for side in ("scaled", "unscaled"):
             mark = " ◀ metrics" if side == selected else ""
             panels[side] = heatmap_panel(side, state[side]["weights"].numpy(), state[side]["mask"],
-                                         title=titles[side] + mark, room=300,
+                                         title=titles[side] + mark, room=260,
                                          what=f"{side} attention weights")
         chosen = state[selected]
         raw = chosen["raw_scores"].numpy().ravel()
