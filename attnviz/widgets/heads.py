@@ -147,7 +147,7 @@ class HeadExplorer(Explorer):
         n_q, n_k = state["weights"].shape
         selected = heatmap_panel("selected", state["weights"], title=f"Layer {layer}, head {head}",
                                  query_labels=self.query_labels, key_labels=self.key_labels,
-                                 room=min(420, max(240, 26 * max(n_q, n_k))),
+                                 room=min(440, max(260, 34 * max(n_q, n_k))),
                                  what=f"the attention weights of layer {layer}, head {head}")
         sections = [{"title": "Every head (rows: layers, columns: heads); red frame = enlarged below",
                      "panels": list(self.grid), "grid": self.weights.shape[1]},
