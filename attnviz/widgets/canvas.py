@@ -61,7 +61,8 @@ class Panel:
         spec = {"kind": self.kind, "title": self.title, "description": self.description,
                 "x_labels": self.x_labels, "y_labels": self.y_labels,
                 "x_title": self.x_title, "y_title": self.y_title, **self.options}
-        spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
+        with np.errstate(over="ignore"):       # a float64 fill beyond float32's range is sent as -inf
+            spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
         if self.kind == "heatmap":
             flags = self.masked * 1 + self.nan * 2 + self.leak * 4
             spec["flags"] = np.ascontiguousarray(flags, dtype=np.uint8).tobytes()
