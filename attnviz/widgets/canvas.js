@@ -292,10 +292,14 @@ function render({ model, el }) {
         chip.append(item.text); return chip;
       }));
     });
+    const look = JSON.stringify(c);
     for (const [name, b] of boxes) {
       const p = s.panels[name]; if (!p) continue;
-      b.title.textContent = p.title; b.box.classList.toggle("attnviz-selected", s.selected === name);
-      b.title.style.maxWidth = b.canvas.style.width;
+      b.box.classList.toggle("attnviz-selected", s.selected === name);
+      const key = [look, !b.numbers.hidden];                // unchanged panel (e.g. the head grid): keep
+      if (b.spec === p && b.key === JSON.stringify(key)) continue;
+      b.spec = p; b.key = JSON.stringify(key);
+      b.title.textContent = p.title;
       b.canvas.setAttribute("role", p.pick ? "button" : "img"); b.canvas.setAttribute("aria-label", p.description);
       b.canvas.tabIndex = p.pick ? 0 : -1; b.button.hidden = !!p.small;
       const ctx = b.canvas.getContext("2d"), f = frameFor(ctx, p), dpr = window.devicePixelRatio || 1;
@@ -303,7 +307,9 @@ function render({ model, el }) {
       b.canvas.width = w * dpr; b.canvas.height = h * dpr; b.canvas.style.width = `${w}px`; b.canvas.style.height = `${h}px`;
       Object.assign(b.canvas.dataset, { x0: f.left, y0: f.top, cell: p.cell || "" });
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0); ctx.clearRect(0, 0, w, h);
-      b.canvas.hover = PAINT[p.kind](ctx, c, f, p);
+      try { b.canvas.hover = PAINT[p.kind](ctx, c, f, p); } catch (err) {   // say so, keep painting the rest
+        b.title.textContent = `${p.title} (could not be drawn: ${err.message})`; b.canvas.hover = null;
+      }
       b.title.style.maxWidth = `${Math.max(w, 120)}px`;
       if (!b.numbers.hidden) numbersTable(b.numbers, p);
     }
