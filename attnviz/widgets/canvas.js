@@ -116,7 +116,7 @@ function paintHeatmap(ctx, c, f, p) {
     const k = i * n + j, x = f.left + j * cell, y = f.top + i * cell, flag = flags[k];
     const [fill, light] = flag & 2 ? [NAN, 0.7] : flag & 1 ? [MASKED, 0.8] : colour(v[k]);
     ctx.fillStyle = fill; ctx.fillRect(x, y, cell - gap, cell - gap);
-    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? v[k].toFixed(p.scale === "scores" ? 1 : 2) : "");
+    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? (+v[k].toFixed(p.scale === "scores" ? 1 : 2) || 0).toFixed(p.scale === "scores" ? 1 : 2) : "");
     if (p.text && words && cell >= 18) { ctx.fillStyle = light > 0.55 ? "#111" : "#fff"; ctx.fillText(words, x + cell / 2, y + cell / 2); }
     if (flag & 4) {                                     // leak: a red frame and a red x (in the corner)
       const big = cell >= 14, lw = Math.max(1, cell / 14), x0 = big ? x + cell * 0.66 : x + cell * 0.2;

@@ -39,7 +39,7 @@ HEATMAP_DEFAULTS = {"x_title": KEY_TITLE, "y_title": QUERY_TITLE, "value_name": 
 LEGEND = {               # what the grey, pink and red-cross cells mean, in words
     "masked": "grey: masked (may not attend)",
     "nan": "pink: NaN weight",
-    "leak": "red ×: masked, yet weight > 0 (leak)",
+    "leak": "red frame and ×: masked, yet weight > 0 (leak)",
 }
 
 
