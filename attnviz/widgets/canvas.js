@@ -26,7 +26,8 @@ const VIRIDIS = ["#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c
 const RDBU = ["#053061", "#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7", "#fddbc7", "#f4a582",
   "#d6604d", "#b2182b", "#67001f"];                      // diverging, blue < 0 < red (RdBu reversed)
 const MASKED = "#c8c8c8", NAN = "#ff66cc", LEAK = "#e4002b", MAY_ATTEND = "#3b528b";
-const FONT = "12px var(--jp-ui-font-family, system-ui, sans-serif)";
+let family = "system-ui, sans-serif";                // the theme's font, read at each paint (a canvas
+const font = (px) => `${px}px ${family}`;               // cannot resolve CSS variables itself)
 const rgb = (h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16));
 const STOPS = { weights: VIRIDIS.map(rgb), scores: RDBU.map(rgb) };
 
@@ -39,6 +40,7 @@ function ramp(scale, t) {                               // t in [0, 1] -> "rgb(r
 
 function themeColours(el) {                             // JupyterLab theme variables, with fallbacks
   const s = getComputedStyle(el), v = (name, fallback) => s.getPropertyValue(name).trim() || fallback;
+  family = v("--jp-ui-font-family", "system-ui, sans-serif");
   return { fg: v("--jp-ui-font-color1", "#222"), fg2: v("--jp-ui-font-color2", "#555"),
     bg: v("--jp-layout-color1", "#fff"), border: v("--jp-border-color1", "#999") };
 }
@@ -65,7 +67,7 @@ function make(tag, cls, parent, text) {
 
 // -- geometry of one panel: where its plot area sits inside the canvas ---------------------------
 function frameFor(ctx, p) {
-  ctx.font = FONT;
+  ctx.font = font(12);
   const widest = (labels) => Math.max(0, ...(labels || []).map((l) => ctx.measureText(l).width));
   if (p.kind === "heatmap") {
     const small = p.small, ticks = !small && (p.n_q <= 40);
@@ -80,7 +82,7 @@ function frameFor(ctx, p) {
 }
 
 function axes(ctx, c, f, p, xTicks, yTicks, xPos, yPos) {
-  ctx.strokeStyle = c.border; ctx.fillStyle = c.fg2; ctx.lineWidth = 1; ctx.font = FONT;
+  ctx.strokeStyle = c.border; ctx.fillStyle = c.fg2; ctx.lineWidth = 1; ctx.font = font(12);
   ctx.strokeRect(f.left + 0.5, f.top + 0.5, f.w, f.h);
   ctx.textAlign = "right"; ctx.textBaseline = "middle";
   for (const t of yTicks) {
@@ -97,7 +99,7 @@ function axes(ctx, c, f, p, xTicks, yTicks, xPos, yPos) {
 }
 
 function titles(ctx, c, f, p) {
-  ctx.fillStyle = c.fg; ctx.font = FONT; ctx.textAlign = "center";
+  ctx.fillStyle = c.fg; ctx.font = font(12); ctx.textAlign = "center";
   ctx.textBaseline = "bottom"; if (p.x_title) ctx.fillText(p.x_title, f.left + f.w / 2, f.top + f.h + f.bottom - 2);
   if (p.y_title) {
     ctx.save(); ctx.translate(12, f.top + f.h / 2); ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle";
@@ -110,7 +112,7 @@ function paintHeatmap(ctx, c, f, p) {
   const v = floats(p.values), flags = bytes(p.flags), n = p.n_k, cell = p.cell, gap = cell >= 8 ? 1 : 0;
   const colour = (x) => (p.scale === "mask" ? [x > 0.5 ? MAY_ATTEND : MASKED, 0]
     : ramp(p.scale, (x - p.vmin) / (p.vmax - p.vmin || 1)));
-  ctx.font = `${Math.min(12, Math.max(8, cell / 3.2))}px var(--jp-ui-font-family, sans-serif)`;
+  ctx.font = font(Math.min(12, Math.max(8, cell / 3.2)));
   ctx.textAlign = "center"; ctx.textBaseline = "middle";
   for (let i = 0; i < p.n_q; i++) for (let j = 0; j < n; j++) {
     const k = i * n + j, x = f.left + j * cell, y = f.top + i * cell, flag = flags[k];
@@ -127,7 +129,7 @@ function paintHeatmap(ctx, c, f, p) {
     }
   }
   if (!p.small) {
-    ctx.font = FONT; ctx.fillStyle = c.fg2; ctx.textBaseline = "middle"; ctx.textAlign = "right";
+    ctx.font = font(12); ctx.fillStyle = c.fg2; ctx.textBaseline = "middle"; ctx.textAlign = "right";
     const ys = p.y_labels || [...Array(p.n_q).keys()].map(String), xs = p.x_labels || [...Array(n).keys()].map(String);
     if (p.n_q <= 40) ys.forEach((l, i) => ctx.fillText(l, f.left - 4, f.top + (i + 0.5) * cell));
     if (n <= 40) xs.forEach((l, j) => {
@@ -150,7 +152,7 @@ function paintHeatmap(ctx, c, f, p) {
 function colourBar(ctx, c, f, p) {
   const x = f.left + f.w + 10, h = Math.max(60, Math.min(f.h, 220));
   for (let y = 0; y < h; y++) { ctx.fillStyle = ramp(p.scale, 1 - y / h)[0]; ctx.fillRect(x, f.top + y, 12, 1); }
-  ctx.fillStyle = c.fg2; ctx.textAlign = "left"; ctx.textBaseline = "middle"; ctx.font = FONT;
+  ctx.fillStyle = c.fg2; ctx.textAlign = "left"; ctx.textBaseline = "middle"; ctx.font = font(12);
   for (const t of [p.vmax, (p.vmin + p.vmax) / 2, p.vmin]) ctx.fillText(fmt(t, 3), x + 15, f.top + h * (p.vmax - t) / (p.vmax - p.vmin || 1));
   ctx.textBaseline = "top"; ctx.fillText(p.value_name, x - 2, f.top + h + 6);
 }
@@ -221,7 +223,7 @@ function paintPoints(ctx, c, f, p) {                    // lines, arrows and mar
     if (s.label) labels.push([s.label, x, s.below ? y + r + 3 : y - r - 3, s.below]);
     hits.push([x, y, Math.max(r, 6), s.hover]);
   }
-  ctx.font = FONT; ctx.textAlign = "center"; ctx.lineWidth = 3; ctx.strokeStyle = c.bg; ctx.fillStyle = c.fg;
+  ctx.font = font(12); ctx.textAlign = "center"; ctx.lineWidth = 3; ctx.strokeStyle = c.bg; ctx.fillStyle = c.fg;
   for (const [t, x, y, below] of labels) { ctx.textBaseline = below ? "top" : "bottom"; ctx.strokeText(t, x, y); ctx.fillText(t, x, y); }
   return (x, y) => { const h = hits.filter(([a, b, r]) => (x - a) ** 2 + (y - b) ** 2 <= r * r).pop(); return h ? h[3] : null; };
 }
