@@ -14,7 +14,7 @@ def test_sequences_repeat_their_first_half_unless_corrupted():
     assert torch.equal(tokens[:, :5], tokens[:, 5:])
     noisy = copy_toy.sample_repeats(400, 5, 7, g, corrupt=0.5)
     changed = (noisy[:, :5] != noisy[:, 5:]).float().mean().item()
-    assert 0.35 < changed < 0.5            # half replaced, and a replacement hits the same token 1/7 of the time
+    assert 0.35 < changed < 0.5      # half replaced; a replacement hits the same token 1/7 of the time
 
 
 def test_an_untrained_model_scores_about_chance_on_both_halves():
