@@ -20,7 +20,7 @@ def test_sequences_repeat_their_first_half_unless_corrupted():
 def test_an_untrained_model_scores_about_chance_on_both_halves():
     run = copy_toy.train_copy(seed=0, steps=1, lr=1e-9)
     assert abs(run.first_half_loss - math.log(16)) < 0.5 and abs(run.repeat_loss - math.log(16)) < 0.5
-    assert len(run.losses) == 1 and run.eval_tokens.shape == (256, 16)
+    assert len(run.losses) == 1 and run.eval_tokens.shape == (128, 16)
 
 
 def test_copy_accuracy_counts_the_repeated_tokens():

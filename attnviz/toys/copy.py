@@ -77,7 +77,7 @@ class CopyResult:
 
 
 def train_copy(*, seed=0, vocab=16, half=8, d_model=32, n_heads=4, n_layers=2, n_kv_heads=None,
-               causal=True, corrupt=0.0, steps=60, batch=32, lr=2e-2, eval_batch=256,
+               causal=True, corrupt=0.0, steps=60, batch=32, lr=2e-2, eval_batch=128,
                progress=None) -> CopyResult:
     """Train a :class:`TinyGPT` on the repeat task; ``causal=False`` trains it without the mask.
 
