@@ -75,11 +75,13 @@ class KVCache:
         return f"KVCache(layers={len(self.keys)}, length={self.length}, nbytes={self.nbytes})"
 
 
-def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, causal=True):
+def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, causal=True, mask=None):
     """Attention of ``x`` ``(batch, n_new, d_model)`` through ``attention``'s W_q, W_k, W_v, W_o.
 
     With ``cache`` (a :class:`KVCache`) the new keys and values are appended to ``layer``'s entries
-    first and the new queries attend to all of them (bottom-right causal mask). Returns
+    first and the new queries attend to all of them (bottom-right causal mask; ``causal=False``: no
+    mask). A ``mask`` given (bool, True = may attend, broadcasting to ``(batch, n_new, n_keys)``, the
+    same for every head) replaces the causal one. Returns
     ``(output (batch, n_new, d_model), weights (batch, n_heads, n_new, n_keys))``.
     """
     batch, n_new, d_model = x.shape
@@ -92,7 +94,10 @@ def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, cau
     group = n_heads // n_kv_heads                       # query heads per key/value head
     key = key.repeat_interleave(group, dim=1)           # (batch, h, n_keys, d): head i uses kv i // group
     value = value.repeat_interleave(group, dim=1)       # (batch, h, n_keys, d)
-    mask = decoding_mask(n_new, key.shape[-2]) if causal else None
+    if mask is not None:
+        mask = mask.unsqueeze(-3) if mask.dim() == 3 else mask   # (batch, 1, n_new, n_keys): every head
+    elif causal:
+        mask = decoding_mask(n_new, key.shape[-2])              # (n_new, n_keys), bottom right
     heads, weights = scaled_dot_product_attention(query, key, value, mask)           # (batch, h, n_new, d)
     merged = heads.transpose(1, 2).contiguous().view(batch, n_new, d_model)          # (batch, n_new, d_model)
     return attention.W_o(merged), weights
@@ -103,8 +108,9 @@ class GroupedQueryAttention(nn.Module):
 
     ``W_q`` and ``W_o`` are ``d_model × d_model``; ``W_k`` and ``W_v`` map ``d_model`` to
     ``n_kv_heads · d_head`` (``d_head = d_model // n_heads``). ``forward(x, mask=None)`` returns
-    ``(output (batch, n, d_model), weights (batch, n_heads, n, n))``; ``mask`` is None (no mask) or
-    anything else (causal).
+    ``(output (batch, n, d_model), weights (batch, n_heads, n, n))``; ``mask``: None or bool (True =
+    may attend) broadcasting to ``(batch, n, n)``, the same for every head, as in
+    :class:`attnviz.MultiHeadAttention`.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int):
@@ -116,7 +122,7 @@ class GroupedQueryAttention(nn.Module):
         self.W_o = nn.Linear(d_model, d_model, bias=False)
 
     def forward(self, x, mask=None):
-        return cached_attention(self, x, self.n_heads, self.n_kv_heads, causal=mask is not None)
+        return cached_attention(self, x, self.n_heads, self.n_kv_heads, causal=False, mask=mask)
 
 
 class Block(nn.Module):

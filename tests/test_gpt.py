@@ -5,7 +5,7 @@ import pytest
 import torch
 
 import attnviz
-from attnviz.gpt import KVCache, TinyGPT, decoding_mask, generate
+from attnviz.gpt import GroupedQueryAttention, KVCache, TinyGPT, decoding_mask, generate
 
 SHAPES = [  # vocab, d_model, n_heads, n_layers, max_len, n_kv_heads
     (11, 16, 2, 1, 20, None),
@@ -174,3 +174,15 @@ def test_a_learners_module_plugs_in():
     torch.testing.assert_close(cached, before, atol=1e-5, rtol=1e-5)
     with pytest.raises(TypeError, match="returned no weights"):
         model.attention_weights(tokens)
+
+
+def test_grouped_query_module_with_as_many_kv_heads_equals_multi_head_attention():
+    torch.manual_seed(3)
+    reference = attnviz.MultiHeadAttention(16, 4)
+    grouped = GroupedQueryAttention(16, 4, 4)
+    grouped.load_state_dict(reference.state_dict())
+    x = torch.randn(2, 5, 16)
+    for mask in (None, attnviz.causal_mask(5), attnviz.padding_mask([3, 5], 5)):
+        with torch.no_grad():
+            torch.testing.assert_close(grouped(x, mask=mask)[0], reference(x, mask=mask)[0])
+            torch.testing.assert_close(grouped(x, mask=mask)[1], reference(x, mask=mask)[1])
