@@ -1,4 +1,4 @@
-"""The course's multiple-choice questions, one bank per notebook (01 to 06).
+"""The course's multiple-choice questions, one bank per notebook (01 to 07).
 
 Written from the course's learning goals and its interview drill. Each
 question has exactly one right answer, and every option carries feedback:
@@ -315,5 +315,52 @@ QUIZZES = {
             ("They use less memory than an RNN at long context.", False,
              "Plain attention uses more: its score matrix grows with n²."),
             ("They need much less training data than RNNs.", False, "They need a great deal.")),
+    ],
+    "07": [
+        _mc("On the repeat task, why does the first half's loss stay near log 16 however long you train?",
+            ("The model is too small to learn it.", False,
+             "No model can: the tokens are random, so a uniform guess (log 16 nats) is the best possible."),
+            ("Its tokens are random, so nothing in the context predicts them.", True,
+             "The floor for random tokens is log(vocab); a loss below it means the model reads the answer."),
+            ("The causal mask hides the first half from the model.", False,
+             "The mask hides only later positions; the first half can see itself, it just holds no clue."),
+            ("Learning rate 0.02 is too high for those positions.", False,
+             "No learning rate beats a uniform guess on random tokens.")),
+        _mc("What may a KV cache store, and why is that safe?",
+            ("Every position's queries, since each query is used at every later step.", False,
+             "A query is used once, by its own position; it is keys and values that later queries need."),
+            ("Each earlier position's keys and values: under a causal mask they never change.", True,
+             "No position sees a later one, so its keys and values are final once computed."),
+            ("The attention weights of earlier steps, to reuse them.", False,
+             "The weights of a new query depend on the new query; nothing there is reusable."),
+            ("The logits of earlier positions.", False, "Generation only needs the last position's logits.")),
+        _mc("A cached decoding step calls `F.scaled_dot_product_attention(q_new, K_cache, V_cache, "
+            "is_causal=True)` with one new query. What happens?",
+            ("It is correct: the new query sees every cached key.", False,
+             "is_causal builds ones(1, n).tril(), aligned top left: the query sees key 0 only."),
+            ("It raises an error, because q_new and K_cache have different lengths.", False,
+             "It runs without complaint; that is what makes it a trap."),
+            ("The new query attends to key 0 only: the mask is aligned top left.", True,
+             "The fix: no mask for one new query, a bottom-right mask for several."),
+            ("It attends to the newest key only.", False, "That would be a bottom-right mask of width 1; "
+             "is_causal aligns top left.")),
+        _mc("A model trained without the causal mask reaches a loss far below log(vocab) on random tokens. "
+            "What do you expect when it generates?",
+            ("Better text than the causal model, since its loss is lower.", False,
+             "The low loss came from reading the answer one position ahead, which generation does not have."),
+            ("The same text: the mask only matters for training speed.", False,
+             "The mask decides what a position may read; training without it teaches a shortcut."),
+            ("It fails: it learned to read the next token, which is not there yet.", True,
+             "Notebook 07 measured it on every seed: superb loss, generation far worse than causal."),
+            ("It raises an error at the first generated token.", False,
+             "Nothing errors; the tokens are just wrong.")),
+        _mc("Grouped-query attention, 32 query heads and 8 key/value heads: what happens to the KV cache?",
+            ("It is 4 times smaller; whether quality holds must be measured.",
+             True, "Only key/value heads are cached: 8 instead of 32. Whether quality holds is an "
+             "experiment, not a given."),
+            ("It is 32 times smaller.", False, "That is multi-query attention, with 1 key/value head."),
+            ("It stays the same: all 32 query heads still need their own keys.", False,
+             "Each group of 4 query heads reads one shared key/value head, so only 8 are stored."),
+            ("It is 8 times smaller.", False, "The saving is 32 / 8 = 4.")),
     ],
 }

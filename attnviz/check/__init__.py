@@ -13,8 +13,9 @@ Torch only (no ipywidgets or plotly).
 from ._catalog import BUGS
 from ._verdict import CheckResult
 from .attention import check_attention
+from .decoding import check_decoding_step
 from .masks import check_causal_mask, check_padding_mask
 from .multi_head import check_multi_head
 
 __all__ = ["check_attention", "check_multi_head", "check_causal_mask", "check_padding_mask",
-           "CheckResult", "BUGS"]
+           "CheckResult", "BUGS", "check_decoding_step"]

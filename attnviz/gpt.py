@@ -1,0 +1,280 @@
+"""A tiny GPT: pre-norm blocks of causal attention and an MLP, with a KV cache for generation.
+
+Torch only. Short enough to read in one sitting:
+
+* :class:`TinyGPT` ``(vocab_size, d_model, n_heads, n_layers, max_len, n_kv_heads=None)``: token
+  and learned position embeddings, ``n_layers`` blocks (LayerNorm → causal attention → residual;
+  LayerNorm → MLP → residual), a final LayerNorm and an output projection to the vocabulary.
+  ``n_kv_heads < n_heads`` is grouped-query attention: groups of query heads share one key/value
+  head, and only the key/value heads are cached.
+* ``model(tokens, cache=None)`` returns ``(logits, cache)``. Without a cache it runs every block's
+  attention module on the whole sequence (any module with ``forward(x, mask=...)`` and ``W_q``,
+  ``W_k``, ``W_v``, ``W_o`` plugs in) and returns ``(logits, None)``. With a :class:`KVCache` the
+  tokens are the *new* positions only: their keys and values are appended to the cache, their
+  queries attend to every cached key, and the same (now longer) cache is returned.
+* :func:`generate` ``(model, prompt, steps, *, use_cache=True, temperature=0.0, seed=None)``.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import torch
+from torch import nn
+
+from ._validate import require_positive_int
+from .core import scaled_dot_product_attention
+from .mha import MultiHeadAttention
+
+__all__ = ["TinyGPT", "KVCache", "GroupedQueryAttention", "generate", "decoding_mask", "cached_attention"]
+
+
+def decoding_mask(n_new: int, n_total: int) -> torch.Tensor:
+    """Bool ``(n_new, n_total)``, True = may attend, aligned to the *bottom right*.
+
+    The ``n_new`` queries are the last ``n_new`` positions of ``n_total``: new query ``i`` sits at
+    position ``n_total - n_new + i`` and may see keys ``0 .. n_total - n_new + i``. (PyTorch's
+    ``is_causal=True`` aligns the triangle to the top left instead, which is only right when
+    ``n_new == n_total``.)
+    """
+    return torch.ones(n_new, n_total, dtype=torch.bool).tril(diagonal=n_total - n_new)
+
+
+class KVCache:
+    """Each layer's keys and values for the positions seen so far.
+
+    ``keys[layer]`` and ``values[layer]``: ``(batch, n_kv_heads, length, d_head)``. Starts empty;
+    :meth:`append` adds the new positions of one layer and returns that layer's full keys and values.
+    """
+
+    def __init__(self):
+        self.keys: list[torch.Tensor] = []
+        self.values: list[torch.Tensor] = []
+
+    @property
+    def length(self) -> int:
+        """Positions held (0 when empty)."""
+        return self.keys[0].shape[-2] if self.keys else 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by every cached key and value."""
+        return sum(t.numel() * t.element_size() for t in self.keys + self.values)
+
+    def append(self, layer: int, key: torch.Tensor, value: torch.Tensor):
+        """Append ``key``, ``value`` ``(batch, n_kv_heads, n_new, d_head)`` to ``layer``'s entries."""
+        if layer == len(self.keys):                      # first call for this layer
+            self.keys.append(key)
+            self.values.append(value)
+        else:
+            self.keys[layer] = torch.cat([self.keys[layer], key], dim=-2)  # (batch, h_kv, past + new, d)
+            self.values[layer] = torch.cat([self.values[layer], value], dim=-2)
+        return self.keys[layer], self.values[layer]
+
+    def __repr__(self) -> str:
+        return f"KVCache(layers={len(self.keys)}, length={self.length}, nbytes={self.nbytes})"
+
+
+def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, causal=True, mask=None):
+    """Attention of ``x`` ``(batch, n_new, d_model)`` through ``attention``'s W_q, W_k, W_v, W_o.
+
+    With ``cache`` (a :class:`KVCache`) the new keys and values are appended to ``layer``'s entries
+    first and the new queries attend to all of them (bottom-right causal mask; ``causal=False``: no
+    mask). A ``mask`` given (bool, True = may attend, broadcasting to ``(batch, n_new, n_keys)``, the
+    same for every head) replaces the causal one. Returns
+    ``(output (batch, n_new, d_model), weights (batch, n_heads, n_new, n_keys))``.
+    """
+    batch, n_new, d_model = x.shape
+    d_head = d_model // n_heads
+    query = attention.W_q(x).view(batch, n_new, n_heads, d_head).transpose(1, 2)     # (batch, h, n_new, d)
+    key = attention.W_k(x).view(batch, n_new, n_kv_heads, d_head).transpose(1, 2)    # (batch, h_kv, n_new, d)
+    value = attention.W_v(x).view(batch, n_new, n_kv_heads, d_head).transpose(1, 2)  # (batch, h_kv, n_new, d)
+    if cache is not None:
+        key, value = cache.append(layer, key, value)                              # (batch, h_kv, n_keys, d)
+    group = n_heads // n_kv_heads                       # query heads per key/value head
+    key = key.repeat_interleave(group, dim=1)           # (batch, h, n_keys, d): head i uses kv i // group
+    value = value.repeat_interleave(group, dim=1)       # (batch, h, n_keys, d)
+    if mask is not None:
+        mask = mask.unsqueeze(-3) if mask.dim() == 3 else mask   # (batch, 1, n_new, n_keys): every head
+    elif causal:
+        mask = decoding_mask(n_new, key.shape[-2])              # (n_new, n_keys), bottom right
+    heads, weights = scaled_dot_product_attention(query, key, value, mask)           # (batch, h, n_new, d)
+    merged = heads.transpose(1, 2).contiguous().view(batch, n_new, d_model)          # (batch, n_new, d_model)
+    return attention.W_o(merged), weights
+
+
+class GroupedQueryAttention(nn.Module):
+    """Attention with ``n_kv_heads`` key/value heads shared by ``n_heads`` query heads.
+
+    ``W_q`` and ``W_o`` are ``d_model × d_model``; ``W_k`` and ``W_v`` map ``d_model`` to
+    ``n_kv_heads · d_head`` (``d_head = d_model // n_heads``). ``forward(x, mask=None)`` returns
+    ``(output (batch, n, d_model), weights (batch, n_heads, n, n))``; ``mask``: None or bool (True =
+    may attend) broadcasting to ``(batch, n, n)``, the same for every head, as in
+    :class:`attnviz.MultiHeadAttention`.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int):
+        super().__init__()
+        self.n_heads, self.n_kv_heads, self.d_k = n_heads, n_kv_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, n_kv_heads * self.d_k, bias=False)
+        self.W_v = nn.Linear(d_model, n_kv_heads * self.d_k, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        return cached_attention(self, x, self.n_heads, self.n_kv_heads, causal=False, mask=mask)
+
+
+class Block(nn.Module):
+    """LayerNorm → attention → residual; LayerNorm → MLP (4·d_model, GELU) → residual."""
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int):
+        super().__init__()
+        self.norm_attention = nn.LayerNorm(d_model)
+        if n_kv_heads == n_heads:
+            self.attention = MultiHeadAttention(d_model, n_heads)
+        else:
+            self.attention = GroupedQueryAttention(d_model, n_heads, n_kv_heads)
+        self.norm_mlp = nn.LayerNorm(d_model)
+        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+
+
+def _whole(value, name: str) -> int:
+    return require_positive_int(value, name)
+
+
+class TinyGPT(nn.Module):
+    """A decoder-only transformer, small enough to train on a CPU in a second.
+
+    ``forward(tokens, cache=None, *, causal=True)``: ``tokens`` ``(batch, n)`` long, values in
+    ``0 .. vocab_size - 1``. Returns ``(logits (batch, n, vocab_size), cache)``: ``cache`` is None
+    when none was given; given a :class:`KVCache`, ``tokens`` are the positions after the cached
+    ones and the cache comes back holding them too. ``causal=False`` drops the causal mask (the
+    leak; not allowed with a cache). ``attention_weights(tokens)`` returns every layer's weights
+    ``(n_layers, batch, n_heads, n, n)``.
+    """
+
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, max_len, n_kv_heads=None):
+        super().__init__()
+        self.vocab_size = _whole(vocab_size, "vocab_size")
+        self.d_model = _whole(d_model, "d_model")
+        self.n_heads = _whole(n_heads, "n_heads")
+        self.n_layers = _whole(n_layers, "n_layers")
+        self.max_len = _whole(max_len, "max_len")
+        self.n_kv_heads = self.n_heads if n_kv_heads is None else _whole(n_kv_heads, "n_kv_heads")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}: each "
+                             f"head gets d_model / n_heads features, which must be a whole number.")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={self.n_heads} is not divisible by n_kv_heads={self.n_kv_heads}: "
+                             f"each key/value head serves a whole group of query heads.")
+        self.d_head = self.d_model // self.n_heads
+        self.token_embedding = nn.Embedding(self.vocab_size, self.d_model)
+        self.position_embedding = nn.Embedding(self.max_len, self.d_model)
+        self.blocks = nn.ModuleList(Block(self.d_model, self.n_heads, self.n_kv_heads)
+                                    for _ in range(self.n_layers))
+        self.norm_final = nn.LayerNorm(self.d_model)
+        self.unembedding = nn.Linear(self.d_model, self.vocab_size, bias=False)
+
+    def _check(self, tokens, cache, causal):
+        if not isinstance(tokens, torch.Tensor) or tokens.dim() != 2 or tokens.is_floating_point() \
+                or tokens.dtype == torch.bool:
+            got = (f"a {tokens.dtype} tensor of shape {tuple(tokens.shape)}"
+                   if isinstance(tokens, torch.Tensor) else f"a {type(tokens).__name__}")
+            raise TypeError(f"tokens must be a (batch, n) tensor of integer token ids, got {got}.")
+        if tokens.shape[1] == 0:
+            raise ValueError("tokens has 0 positions (dimension 1); give at least one token.")
+        if tokens.numel() and (int(tokens.min()) < 0 or int(tokens.max()) >= self.vocab_size):
+            raise ValueError(f"tokens holds ids from {int(tokens.min())} to {int(tokens.max())}, but the "
+                             f"vocabulary has ids 0 .. {self.vocab_size - 1} (vocab_size={self.vocab_size}).")
+        if cache is not None and not isinstance(cache, KVCache):
+            raise TypeError(f"cache must be None or a KVCache, got a {type(cache).__name__}.")
+        past = 0 if cache is None else cache.length
+        if past + tokens.shape[1] > self.max_len:
+            raise ValueError(f"tokens has {tokens.shape[1]} positions after {past} cached ones, "
+                             f"{past + tokens.shape[1]} in all, but the model knows only "
+                             f"max_len={self.max_len}.")
+        if cache is not None and cache.length and cache.keys[0].shape[0] != tokens.shape[0]:
+            raise ValueError(f"tokens has batch size {tokens.shape[0]} (dimension 0) but the cache holds "
+                             f"{cache.keys[0].shape[0]} sequences.")
+        if cache is not None and not causal:
+            raise ValueError("causal=False cannot be used with a cache: cached keys are final only "
+                             "because no position ever sees a later one.")
+
+    def _run(self, tokens, cache=None, causal=True):
+        self._check(tokens, cache, causal)
+        past, n_new = (0 if cache is None else cache.length), tokens.shape[1]
+        positions = torch.arange(past, past + n_new)                             # advance past the cache
+        x = self.token_embedding(tokens) + self.position_embedding(positions)    # (batch, n_new, d_model)
+        all_weights = []
+        for layer, block in enumerate(self.blocks):
+            normed = block.norm_attention(x)
+            if cache is None:        # the block's own module, on the whole sequence
+                mask = torch.ones(n_new, n_new, dtype=torch.bool).tril() if causal else None
+                result = block.attention(normed, mask=mask)
+                mixed, weights = result if isinstance(result, tuple) else (result, None)
+            else:                    # new queries against every cached key
+                mixed, weights = cached_attention(block.attention, normed, self.n_heads, self.n_kv_heads,
+                                                  cache, layer)
+            x = x + mixed                                                        # (batch, n_new, d_model)
+            x = x + block.mlp(block.norm_mlp(x))
+            all_weights.append(weights)
+        return self.unembedding(self.norm_final(x)), all_weights                # (batch, n_new, vocab)
+
+    def forward(self, tokens, cache=None, *, causal=True):
+        logits, _ = self._run(tokens, cache, causal)
+        return logits, cache
+
+    def attention_weights(self, tokens, *, causal=True) -> torch.Tensor:
+        """``(n_layers, batch, n_heads, n, n)``: every head's weights on the whole of ``tokens``."""
+        _, weights = self._run(tokens, None, causal)
+        if any(w is None for w in weights):
+            raise TypeError("an attention module returned no weights; return (output, weights) to see them.")
+        return torch.stack(weights)
+
+
+def _pick(logits, temperature, generator):
+    """Greedy at temperature 0, else one draw from softmax(logits / temperature) per row."""
+    if temperature == 0:
+        return logits.argmax(dim=-1)                                             # (batch,)
+    probs = torch.softmax(logits / temperature, dim=-1)                          # (batch, vocab)
+    draw = torch.rand(probs.shape[0], 1, generator=generator)                    # (batch, 1)
+    return (probs.cumsum(-1) < draw).sum(-1).clamp(max=probs.shape[-1] - 1)      # inverse CDF
+
+
+@torch.no_grad()
+def generate(model, prompt, steps, *, use_cache=True, temperature=0.0, seed=None):
+    """Continue ``prompt`` by ``steps`` tokens; returns prompt and continuation, ``(batch, n + steps)``.
+
+    ``prompt``: ``(batch, n)`` or ``(n,)`` long (a 1-D prompt gives a 1-D result). Greedy at
+    ``temperature=0``; otherwise sampled, reproducibly for a given ``seed``. With ``use_cache`` each
+    step feeds only the newest token and a :class:`KVCache`; without it the whole sequence is
+    recomputed every step. Both give the same tokens.
+    """
+    if not isinstance(model, TinyGPT):
+        raise TypeError(f"model must be a TinyGPT, got a {type(model).__name__}.")
+    steps = require_positive_int(steps, "steps", allow_zero=True)
+    if isinstance(temperature, bool) or not isinstance(temperature, numbers.Real) or not temperature >= 0 \
+            or temperature == float("inf"):
+        raise ValueError(f"temperature must be a finite number, 0 or more (0 = greedy), got {temperature!r}.")
+    if not isinstance(prompt, torch.Tensor) or prompt.dim() not in (1, 2):
+        shape = f"shape {tuple(prompt.shape)}" if isinstance(prompt, torch.Tensor) else type(prompt).__name__
+        raise TypeError(f"prompt must be a (batch, n) or (n,) tensor of token ids, got {shape}.")
+    one_d = prompt.dim() == 1
+    tokens = prompt[None] if one_d else prompt
+    if tokens.shape[1] + steps > model.max_len:
+        raise ValueError(f"prompt has {tokens.shape[1]} tokens and steps={steps}: {tokens.shape[1] + steps} "
+                         f"positions, more than the model's max_len={model.max_len}.")
+    generator = None if seed is None else torch.Generator().manual_seed(int(seed))
+    was_training = model.training
+    model.eval()
+    try:
+        cache = KVCache() if use_cache else None
+        logits, cache = model(tokens, cache)
+        for _ in range(steps):
+            new = _pick(logits[:, -1], float(temperature), generator)[:, None]  # (batch, 1)
+            tokens = torch.cat([tokens, new], dim=1)
+            logits, cache = model(new, cache) if use_cache else model(tokens)
+    finally:
+        model.train(was_training)
+    return tokens[0] if one_d else tokens
