@@ -65,16 +65,19 @@ QUIZZES = {
             ("The plain sum of all the values, the same for every query.", False,
              "The values are weighted by the match, and the weights sum to 1, so it is an average that "
              "favours good matches, not a sum.")),
-        _mc("In an encoder-decoder translation model, where do the queries, keys and values of the "
-            "decoder's cross-attention come from?",
-            ("All three from the decoder's own positions.", False,
-             "That is the decoder's self-attention. Cross-attention is how it consults the encoder."),
-            ("Queries from the encoder; keys and values from the decoder.", False,
-             "Backwards: the decoder is the side asking, so the queries are its own."),
-            ("Queries from the decoder; keys and values from the encoder's output.", True,
-             "The decoder asks; the source sentence, through the encoder, answers."),
-            ("Keys from the encoder; queries and values from the decoder.", False,
-             "Keys and values come in pairs from the same positions: each key has exactly one value.")),
+        _mc("Over 32 positions, the gradient reaching the first input shrank by more than a factor of "
+            "a million through the RNN, but only by about 1/n through attention. Why?",
+            ("The RNN has fewer parameters, so it has less gradient to hand back.", False,
+             "Both use d × d matrices. The size of the gradient depends on the path it travels, not on "
+             "how many parameters there are."),
+            ("The slope of tanh is above 1, so the RNN's gradient explodes and has to be clipped.", False,
+             "The slope of tanh is never above 1 (the notebook checks it), and here the gradient shrinks."),
+            ("Each RNN step it passes back through shrinks it; attention reaches the first input in one "
+             "step.", True,
+             "A chain of 31 shrinking factors multiplies out to almost nothing. Attention's path has "
+             "length one; it only shares its weight among n positions."),
+            ("Attention ran on more threads, so its gradient came out more accurately.", False,
+             "The notebook ran on one thread. The difference is the length of the path, not the hardware.")),
         _mc("Before the softmax you divide every score by a temperature of 0.2 instead of 1. What happens "
             "to a query's weights?",
             ("They get sharper: the best key takes more of the weight.", True,

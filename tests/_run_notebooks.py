@@ -4,16 +4,17 @@
 
 Needs only nbclient and nbformat (both come with JupyterLab), so it also runs inside the Binder
 environment that tests/test_binder.py builds. It never writes a notebook back: outputs stay in
-memory. For each notebook it reports the wall time and the kernel's peak resident memory (VmHWM from
-/proc, the kernel process's high-water mark, so no sampling is needed), and, on failure, the cell and
-the error. It also says which `attnviz` the kernel imported, so a test can check that it came from
-the environment and not from the checkout.
+memory. For each notebook it reports the wall time, the kernel's CPU time (user + system, from
+/proc) and its peak resident memory (VmHWM from /proc, the kernel process's high-water mark, so no
+sampling is needed), and, on failure, the cell and the error. It also says which `attnviz` the
+kernel imported, so a test can check that it came from the environment and not from the checkout.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -33,12 +34,22 @@ def _peak_rss_mb(pid: int | None) -> float | None:
     return None
 
 
+def _cpu_seconds(pid: int | None) -> float | None:
+    """CPU time (user + system) of the process and of its children that have been waited for."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))   # utime, stime, cutime, cstime
+        return round(ticks / os.sysconf("SC_CLK_TCK"), 1)
+    except (OSError, ValueError, TypeError, IndexError):
+        return None
+
+
 def run(path: Path, timeout: int = 300) -> dict:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     result = {"notebook": path.name, "ok": True, "error": None, "cell": None, "seconds": None,
-              "peak_mb": None, "attnviz": None}
+              "peak_mb": None, "cpu_seconds": None, "attnviz": None}
     start = time.monotonic()
     with client.setup_kernel():
         try:
@@ -58,6 +69,7 @@ def run(path: Path, timeout: int = 300) -> dict:
         result["seconds"] = round(time.monotonic() - start, 1)
         process = getattr(client.km.provisioner, "process", None)
         result["peak_mb"] = _peak_rss_mb(getattr(process, "pid", None))
+        result["cpu_seconds"] = _cpu_seconds(getattr(process, "pid", None))
     return result
 
 
@@ -75,8 +87,9 @@ def main(argv=None) -> int:
             print(json.dumps(result), flush=True)
         else:
             where = "" if result["ok"] else f"  cell {result['cell']}: {result['error']}"
+            cpu, peak = result["cpu_seconds"] or float("nan"), result["peak_mb"] or float("nan")
             print(f"{'ok  ' if result['ok'] else 'FAIL'} {result['notebook']:<40} {result['seconds']:>6.1f} s"
-                  f"  peak {result['peak_mb'] or float('nan'):7.0f} MB{where}", flush=True)
+                  f"  CPU {cpu:5.1f} s  peak {peak:7.0f} MB{where}", flush=True)
     return 1 if failed else 0
 
 

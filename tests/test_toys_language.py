@@ -110,21 +110,3 @@ def test_progress_is_reported():
     train_next_token(steps=5, progress=lambda step, total: seen.append((step, total)))
     assert seen == [(i, 5) for i in range(1, 6)]
 
-
-def test_written_out_adam_matches_torch_optim_adam():
-    from attnviz.toys.language import Adam
-
-    torch.manual_seed(0)
-    ours = TinyNextTokenModel(vocab=8, max_len=12)
-    theirs = TinyNextTokenModel(vocab=8, max_len=12)
-    theirs.load_state_dict(ours.state_dict())
-    opt_ours, opt_theirs = Adam(ours.parameters(), lr=0.03), torch.optim.Adam(theirs.parameters(), lr=0.03)
-    tokens = PairsLanguage().sample(16, torch.Generator().manual_seed(1))
-    for _ in range(5):
-        for model, opt in ((ours, opt_ours), (theirs, opt_theirs)):
-            loss = model(tokens).logsumexp(-1).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-    for a, b in zip(ours.parameters(), theirs.parameters(), strict=True):
-        torch.testing.assert_close(a, b, atol=1e-6, rtol=0)

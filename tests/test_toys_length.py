@@ -49,20 +49,6 @@ def test_uniform_entropy():
     assert L.uniform_entropy(4) == pytest.approx((math.log(2) + math.log(3) + math.log(4)) / 3)
 
 
-def test_adam_matches_torch_optim_adam():
-    torch.manual_seed(0)
-    weights = [torch.randn(5, 3, requires_grad=True), torch.randn(3, requires_grad=True)]
-    twins = [w.detach().clone().requires_grad_() for w in weights]
-    ours, theirs = L._Adam(weights, lr=0.01), torch.optim.Adam(twins, lr=0.01)
-    for step in range(20):
-        for params, optimiser in ((weights, ours), (twins, theirs)):
-            optimiser.zero_grad()
-            ((params[0] @ params[1]).sin().sum() + step * params[1].square().sum()).backward()
-            optimiser.step()
-    for mine, reference in zip(weights, twins, strict=True):
-        torch.testing.assert_close(mine, reference, rtol=1e-5, atol=1e-6)
-
-
 def test_training_is_deterministic_and_records_every_step():
     config = L.LengthConfig(steps=6, seed=3)
     first, second = L.train(config), L.train(config)

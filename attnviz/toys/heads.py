@@ -27,7 +27,7 @@ from torch import nn
 from .._validate import require_positive_int
 from ..core import causal_mask
 from ..mha import MultiHeadAttention
-from ._training import Adam, one_thread
+from ._training import fit, one_thread
 
 __all__ = [
     "RELATIONS",
@@ -143,19 +143,15 @@ def train_heads(
     with one_thread():
         torch.manual_seed(seed)
         model = TinyHeadsModel(vocab, length, d_model, n_heads)
-        optimizer = Adam(model.parameters(), lr=lr)
         generator = torch.Generator().manual_seed(3_000 + seed)
-        losses = []
-        for step in range(steps):
-            tokens = sample_sentences(batch, length, vocab, generator)
+
+        def loss_of(tokens):
             loss_previous, loss_first, *_ = _losses(model, tokens)
-            loss = loss_previous + loss_first
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-            if progress is not None:
-                progress(step + 1, steps)
+            return loss_previous + loss_first, None
+
+        losses = fit(model, lambda: sample_sentences(batch, length, vocab, generator), loss_of,
+                     steps=steps, lr=lr,
+                     on_step=None if progress is None else lambda step, *_: progress(step, steps))
         model.eval()
         held_out = sample_sentences(eval_batch, length, vocab, torch.Generator().manual_seed(4_000 + seed))
         with torch.no_grad():

@@ -26,7 +26,7 @@ from torch import nn
 
 from .._validate import require_positive_int
 from ..core import causal_mask
-from ._training import Adam, one_thread
+from ._training import fit, one_thread
 
 __all__ = [
     "PairsLanguage",
@@ -191,21 +191,15 @@ def train_next_token(
 def _train(language, causal, seed, steps, batch, d_model, lr, eval_batch, progress) -> LeakResult:
     torch.manual_seed(seed)
     model = TinyNextTokenModel(language.vocab, language.length, d_model, causal=causal)
-    optimizer = Adam(model.parameters(), lr=lr)
     generator = torch.Generator().manual_seed(1_000 + seed)
-    losses = []
-    for step in range(steps):
-        tokens = language.sample(batch, generator)
+
+    def loss_of(tokens):
         logits = model(tokens)
-        loss = nn.functional.cross_entropy(
-            logits[:, :-1].reshape(-1, language.vocab), tokens[:, 1:].reshape(-1)
-        )
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if progress is not None:
-            progress(step + 1, steps)
+        return nn.functional.cross_entropy(
+            logits[:, :-1].reshape(-1, language.vocab), tokens[:, 1:].reshape(-1)), None
+
+    losses = fit(model, lambda: language.sample(batch, generator), loss_of, steps=steps, lr=lr,
+                 on_step=None if progress is None else lambda step, *_: progress(step, steps))
     model.eval()
     held_out = language.sample(eval_batch, torch.Generator().manual_seed(2_000 + seed))
     return LeakResult(

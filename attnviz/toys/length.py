@@ -31,7 +31,7 @@ from torch.nn import functional as F
 from .._validate import require_positive_int, require_positive_number, require_tensor, shape_str
 from ..core import causal_mask, scaled_dot_product_attention
 from ..diagnostics import attention_entropy
-from ._training import Adam
+from ._training import fit
 
 __all__ = [
     "LengthConfig",
@@ -154,9 +154,6 @@ def _mean_row_entropy(weights) -> float:
     return attention_entropy(weights.detach())[:, 1:].mean().item()  # row 0 sees one key: entropy 0
 
 
-_Adam = Adam   # the shared written-out Adam (attnviz.toys._training)
-
-
 def initial_model(config: LengthConfig = LengthConfig()) -> PreviousTokenModel:
     """The untrained model that :func:`train` starts from for ``config`` (same seed, same weights).
 
@@ -181,19 +178,21 @@ def train(config: LengthConfig = LengthConfig(), progress=None) -> TrainResult:
         raise TypeError(f"config must be a LengthConfig, got {type(config).__name__}.")
     data = torch.Generator().manual_seed(config.seed)
     model = initial_model(config)
-    optimiser = _Adam(model.parameters(), lr=config.lr)
     result = TrainResult(config=config, model=model)
-    for step in range(config.steps):
-        tokens, targets = make_batch(config.batch, config.train_len, config.vocab, data)
+
+    def loss_of(batch):
+        tokens, targets = batch
         logits, weights = model(tokens)
         loss = F.cross_entropy(logits.reshape(-1, config.vocab), targets.reshape(-1), ignore_index=IGNORE)
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
-        result.losses.append(loss.item())
+        return loss, weights
+
+    def on_step(step, loss, batch, weights):
         result.entropies.append(_mean_row_entropy(weights))
-        if progress is not None and ((step + 1) % 25 == 0 or step + 1 == config.steps):
-            progress(step + 1, loss.item())
+        if progress is not None and (step % 25 == 0 or step == config.steps):
+            progress(step, loss)
+
+    result.losses = fit(model, lambda: make_batch(config.batch, config.train_len, config.vocab, data),
+                        loss_of, steps=config.steps, lr=config.lr, on_step=on_step)
     model.eval()
     return result
 

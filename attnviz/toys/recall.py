@@ -29,6 +29,7 @@ from torch import nn
 
 from .._validate import require_positive_int, require_positive_number
 from ..diagnostics import attention_entropy, softmax_jacobian_norm
+from ._training import fit
 
 __all__ = ["make_batch", "RecallAttention", "TrainResult", "train_recall", "compare_scaling"]
 
@@ -133,25 +134,27 @@ def train_recall(scaled: bool = True, seed: int = 0, *, d_k: int = 64, d_model: 
     torch.manual_seed(seed)
     model = RecallAttention(n_keys, n_values, d_model, d_k, scaled=scaled)
     data = torch.Generator().manual_seed(10_000 + seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr, foreach=True)  # one op per step for all weights
     result = TrainResult(scaled=bool(scaled), seed=int(seed), model=model)
-    for step in range(steps):
-        pair_keys, pair_values, query_key, answer = make_batch(batch_size, n_pairs, n_keys, n_values, data)
+
+    def loss_of(batch):
+        pair_keys, pair_values, query_key, answer = batch
         logits, weights = model(pair_keys, pair_values, query_key)
-        loss = nn.functional.cross_entropy(logits, answer)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        result.loss.append(loss.item())
-        result.entropy.append(attention_entropy(weights.detach()).mean().item())
+        return nn.functional.cross_entropy(logits, answer), (logits.detach(), weights.detach())
+
+    def on_step(step, loss, batch, details):
+        pair_keys, _, query_key, answer = batch
+        logits, weights = details                        # (batch, n_values), (batch, n_pairs)
+        result.entropy.append(attention_entropy(weights).mean().item())
         result.accuracy.append((logits.argmax(-1) == answer).float().mean().item())
-        weights = weights.detach()                                           # (batch, n_pairs)
         result.max_weight.append(weights.max(dim=-1).values.mean().item())
         target = (pair_keys == query_key[:, None]).float().argmax(dim=-1)    # the asked-for pair's slot
         result.on_target.append((weights.argmax(dim=-1) == target).float().mean().item())
         result.softmax_grad.append(softmax_jacobian_norm(weights).median().item())
         if progress is not None:
-            progress(step + 1, steps)
+            progress(step, steps)
+
+    result.loss = fit(model, lambda: make_batch(batch_size, n_pairs, n_keys, n_values, data), loss_of,
+                      steps=steps, lr=lr, on_step=on_step)
     return result
 
 

@@ -110,6 +110,9 @@ def _profile(fn, args, kwargs, memory: bool):
 
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}.")
+    # Kineto (the profiler's C++ part) logs "USDT ... profiler_start/stop" to stderr unless its level,
+    # read once at its first use, is above all of its levels (USDT is 5); a level the user set is kept
+    os.environ.setdefault("KINETO_LOG_LEVEL", "6")
     with _quiet_stderr(), profile(use_cpu=True, profile_memory=memory, use_kineto=True) as prof:
         fn(*args, **kwargs)
     return prof
