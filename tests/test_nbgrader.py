@@ -92,8 +92,8 @@ def test_solution_cells_keep_their_hint_for_the_stub(course):
     solution = "".join(cells["my_attention"]["source"])
     meta = cells["my_attention"]["metadata"]["nbgrader"]
     assert meta["solution"] and not meta["grade"] and not meta["locked"]
-    assert ('    hint = "q @ kᵀ / √d_k; masked_fill with torch.finfo(scores.dtype).min; softmax(dim=-1); @ v"\n'
-            '    ### BEGIN SOLUTION\n') in solution
+    assert ('    hint = "q @ kᵀ / √d_k; masked_fill with torch.finfo(scores.dtype).min; '
+            'softmax(dim=-1); @ v"\n    ### BEGIN SOLUTION\n') in solution
     assert "# hint:" not in solution
     check = cells["my_attention-check"]
     assert check["metadata"]["nbgrader"] == {
@@ -132,7 +132,8 @@ def _nbgrader(course_dir, *args):
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=env,
                           capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, f"nbgrader {' '.join(args)} failed:\n{done.stdout[-3000:]}\n{done.stderr[-5000:]}"
+    assert done.returncode == 0, (f"nbgrader {' '.join(args)} failed:\n"
+                                  f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
     return done
 
 
@@ -208,7 +209,8 @@ def test_autograded_check_cells_show_the_verdict(graded, assignment):
         cell = _by_id(c for c in nb["cells"] if "nbgrader" in c["metadata"])[f"{exercise}-check"]
         return json.dumps(cell["outputs"], ensure_ascii=False)
 
-    assert f"[bug: {bug_id}]" in check_output("one_zoo_bug") and "AssertionError" in check_output("one_zoo_bug")
+    buggy = check_output("one_zoo_bug")
+    assert f"[bug: {bug_id}]" in buggy and "AssertionError" in buggy
     untouched = check_output("untouched_release")
     assert "not yet implemented" in untouched and "Hint: " in untouched
     assert "AssertionError" not in check_output("teacher_solution")
@@ -221,7 +223,8 @@ def test_nbgrader_extensions_are_off_for_learners():
 
     def listed(*command):
         done = subprocess.run([str(jupyter), *command, "list"], capture_output=True, text=True, timeout=120)
-        lines = (re.sub(r"\x1b\[[0-9;]*m", "", line).split() for line in (done.stdout + done.stderr).splitlines())
+        lines = (re.sub(r"\x1b\[[0-9;]*m", "", line).split()
+                 for line in (done.stdout + done.stderr).splitlines())
         return {words[0]: status for words in lines if words and "nbgrader" in words[0]
                 for status in words[1:3] if status in ("enabled", "disabled")}
 
