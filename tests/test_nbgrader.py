@@ -2,8 +2,8 @@
 
 In a temporary course folder: `nbgrader generate_assignment` for each exercise notebook (one
 assignment per notebook), then three submissions each under submitted/<student>/<assignment>/ (the
-teacher's solution, the untouched student release, and the release with a bug from attnviz.zoo put
-in place of one solution), `nbgrader autograde`, and the scores read from nbgrader's gradebook: full
+teacher's solution, the untouched student release, and the teacher's solution with a bug from
+attnviz.zoo put in place of one exercise), `nbgrader autograde`, and the scores read from nbgrader's gradebook: full
 marks, zero, and partial. Autograding runs each submitted notebook top to bottom (nine notebooks),
 so the graded part is marked slow; it runs in `make test` all the same.
 
@@ -125,6 +125,18 @@ def test_marker_words_in_a_lesson_cell_are_an_error(tmp_path):
         make_nbgrader.make_nbgrader(tmp_path / "course", tmp_path / "out")
 
 
+def test_refuses_to_overwrite_the_teachers_edition(tmp_path):
+    for out in (tmp_path, tmp_path.parent, tmp_path / "inside"):
+        with pytest.raises(StudentEditionError, match="refusing"):
+            make_nbgrader.make_nbgrader(tmp_path, out)
+
+
+def test_command_line(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "make_nbgrader.py"), str(ROOT / "notebooks"),
+                           str(tmp_path / "cli")], capture_output=True, text=True, check=True)
+    assert "3 assignments" in done.stdout and (tmp_path / "cli" / "nbgrader_config.py").is_file()
+
+
 # ---- nbgrader's own commands -----------------------------------------------------------------
 
 def _nbgrader(course_dir, *args):
@@ -137,8 +149,9 @@ def _nbgrader(course_dir, *args):
     return done
 
 
-def _with_bug(release_nb, family, bug_id, exercise):
-    nb = json.loads(json.dumps(release_nb))
+def _with_bug(solution_nb, family, bug_id, exercise):
+    """The teacher's solution with one exercise replaced by a bug from the zoo."""
+    nb = json.loads(json.dumps(solution_nb))
     cell = _by_id(c for c in nb["cells"] if "nbgrader" in c["metadata"])[exercise]
     cell["source"] = [f"from attnviz.zoo import {family}\n", "\n", f'{exercise} = {family}["{bug_id}"]']
     return nb
@@ -158,9 +171,9 @@ def graded(course):
     for assignment, (family, bug_id, exercise) in BUGS.items():
         name = f"{assignment}.ipynb"
         release = json.loads((out / "release" / assignment / name).read_text())
-        versions = {"teacher_solution": json.loads((out / "source" / assignment / name).read_text()),
-                    "untouched_release": release,
-                    "one_zoo_bug": _with_bug(release, family, bug_id, exercise)}
+        solution = json.loads((out / "source" / assignment / name).read_text())
+        versions = {"teacher_solution": solution, "untouched_release": release,
+                    "one_zoo_bug": _with_bug(solution, family, bug_id, exercise)}
         for student, nb in versions.items():
             target = out / "submitted" / student / assignment / name
             target.parent.mkdir(parents=True)
@@ -191,6 +204,7 @@ def test_nbgrader_grades_full_zero_and_partial(graded, assignment):
     assert scores[assignment, "untouched_release"][0] == 0, scores[assignment, "untouched_release"]
     partial, _, cells = scores[assignment, "one_zoo_bug"]
     assert 0 < partial < maximum, scores[assignment, "one_zoo_bug"]
+    assert partial == maximum - 2, scores[assignment, "one_zoo_bug"]     # 1 of 3, or 4 of 6 in 04
     _, bug_id, exercise = BUGS[assignment]
     # the buggy exercise runs and has the right shape (1 point) but its checker fails (0 of 2)
     assert cells[f"{exercise}-runs"] == (1, 1) and cells[f"{exercise}-check"] == (0, 2), cells
