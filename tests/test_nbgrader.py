@@ -1,14 +1,14 @@
 """`make nbgrader`: the course folder it writes is graded by nbgrader's own commands as it should be.
 
 In a temporary course folder: `nbgrader generate_assignment` for each exercise notebook (one
-assignment per notebook), then three submissions each under submitted/<student>/<assignment>/ (the
-teacher's solution, the untouched student release, and the teacher's solution with a bug from
-attnviz.zoo put in place of one exercise), `nbgrader autograde`, and the scores read from nbgrader's gradebook: full
-marks, zero, and partial. Autograding runs each submitted notebook top to bottom (nine notebooks),
-so the graded part is marked slow; it runs in `make test` all the same.
+assignment per notebook), then three submissions each under submitted/<student>/<assignment>/
+(the teacher's solution, the untouched student release, and the teacher's solution with a bug
+from attnviz.zoo put in place of one exercise), `nbgrader autograde`, and the scores read from
+nbgrader's gradebook: full marks, zero, and partial. Autograding runs each submitted notebook top
+to bottom (nine notebooks), so the graded part is marked slow; it runs in `make test` all the same.
 
 The tool's own rules (markers, ids, locked cells) are tested on the course notebooks without
-nbgrader, in well under a second.
+nbgrader, in a few seconds.
 """
 
 from __future__ import annotations
