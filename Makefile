@@ -9,12 +9,13 @@ PORT   ?= 8888
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test lint clean help student screenshots
+.PHONY: lab test lint clean help student nbgrader screenshots
 
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
 	@echo "make test   run the unit tests and every notebook (nbval)"
 	@echo "make student  write the student edition (solutions replaced by stubs) to student/"
+	@echo "make nbgrader write an nbgrader course folder (one assignment per exercise notebook) to nbgrader_course/"
 	@echo "make screenshots  run the browser test and refresh the README's images in docs/screenshots/"
 	@echo "make clean  remove .venv"
 
@@ -25,6 +26,13 @@ $(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	# the same JupyterLab defaults as Binder: no news pop-up, no update check
 	mkdir -p $(VENV)/share/jupyter/lab/settings
 	cp binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
+	# nbgrader (for teachers: make nbgrader) ships JupyterLab and server extensions; make lab is for
+	# learners, so both are switched off here (the README's teacher section says how to switch them on)
+	if $(BIN)/python -c "import nbgrader" 2>/dev/null; then \
+	  $(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1; \
+	  for ext in formgrader validate_assignment assignment_list course_list; do \
+	    $(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$ext >/dev/null 2>&1; \
+	  done; fi
 	touch $(STAMP)
 
 lab: $(STAMP)
@@ -36,6 +44,9 @@ test: $(STAMP)
 
 student: $(STAMP)
 	$(BIN)/python tools/make_student.py notebooks student
+
+nbgrader: $(STAMP)
+	$(BIN)/python tools/make_nbgrader.py notebooks nbgrader_course
 
 # The README's images come from the browser test (screenshots/ is ignored; docs/screenshots/ is not).
 screenshots: $(STAMP)

@@ -1,0 +1,250 @@
+"""`make nbgrader`: the course folder it writes is graded by nbgrader's own commands as it should be.
+
+In a temporary course folder: `nbgrader generate_assignment` for each exercise notebook (one
+assignment per notebook), then three submissions each under submitted/<student>/<assignment>/
+(the teacher's solution, the untouched student release, and the teacher's solution with a bug
+from attnviz.zoo put in place of one exercise), `nbgrader autograde`, and the scores read from
+nbgrader's gradebook: full marks, zero, and partial. Autograding runs each submitted notebook top
+to bottom (nine notebooks), so the graded part is marked slow; it runs in `make test` all the same.
+
+The tool's own rules (markers, ids, locked cells) are tested on the course notebooks without
+nbgrader, in a few seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tools"))
+
+import make_nbgrader  # noqa: E402
+from make_student import StudentEditionError  # noqa: E402
+from nbbuild import write  # noqa: E402
+
+# assignment -> the bug put in place of one exercise (family dict in attnviz.zoo, bug id, exercise)
+BUGS = {
+    "02_scaled_dot_product_attention": ("ATTENTION_BUGS", "missing_scale", "my_attention"),
+    "04_masking": ("CAUSAL_MASK_BUGS", "causal_future_visible", "my_causal_mask"),
+    "05_multi_head": ("MULTI_HEAD_BUGS", "heads_merged_without_transpose", "MyMultiHeadAttention"),
+}
+STUDENTS = ("teacher_solution", "untouched_release", "one_zoo_bug")
+# points: each exercise 1 (it runs, right shape) + 2 (its checker passes); 04 has two exercises
+MAX_SCORE = {"02_scaled_dot_product_attention": 3, "04_masking": 6, "05_multi_head": 3}
+
+
+def _nbgrader_cells(path):
+    nb = json.loads(Path(path).read_text())
+    return nb, [c for c in nb["cells"] if "nbgrader" in c.get("metadata", {})]
+
+
+def _by_id(cells):
+    return {c["metadata"]["nbgrader"]["grade_id"]: c for c in cells}
+
+
+# ---- the tool, without nbgrader --------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory):
+    out = tmp_path_factory.mktemp("nbgrader") / "course"
+    written = make_nbgrader.make_nbgrader(ROOT / "notebooks", out)
+    return out, written
+
+
+def test_one_assignment_per_exercise_notebook(course):
+    out, written = course
+    assert [p.relative_to(out).as_posix() for p in written] == [
+        f"source/{name}/{name}.ipynb" for name in BUGS]
+    config = (out / "nbgrader_config.py").read_text()
+    assert 'c.ClearSolutions.code_stub = {"python": \'raise NotImplementedError(hint)\'}' in config
+
+
+def test_every_cell_is_an_nbgrader_cell_and_the_lesson_is_locked(course):
+    out, written = course
+    for path in written:
+        nb, cells = _nbgrader_cells(path)
+        assert len(cells) == len(nb["cells"]), path.name
+        teacher = json.loads((ROOT / "notebooks" / path.name).read_text())
+        lesson = [c for c in cells if c["metadata"]["nbgrader"]["grade_id"].startswith("lesson-")]
+        assert all(c["metadata"]["nbgrader"]["locked"] and not c["metadata"]["nbgrader"]["grade"]
+                   for c in lesson)
+        # lesson cells are the teacher's cells, unchanged and without outputs
+        originals = {c["id"]: c for c in teacher["cells"]}
+        for cell in lesson:
+            assert cell["source"] == originals[cell["id"]]["source"]
+            assert cell.get("outputs", []) == []
+        ids = [c["metadata"]["nbgrader"]["grade_id"] for c in cells]
+        assert len(set(ids)) == len(ids)
+
+
+def test_solution_cells_keep_their_hint_for_the_stub(course):
+    out, _ = course
+    cells = _by_id(_nbgrader_cells(out / "source/02_scaled_dot_product_attention/"
+                                         "02_scaled_dot_product_attention.ipynb")[1])
+    solution = "".join(cells["my_attention"]["source"])
+    meta = cells["my_attention"]["metadata"]["nbgrader"]
+    assert meta["solution"] and not meta["grade"] and not meta["locked"]
+    assert ('    hint = "q @ kᵀ / √d_k; masked_fill with torch.finfo(scores.dtype).min; '
+            'softmax(dim=-1); @ v"\n    ### BEGIN SOLUTION\n') in solution
+    assert "# hint:" not in solution
+    check = cells["my_attention-check"]
+    assert check["metadata"]["nbgrader"] == {
+        "grade": True, "grade_id": "my_attention-check", "locked": True, "points": 2,
+        "schema_version": 3, "solution": False}
+    assert "verdict = check_attention(my_attention)\ndisplay(verdict)\nassert verdict.passed" in "".join(
+        check["source"])
+    assert cells["my_attention-runs"]["metadata"]["nbgrader"]["points"] == 1
+
+
+def test_hint_source_without_a_hint_line_uses_the_default():
+    source = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"
+    assert make_nbgrader.hint_source(source).split("\n")[1] == '    hint = "write your code here"'
+
+
+def test_an_exercise_without_a_check_cell_is_an_error(tmp_path):
+    (tmp_path / "course").mkdir()
+    write(tmp_path / "course" / "01_x.ipynb", [
+        ("md", "# X"), ("code", "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION",
+                        ["solution"])])
+    with pytest.raises(StudentEditionError, match="no check cell calls a checker on f"):
+        make_nbgrader.make_nbgrader(tmp_path / "course", tmp_path / "out")
+
+
+def test_marker_words_in_a_lesson_cell_are_an_error(tmp_path):
+    (tmp_path / "course").mkdir()
+    write(tmp_path / "course" / "01_x.ipynb", [("md", "Mark answers with `### BEGIN SOLUTION`.")])
+    with pytest.raises(StudentEditionError, match="SOLUTION"):
+        make_nbgrader.make_nbgrader(tmp_path / "course", tmp_path / "out")
+
+
+def test_refuses_to_overwrite_the_teachers_edition(tmp_path):
+    for out in (tmp_path, tmp_path.parent, tmp_path / "inside"):
+        with pytest.raises(StudentEditionError, match="refusing"):
+            make_nbgrader.make_nbgrader(tmp_path, out)
+
+
+def test_command_line(tmp_path):
+    done = subprocess.run([sys.executable, str(ROOT / "tools" / "make_nbgrader.py"), str(ROOT / "notebooks"),
+                           str(tmp_path / "cli")], capture_output=True, text=True, check=True)
+    assert "3 assignments" in done.stdout and (tmp_path / "cli" / "nbgrader_config.py").is_file()
+
+
+# ---- nbgrader's own commands -----------------------------------------------------------------
+
+def _nbgrader(course_dir, *args):
+    """Run an nbgrader command in the course folder (its alembic step needs this venv's bin on PATH)."""
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    done = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course_dir, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, (f"nbgrader {' '.join(args)} failed:\n"
+                                  f"{done.stdout[-3000:]}\n{done.stderr[-5000:]}")
+    return done
+
+
+def _with_bug(solution_nb, family, bug_id, exercise):
+    """The teacher's solution with one exercise replaced by a bug from the zoo."""
+    nb = json.loads(json.dumps(solution_nb))
+    cell = _by_id(c for c in nb["cells"] if "nbgrader" in c["metadata"])[exercise]
+    cell["source"] = [f"from attnviz.zoo import {family}\n", "\n", f'{exercise} = {family}["{bug_id}"]']
+    return nb
+
+
+@pytest.fixture(scope="module")
+def graded(course):
+    pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt for Python >= 3.11")
+    from nbgrader.api import Gradebook
+
+    out, _ = course
+    timings = {}
+    start = time.perf_counter()
+    for assignment in BUGS:
+        _nbgrader(out, "generate_assignment", assignment)
+    timings["generate_assignment (3)"] = time.perf_counter() - start
+    for assignment, (family, bug_id, exercise) in BUGS.items():
+        name = f"{assignment}.ipynb"
+        release = json.loads((out / "release" / assignment / name).read_text())
+        solution = json.loads((out / "source" / assignment / name).read_text())
+        versions = {"teacher_solution": solution, "untouched_release": release,
+                    "one_zoo_bug": _with_bug(solution, family, bug_id, exercise)}
+        for student, nb in versions.items():
+            target = out / "submitted" / student / assignment / name
+            target.parent.mkdir(parents=True)
+            target.write_text(json.dumps(nb))
+    start = time.perf_counter()
+    for assignment in BUGS:
+        _nbgrader(out, "autograde", assignment)
+    timings["autograde (9 notebooks)"] = time.perf_counter() - start
+    print("\nnbgrader timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    scores = {}
+    with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
+        for assignment in BUGS:
+            for student in STUDENTS:
+                sub = gradebook.find_submission(assignment, student)
+                notebook = gradebook.find_submission_notebook(assignment, assignment, student)
+                cells = {grade.name: (grade.score, grade.max_score) for grade in notebook.grades}
+                scores[assignment, student] = (sub.score, sub.max_score, cells)
+    return out, scores
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", list(BUGS))
+def test_nbgrader_grades_full_zero_and_partial(graded, assignment):
+    out, scores = graded
+    full, maximum, _ = scores[assignment, "teacher_solution"]
+    assert maximum == MAX_SCORE[assignment]
+    assert full == maximum, scores[assignment, "teacher_solution"]
+    assert scores[assignment, "untouched_release"][0] == 0, scores[assignment, "untouched_release"]
+    partial, _, cells = scores[assignment, "one_zoo_bug"]
+    assert 0 < partial < maximum, scores[assignment, "one_zoo_bug"]
+    assert partial == maximum - 2, scores[assignment, "one_zoo_bug"]     # 1 of 3, or 4 of 6 in 04
+    _, bug_id, exercise = BUGS[assignment]
+    # the buggy exercise runs and has the right shape (1 point) but its checker fails (0 of 2)
+    assert cells[f"{exercise}-runs"] == (1, 1) and cells[f"{exercise}-check"] == (0, 2), cells
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("assignment", list(BUGS))
+def test_autograded_check_cells_show_the_verdict(graded, assignment):
+    """The graded notebook tells the learner why: the checker names the bug; the stub's hint shows."""
+    out, _ = graded
+    _, bug_id, exercise = BUGS[assignment]
+    name = f"{assignment}.ipynb"
+
+    def check_output(student):
+        nb = json.loads((out / "autograded" / student / assignment / name).read_text())
+        cell = _by_id(c for c in nb["cells"] if "nbgrader" in c["metadata"])[f"{exercise}-check"]
+        return json.dumps(cell["outputs"], ensure_ascii=False)
+
+    buggy = check_output("one_zoo_bug")
+    assert f"[bug: {bug_id}]" in buggy and "AssertionError" in buggy
+    untouched = check_output("untouched_release")
+    assert "not yet implemented" in untouched and "Hint: " in untouched
+    assert "AssertionError" not in check_output("teacher_solution")
+
+
+def test_nbgrader_extensions_are_off_for_learners():
+    """`make lab` is for learners: the Makefile switches nbgrader's JupyterLab and server extensions off."""
+    pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt for Python >= 3.11")
+    jupyter = Path(sys.executable).parent / "jupyter"
+
+    def listed(*command):
+        done = subprocess.run([str(jupyter), *command, "list"], capture_output=True, text=True, timeout=120)
+        lines = (re.sub(r"\x1b\[[0-9;]*m", "", line).split()
+                 for line in (done.stdout + done.stderr).splitlines())
+        return {words[0]: status for words in lines if words and "nbgrader" in words[0]
+                for status in words[1:3] if status in ("enabled", "disabled")}
+
+    lab = listed("labextension")
+    assert lab == {"@jupyter/nbgrader": "disabled"}, lab
+    server = listed("server", "extension")
+    assert sorted(server) == [f"nbgrader.server_extensions.{name}" for name in
+                              ("assignment_list", "course_list", "formgrader", "validate_assignment")], server
+    assert set(server.values()) == {"disabled"}, server
