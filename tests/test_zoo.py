@@ -98,7 +98,7 @@ def scale_q_first(q, k, v, mask=None):
 def additive_float_mask(q, k, v, mask=None):
     scores = q @ k.mT / q.shape[-1] ** 0.5
     if mask is not None:
-        scores = scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, -1e9)
+        scores = scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, torch.finfo(q.dtype).min)
     weights = scores.softmax(dim=-1)
     return weights @ v, weights
 
