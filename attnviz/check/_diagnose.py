@@ -15,10 +15,11 @@ from dataclasses import dataclass
 
 import torch
 
+from .._threads import one_thread
 from ._compare import agrees
 from ._run import rebuild
 
-__all__ = ["Answer", "answer", "RAISED", "variant_outputs", "matching_bug", "error_kind"]
+__all__ = ["Answer", "answer", "RAISED", "Hypotheses", "matching_bug", "error_kind"]
 
 RAISED = "raised"
 
@@ -46,21 +47,25 @@ def answer(step) -> Answer:
                   modified=tuple(step.value.get("modified", ())), extra=step.value.get("extra"))
 
 
-def variant_outputs(variants, probes):
-    """``{bug_id: [[tensor or RAISED per probe] per variant]}``; ``probes`` are zero-arg callables
-    returning a variant's arguments, ``variants`` ``{bug_id: [fn(*args)]}``."""
-    table = {}
-    for bug_id, fns in variants.items():
-        table[bug_id] = []
-        for fn in fns:
-            outputs = []
-            for args in probes:
-                try:
-                    outputs.append(fn(*args))
-                except Exception:          # noqa: BLE001 - a variant that cannot run on this probe
-                    outputs.append(RAISED)
-            table[bug_id].append(outputs)
-    return table
+class Hypotheses:
+    """Bug variants evaluated lazily on the probes' arguments, each result kept once computed.
+
+    ``variants`` is ``{bug_id: [fn(*args) -> output tensor]}``, ``probe_args`` a list of argument
+    tuples (one per probe). A variant that raises on a probe gives ``RAISED`` there.
+    """
+
+    def __init__(self, variants, probe_args):
+        self.variants, self.probe_args, self._memo = variants, probe_args, {}
+
+    def output(self, bug_id, v, p):
+        key = (bug_id, v, p)
+        if key not in self._memo:
+            try:
+                with one_thread():
+                    self._memo[key] = self.variants[bug_id][v](*self.probe_args[p])
+            except Exception:          # noqa: BLE001 - a variant that cannot run on this probe
+                self._memo[key] = RAISED
+        return self._memo[key]
 
 
 def _same(mine: Answer, theirs, live, shape) -> bool:
@@ -71,15 +76,20 @@ def _same(mine: Answer, theirs, live, shape) -> bool:
     return agrees(mine.output, theirs, live)
 
 
-def matching_bug(answers, table, lives, shapes, order=None):
-    """The first bug id (in ``order``, default table order) with a variant matching every probe;
-    ``shapes`` are the correct output shapes."""
-    for bug_id in order or table:
-        for outputs in table.get(bug_id, ()):
-            if all(_same(a, o, live, tuple(shape))
-                   for a, o, live, shape in zip(answers, outputs, lives, shapes, strict=True)):
-                # a variant that raised everywhere explains nothing
-                if any(not isinstance(o, str) for o in outputs):
+def matching_bug(answers, hypotheses, lives, shapes, order=None):
+    """The first bug id (in ``order``, default the variants' order) with a variant that matches
+    every probe; ``shapes`` are the correct output shapes. A variant raising everywhere explains
+    nothing."""
+    for bug_id in order or hypotheses.variants:
+        for v in range(len(hypotheses.variants.get(bug_id, ()))):
+            ran = False
+            for p, (a, live, shape) in enumerate(zip(answers, lives, shapes, strict=True)):
+                theirs = hypotheses.output(bug_id, v, p)
+                if not _same(a, theirs, live, tuple(shape)):
+                    break
+                ran = ran or not isinstance(theirs, str)
+            else:
+                if ran:
                     return bug_id
     return None
 

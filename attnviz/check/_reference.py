@@ -119,7 +119,8 @@ ATTENTION_VARIANTS = {
                     _scaled(lambda q, k, v: 1 / math.sqrt(v.shape[-1])),      # / √d_v
                     _scaled(lambda q, k, v: 1 / math.sqrt(k.shape[-2])),      # / √n_k
                     _scaled(lambda q, k, v: 1 / math.sqrt(q.shape[-2])),      # / √n_q
-                    _scaled(lambda q, k, v: 2 / q.shape[-1]),                 # / d_k ** 1/2 (= d_k / 2)
+                    _scaled(lambda q, k, v: 2 / q.shape[-1]),                 # / (d_k ** 1/2)
+                    _scaled(lambda q, k, v: 1 / (2 * q.shape[-1])),           # / d_k ** 1 / 2
                     _scaled(lambda q, k, v: 1 / 2), _scaled(lambda q, k, v: 1 / 4),   # a stale global d_k = 4
                     _scaled(lambda q, k, v: 1 / math.sqrt(8)), _scaled(lambda q, k, v: 1 / 8)],
     "scale_after_softmax": [
@@ -153,7 +154,9 @@ ATTENTION_VARIANTS = {
                                _normalised(lambda s: _log_softmax(s, dim=-1), _MIN),
                                _normalised(lambda s: _log_softmax(s, dim=-1), -_INF),
                                _normalised(_sigmoid, -_INF), _normalised(_sigmoid, _MIN),
-                               _normalised(_exp, -_INF)],
+                               _normalised(_exp, -_INF), _normalised(_exp, _MIN),
+                               _normalised(lambda s: _exp(s - s.amax(dim=-1, keepdim=True)), _MIN),
+                               _normalised(lambda s: _exp(s - s.amax(dim=-1, keepdim=True)), -_INF)],
     "keys_values_swapped": [lambda q, k, v, m: _finish(q @ _t(v) / math.sqrt(q.shape[-1]), m, k)[0],
                             lambda q, k, v, m: attention(q, k, k, m)[0],
                             lambda q, k, v, m: attention(q, v, v, m)[0]],
@@ -219,6 +222,12 @@ def _averaged_outputs(x, weights, h, mask, dead):
     return _project(out.repeat(1, 1, h), weights["W_o"])
 
 
+def _averaged_scores(x, weights, h, mask, dead):
+    q, k = (_split(_project(x, weights[name]), h) for name in ("W_q", "W_k"))
+    scores = (q @ _t(k)).mean(dim=1) / math.sqrt(q.shape[-1])                                 # (batch, n, n)
+    return _project(_finish(scores, mask, _project(x, weights["W_v"]), fill=_MIN, dead=dead)[0], weights["W_o"])
+
+
 def _one_head(scale_by_d_model):
     def variant(x, weights, h, mask, dead):
         q, k, v = (_project(x, weights[name]) for name in ("W_q", "W_k", "W_v"))
@@ -243,7 +252,7 @@ MULTI_HEAD_VARIANTS = {
                                       _parts(split=_split_no_transpose, merge=_merge_no_transpose),
                                       _parts(split=_heads_last, merge=_merge_heads_last)],
     "heads_merged_without_transpose": [_parts(merge=_merge_no_transpose)],
-    "heads_averaged": [_averaged_pattern, _averaged_outputs],
+    "heads_averaged": [_averaged_pattern, _averaged_outputs, _averaged_scores],
     "heads_not_split": [_one_head(False), _one_head(True)],
     "scale_by_d_model": [_with_scale(lambda x, h: 1 / math.sqrt(x.shape[-1]))],
     "missing_output_projection": [_parts(project_out=False)],

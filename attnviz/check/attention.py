@@ -9,7 +9,7 @@ import torch
 
 from . import _verdict
 from ._compare import agrees, max_gap, rows, shape_complaint
-from ._diagnose import answer, error_kind, matching_bug, variant_outputs
+from ._diagnose import Hypotheses, answer, error_kind, matching_bug
 from ._reference import ATTENTION_VARIANTS, attention
 from ._run import BUDGET, TIME_LIMIT, describe_error, guarded_call, shape_str
 from ._sandbox import run_steps, to_plain
@@ -85,8 +85,8 @@ def _probes():
     probes = [
         Probe("4 queries, 4 keys, no mask", randn(4, d_k), randn(4, d_k), randn(4, 3), None),
         Probe("3 queries, 5 keys, no mask", randn(3, d_k), randn(5, d_k), randn(5, 6), None),
-        Probe("batch 2 x 3 heads, 4 queries, 6 keys, no mask",
-              randn(2, 3, 4, d_k), randn(2, 3, 6, d_k), randn(2, 3, 6, 5), None),
+        Probe("batch 2 x 3 heads, 4 queries, 6 keys, no mask (heads split by a transpose: not contiguous)",
+              *(randn(2, n, 3, d).transpose(1, 2) for n, d in ((4, d_k), (6, d_k), (6, 5))), None),
         Probe("5 queries, 5 keys, d_k = 9, a mask", randn(5, 9), randn(5, 9), randn(5, 3),
               _partial_mask(5, 5, g, full_row=2)),
         Probe("3 queries, 5 keys, a mask", randn(3, d_k), randn(5, d_k), randn(5, 6), _partial_mask(3, 5, g)),
@@ -97,6 +97,8 @@ def _probes():
         Probe("3 queries, 5 keys, every value 1", randn(3, d_k), randn(5, d_k), torch.ones(5, 2), None),
         Probe("3 queries, 5 keys, d_k = d_v = 5, a mask", randn(3, 5), randn(5, 5), randn(5, 5),
               _partial_mask(3, 5, g)),
+        Probe("batch 1, 4 queries, 5 keys, a mask", randn(1, 4, d_k), randn(1, 5, d_k), randn(1, 5, 3),
+              _partial_mask(4, 5, g)),
     ]
     probes += [
         Probe("large scores (q and k times 40)", randn(4, d_k) * 40, randn(6, d_k) * 40, randn(6, 3),
@@ -145,7 +147,7 @@ def _expected():
                                 dtype=torch.float64)
         q, k, v = (t.to(torch.float64).requires_grad_(True) for t in (back.q, back.k, back.v))
         (attention(q, k, v, back.mask)[0] * cotangent).sum().backward()
-        table = variant_outputs(ATTENTION_VARIANTS, [p.float64_args() for p in main])
+        table = Hypotheses(ATTENTION_VARIANTS, [(p.q, p.k, p.v, p.mask) for p in main])   # float32, as learners
         _CACHE.update(probes=probes, reference=reference, cotangent=cotangent,
                       grads=[q.grad, k.grad, v.grad], table=table)
     return _CACHE
@@ -215,6 +217,10 @@ def _grad_trouble(ans, cache):
 def _extra_checks(probes, answers, reference, cache, notes):
     """The probes beyond the main ones, for code whose main outputs are all right."""
     by_kind = {p.kind: (p, a, r) for p, a, r in zip(probes, answers, reference, strict=True)}
+    probe, ans, _ = by_kind["backward"]
+    trouble = _grad_trouble(ans, cache)
+    if trouble:
+        return _verdict.bug_found(NAME, "gradient_blocked", [f"On {probe.name}: {trouble}"] + notes)
     for probe, ans in ((p, a) for p, a in zip(probes, answers, strict=True) if p.kind == "main"):
         if ans.output is not None and ans.output.dtype != torch.float32:
             return _verdict.bug_found(NAME, "dtype_changed", [
@@ -246,10 +252,6 @@ def _extra_checks(probes, answers, reference, cache, notes):
             return _verdict.bug_found(NAME, "softmax_overflow", [_describe(probe, ans, expected)] + notes)
         return _verdict.problem(NAME, "right on ordinary inputs, wrong when the scores are large.",
                                 [_describe(probe, ans, expected)])
-    probe, ans, _ = by_kind["backward"]
-    trouble = _grad_trouble(ans, cache)
-    if trouble:
-        return _verdict.bug_found(NAME, "gradient_blocked", [f"On {probe.name}: {trouble}"] + notes)
     return None
 
 
@@ -310,6 +312,12 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
 
     if all(live_right):
         if not all(_dead_finite(p, a) for p, a in zip(m_probes, m_answers, strict=True)):
+            large, large_answer = next((p, a) for p, a in zip(probes, answers, strict=True) if p.kind == "large")
+            if large_answer.output is not None and not bool(torch.isfinite(rows(large_answer.output,
+                                                                                  large.live)).all()):
+                return _verdict.bug_found(NAME, "softmax_overflow", [
+                    "Both a fully masked row and large scores give NaN: exp(scores) / sum without "
+                    "subtracting the row maximum (torch.softmax does that for you)."] + notes)
             return _verdict.bug_found(NAME, "nan_on_fully_masked_row", [
                 "Everything else matches: every query that has a key to attend to gets the right output."
                 ] + notes)
@@ -336,11 +344,14 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     bug = matching_bug(m_answers, cache["table"], lives, [e.shape for e in m_expected])
     if bug:
         return _verdict.bug_found(NAME, bug, detail + notes)
-    batched = [p.q.dim() > 2 for p in m_probes]
-    if all(ok != b for ok, b in zip(live_right, batched, strict=True)):
+    single = [all(n == 1 for n in p.q.shape[:-2]) for p in m_probes]
+    if any(ok for ok, one in zip(live_right, single, strict=True) if one) and \
+            not any(ok for ok, one in zip(live_right, single, strict=True) if not one):
         return _verdict.bug_found(NAME, "batch_one_only", detail + [
             "Only the inputs with batch and head dimensions in front go wrong: index from the end, "
             "k.transpose(-2, -1) rather than k.T, and q.shape[-1] rather than q.shape[1]."] + notes)
+    if modified:
+        return _verdict.bug_found(NAME, "modifies_inputs", detail + notes)
     errors = [(p, a) for p, a in zip(m_probes, m_answers, strict=True) if a.error is not None]
     if errors:
         probe, ans = errors[0]

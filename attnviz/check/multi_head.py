@@ -7,7 +7,7 @@ from torch import nn
 
 from . import _verdict
 from ._compare import agrees, max_gap, rows, shape_complaint
-from ._diagnose import answer, error_kind, matching_bug, variant_outputs
+from ._diagnose import Hypotheses, answer, error_kind, matching_bug
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, multi_head
 from ._run import BUDGET, TIME_LIMIT, describe_error, guarded_call, shape_str
 from ._sandbox import run_steps, to_plain
@@ -130,7 +130,7 @@ def _variants():
     table = {}
     for bug_id, fns in MULTI_HEAD_VARIANTS.items():
         table[bug_id] = [lambda x, w, h, m, fn=fn, dead=dead: fn(x, w, h, m, dead)
-                         for fn in fns for dead in ("zero", "uniform")]
+                         for fn in fns for dead in ("zero", "uniform", "nan")]
     for bug_id, fns in ATTENTION_VARIANTS.items():
         table.setdefault(bug_id, [])
         table[bug_id] += [lambda x, w, h, m, fn=fn: multi_head(x, w, h, m, attend=fn) for fn in fns]
@@ -148,7 +148,8 @@ def _expected():
         leaf = x.to(torch.float64).requires_grad_(True)
         (multi_head(leaf, w64[c], CONFIGS[c][1], mask) * cotangent).sum().backward()
         main = [i for i, p in enumerate(probes) if p[4] == "main"]
-        table = variant_outputs(_variants(), [args[i] for i in main])
+        args32 = [(x, weights[c], CONFIGS[c][1], mask) for _, c, x, mask, _ in probes]
+        table = Hypotheses(_variants(), [args32[i] for i in main])   # float32, as learners
         _CACHE.update(probes=probes, weights=weights, reference=reference, cotangent=cotangent,
                       grad=leaf.grad, table=table, main=main)
     return _CACHE
