@@ -51,6 +51,10 @@ def _probes():
                (f"d_model={d_model}: batch 1, 5 positions, a (5, 5) mask", 0,
                 torch.randn(1, 5, d_model, generator=g), _mask(_M5), "main"),
                ("the first input again", 0, probes[0][2], None, "repeat"),
+               (f"d_model={d_model}: large scores (x times 30)", 0, probes[1][2] * 30, _mask(_M5), "large"),
+               (f"d_model={d_model}: the module and x in float64", 0, probes[2][2].double(), _mask(_M4), "float64"),
+               (f"d_model={d_model}: the module and x in float16, position 1 fully masked", 0,
+                probes[2][2].half(), _mask(_M4), "float16"),
                ("a backward pass", 1, torch.randn(2, 5, CONFIGS[1][0], generator=g), _mask(_M5), "backward")]
     return probes, weights
 
@@ -74,7 +78,14 @@ def _load(module, weights, d_model):
     return None
 
 
-def _build_step(cls, c, weights, state):
+_DTYPES = {"float64": torch.float64, "float16": torch.float16}
+
+
+def _key(c, kind):
+    return (c, kind if kind in _DTYPES else "float32")
+
+
+def _build_step(cls, c, weights, state, kind="float32"):
     d_model, n_heads = CONFIGS[c]
 
     def step():
@@ -85,7 +96,9 @@ def _build_step(cls, c, weights, state):
         if complaint:
             return {"complaint": complaint}
         module.eval()
-        state[c] = module
+        if kind in _DTYPES:
+            module.to(_DTYPES[kind])
+        state[(c, kind)] = module
         return {"complaint": ""}
     return step
 
@@ -94,16 +107,16 @@ def _forward(module):
     return lambda x, mask=None: module(x) if mask is None else module(x, mask=mask)
 
 
-def _forward_step(c, x, mask, state):
+def _forward_step(key, x, mask, state):
     def step():
         args = {"x": x} if mask is None else {"x": x, "mask": mask}
-        return guarded_call(_forward(state[c]), args, ("x",))
+        return guarded_call(_forward(state[key]), args, ("x",))
     return step
 
 
-def _backward_step(c, x, mask, cotangent, state):
+def _backward_step(key, x, mask, cotangent, state):
     def step():
-        module = state[c]
+        module = state[key]
         leaf = x.clone().requires_grad_(True)
         value = module(leaf, mask=mask.clone())
         output = value[0] if isinstance(value, (tuple, list)) and value else value
@@ -190,19 +203,21 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     cache = _expected()
     probes, reference = cache["probes"], cache["reference"]
     state: dict = {}
-    steps, labels = [], []
-    for c, (d_model, n_heads) in enumerate(CONFIGS):
-        steps.append(_build_step(cls, c, cache["weights"], state))
-        labels.append(f"Building cls({d_model}, {n_heads})")
-        for label, pc, x, mask, kind in probes:
-            if pc == c and kind != "backward":
-                steps.append(_forward_step(c, x, mask, state))
+    steps, labels, order = [], [], []
+    keys = list(dict.fromkeys(_key(p[1], p[4]) for p in probes))
+    for key in keys:
+        d_model, n_heads = CONFIGS[key[0]]
+        steps.append(_build_step(cls, key[0], cache["weights"], state, key[1]))
+        labels.append(f"Building cls({d_model}, {n_heads})" + ("" if key[1] == "float32" else f" in {key[1]}"))
+        order.append(None)
+        for j, (label, pc, x, mask, kind) in enumerate(probes):
+            if _key(pc, kind) == key and kind != "backward":
+                steps.append(_forward_step(key, x, mask, state))
                 labels.append(f"On {label}")
+                order.append(j)
     label, c, x, mask, _ = probes[-1]
-    steps.append(_backward_step(c, x, mask, cache["cotangent"], state))
+    steps.append(_backward_step(_key(c, "backward"), x, mask, cache["cotangent"], state))
     labels.append(f"On {label}")
-    order = [i for c in range(len(CONFIGS)) for i in [None] + [j for j, p in enumerate(probes)
-                                                               if p[1] == c and p[4] != "backward"]]
     order.append(len(probes) - 1)
     run = run_steps(steps, time_limit=time_limit, budget=max(BUDGET, time_limit))
     notes = [run.note] if not run.isolated else []
@@ -213,6 +228,10 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     answers = [None] * len(probes)
     for step, index, label in zip(run.steps, order, labels, strict=True):
         if index is None:                                   # a build step
+            if step.status == "error" and " in float" in label:
+                return _verdict.problem(NAME, f"{label[0].lower()}{label[1:]} failed.", [
+                    f"It raised {describe_error(step.error)}{where_note(step.error)}. After "
+                    f"module.to(dtype) every parameter has that dtype."] + notes)
             if step.status == "error":
                 if step.error.get("not_implemented"):
                     return _verdict.not_implemented(NAME, step.error["message"])
@@ -244,6 +263,13 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     if all(live_right):
         dead_finite = all(a.output is None or bool(torch.isfinite(rows(a.output, ~_live(p[2], p[3]))).all())
                           for p, a, _ in m)
+        extra = {p[4]: (p, a, e) for p, a, e in zip(probes, answers, reference, strict=True)}
+        (lp, la, le) = extra["large"]
+        large_nan = la.output is not None and not bool(torch.isfinite(rows(la.output, _live(lp[2], lp[3]))).all())
+        if large_nan:
+            return _verdict.bug_found(NAME, "softmax_overflow", [
+                f"On {lp[0]} the output holds NaN or inf: exp(scores) / sum without subtracting the row "
+                f"maximum (torch.softmax does that for you)."] + notes)
         if not dead_finite:
             return _verdict.bug_found(NAME, "nan_on_fully_masked_row",
                                       ["Every position that has a key to attend to gets the right output."] + notes)
@@ -253,6 +279,24 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
             if a.output.dtype != torch.float32:
                 return _verdict.bug_found(NAME, "dtype_changed", [
                     f"On {p[0]} (float32 x) the output is {str(a.output.dtype).replace('torch.', '')}."] + notes)
+        for kind in ("float64", "float16"):
+            p, a, e = extra[kind]
+            if a.error is not None:
+                found = "fill_overflows_float16" if kind == "float16" and error_kind(a.error) == "overflow" else None
+                if found:
+                    return _verdict.bug_found(NAME, found, [_describe(p[0], p[2], p[3], a, e)] + notes)
+                return _verdict.problem(NAME, f"forward raised on {kind}.", [_describe(p[0], p[2], p[3], a, e)] + notes)
+            if a.output.dtype != _DTYPES[kind]:
+                return _verdict.bug_found(NAME, "dtype_changed", [
+                    f"On {p[0]} the output is {str(a.output.dtype).replace('torch.', '')}."] + notes)
+            finite = bool(torch.isfinite(a.output).all())
+            if kind == "float16" and not finite:
+                return _verdict.bug_found(NAME, "fill_overflows_float16", [
+                    f"On {p[0]} the output holds NaN or inf, although float32 is fine."] + notes)
+            tol = 2e-2 if kind == "float16" else 1e-4
+            if not agrees(a.output, e, _live(p[2], p[3]), atol=tol, rtol=tol):
+                return _verdict.problem(NAME, f"right in float32, wrong in {kind}.",
+                                        [_describe(p[0], p[2], p[3], a, e)] + notes)
         back = answers[-1]
         grad = (back.extra or {}).get("grad")
         trouble = None
@@ -281,6 +325,12 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     bug = matching_bug(m_answers, cache["table"], lives, [e.shape for _, _, e in m])
     if bug:
         return _verdict.bug_found(NAME, bug, detail + notes)
+    if modified:
+        return _verdict.bug_found(NAME, "modifies_inputs", detail + notes)
+    if all(error_kind(a.error) == "matmul" for _, a, _ in m):
+        return _verdict.bug_found(NAME, "missing_key_transpose", detail + [
+            "Every input fails in a matrix product whose shapes do not line up; the usual cause is "
+            "query @ key without key.transpose(-2, -1) (k.T on a 4-D tensor reverses all four axes)."] + notes)
     batch_one = [p[2].shape[0] == 1 for p, _, _ in m]
     if any(batch_one) and all(ok == b for ok, b in zip(live_right, batch_one, strict=True)):
         return _verdict.bug_found(NAME, "batch_one_only", detail + notes)
