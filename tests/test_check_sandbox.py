@@ -17,7 +17,7 @@ def _right(q, k, v, mask=None):
 
 
 def test_round_trip_is_fast_and_results_come_back():
-    run_steps([lambda: 1], time_limit=5, budget=5)               # warm up
+    run_steps([lambda: 1], time_limit=5, budget=5)  # warm up
     start = time.perf_counter()
     run = run_steps([lambda: 1, lambda: [2.0, "x"]], time_limit=5, budget=5)
     assert time.perf_counter() - start < 0.5
@@ -26,21 +26,23 @@ def test_round_trip_is_fast_and_results_come_back():
 
 def test_a_loop_inside_one_c_call_is_killed_and_the_cpu_goes_back_to_idle():
     def stuck(q, k, v, mask=None):
-        return sum(range(10 ** 12))                              # never leaves one C call
+        return sum(range(10**12))  # never leaves one C call
+
     cpu, wall = time.process_time(), time.perf_counter()
     result = check_attention(stuck, time_limit=0.5)
     assert not result.passed and "did not finish within 0.5 s" in repr(result)
     assert time.perf_counter() - wall < 3
-    assert time.process_time() - cpu < 1.0                       # the parent only waited
+    assert time.process_time() - cpu < 1.0  # the parent only waited
     idle = time.process_time()
     time.sleep(0.5)
-    assert time.process_time() - idle < 0.1                      # nothing left spinning in the kernel
+    assert time.process_time() - idle < 0.1  # nothing left spinning in the kernel
 
 
 def test_python_loops_and_sleeps_time_out():
     def loops(n):
         while True:
             pass
+
     assert "did not finish" in repr(check_causal_mask(loops, time_limit=0.3))
     assert "did not finish" in repr(check_padding_mask(lambda lengths, n: time.sleep(30), time_limit=0.3))
 
@@ -49,7 +51,9 @@ def test_slow_calls_hit_the_total_budget():
     def slow(q, k, v, mask=None):
         time.sleep(0.6)
         return _right(q, k, v, mask)
+
     import attnviz.check.attention as module
+
     budget, module.BUDGET = module.BUDGET, 1.5
     try:
         start = time.perf_counter()
@@ -77,6 +81,7 @@ def test_global_state_the_learner_changes_stays_in_the_child():
         torch.use_deterministic_algorithms(not deterministic)
         attnviz.core.scaled_dot_product_attention = lambda *a, **kw: None
         return _right(q, k, v, mask)
+
     check_attention(hostile)
     check_multi_head(attnviz.MultiHeadAttention)
     assert torch.get_default_dtype() == dtype and torch.equal(torch.get_rng_state(), rng)
@@ -95,12 +100,15 @@ def test_the_kernels_default_dtype_does_not_fail_correct_code():
 def test_a_rebound_core_does_not_make_wrong_code_pass(tmp_path):
     import subprocess
     import sys
-    code = ("import attnviz.core, attnviz.zoo as zoo\n"
-            "attnviz.core.scaled_dot_product_attention = lambda q, k, v, mask=None, **kw: "
-            "(zoo.missing_scale(q, k, v, mask)[0], None)\n"
-            "from attnviz.check import check_attention\n"
-            "r = check_attention(zoo.missing_scale)\n"
-            "assert r.bug == 'missing_scale', r\n")
+
+    code = (
+        "import attnviz.core, attnviz.zoo as zoo\n"
+        "attnviz.core.scaled_dot_product_attention = lambda q, k, v, mask=None, **kw: "
+        "(zoo.missing_scale(q, k, v, mask)[0], None)\n"
+        "from attnviz.check import check_attention\n"
+        "r = check_attention(zoo.missing_scale)\n"
+        "assert r.bug == 'missing_scale', r\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
@@ -114,6 +122,7 @@ def test_odd_returns_and_odd_exceptions_get_verdicts():
 
     def raises_bad(q, k, v, mask=None):
         raise BadStr()
+
     cases = {
         "complex": lambda q, k, v, mask=None: _right(q, k, v, mask).to(torch.complex64),
         "meta": lambda q, k, v, mask=None: torch.empty(q.shape[:-1] + v.shape[-1:], device="meta"),
@@ -133,6 +142,7 @@ def test_odd_returns_and_odd_exceptions_get_verdicts():
 def test_an_exception_gets_its_own_headline_with_the_probe():
     def broken(q, k, v, mask=None):
         raise KeyError("oops")
+
     result = check_attention(broken)
     assert "raised KeyError" in result.headline and "On 4 queries" in repr(result)
 
@@ -143,10 +153,12 @@ def test_raw_pytorch_errors_of_a_forgotten_transpose_or_contiguous_are_named():
         if mask is not None:
             scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
         return scores.softmax(-1) @ v
+
     assert check_attention(no_transpose).bug == "missing_key_transpose"
 
     class NoContiguous(zoo.MultiHeadWith):
         def merge(self, x):
             batch, _, n, _ = x.shape
             return x.transpose(1, 2).view(batch, n, self.d_model)
+
     assert check_multi_head(NoContiguous).bug == "missing_contiguous"

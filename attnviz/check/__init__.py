@@ -16,5 +16,11 @@ from .attention import check_attention
 from .masks import check_causal_mask, check_padding_mask
 from .multi_head import check_multi_head
 
-__all__ = ["check_attention", "check_multi_head", "check_causal_mask", "check_padding_mask",
-           "CheckResult", "BUGS"]
+__all__ = [
+    "check_attention",
+    "check_multi_head",
+    "check_causal_mask",
+    "check_padding_mask",
+    "CheckResult",
+    "BUGS",
+]

@@ -48,11 +48,15 @@ def shape_complaint(got_shape, expected_shape, names) -> str:
     got_shape, expected_shape = tuple(got_shape), tuple(expected_shape)
     base = f"the output has shape {shape_str(got_shape)} but should have {shape_str(expected_shape)}"
     if len(got_shape) != len(expected_shape):
-        return (f"{base}: {len(got_shape)} dimensions instead of {len(expected_shape)}. "
-                f"Keep the batch/head dimensions in front untouched.")
+        return (
+            f"{base}: {len(got_shape)} dimensions instead of {len(expected_shape)}. "
+            f"Keep the batch/head dimensions in front untouched."
+        )
     for back in range(1, len(expected_shape) + 1):
         if got_shape[-back] != expected_shape[-back]:
             name = names[back - 1] if back <= len(names) else f"batch/head dimension {len(got_shape) - back}"
-            return (f"{base}: in the {name} (dimension -{back}) you have {got_shape[-back]} "
-                    f"where {expected_shape[-back]} is expected.")
+            return (
+                f"{base}: in the {name} (dimension -{back}) you have {got_shape[-back]} "
+                f"where {expected_shape[-back]} is expected."
+            )
     return base

@@ -28,23 +28,29 @@ RAISED = "raised"
 class Answer:
     output: torch.Tensor | None = None
     weights: torch.Tensor | None = None
-    error: dict | None = None          # an error_info dict
-    complaint: str = ""                # returned something that is not a readable tensor
+    error: dict | None = None  # an error_info dict
+    complaint: str = ""  # returned something that is not a readable tensor
     modified: tuple = ()
-    extra: dict | None = None          # anything else the step sent (gradients, ...)
+    extra: dict | None = None  # anything else the step sent (gradients, ...)
 
 
 def answer(step) -> Answer:
     """The :class:`Answer` from one sandbox Step whose value came from ``guarded_call``."""
     from ._run import first_tensor
+
     if step.status == "error":
         return Answer(error=step.error)
     if step.status != "ok":
         return Answer(complaint=step.status)
     value = rebuild(step.value["value"])
     output, weights, complaint = first_tensor(value)
-    return Answer(output=output, weights=weights, complaint=complaint or "",
-                  modified=tuple(step.value.get("modified", ())), extra=step.value.get("extra"))
+    return Answer(
+        output=output,
+        weights=weights,
+        complaint=complaint or "",
+        modified=tuple(step.value.get("modified", ())),
+        extra=step.value.get("extra"),
+    )
 
 
 class Hypotheses:
@@ -63,13 +69,13 @@ class Hypotheses:
             try:
                 with one_thread():
                     self._memo[key] = self.variants[bug_id][v](*self.probe_args[p])
-            except Exception:          # noqa: BLE001 - a variant that cannot run on this probe
+            except Exception:  # noqa: BLE001 - a variant that cannot run on this probe
                 self._memo[key] = RAISED
         return self._memo[key]
 
 
 def _same(mine: Answer, theirs, live, shape) -> bool:
-    if isinstance(theirs, str):                         # the variant raised here
+    if isinstance(theirs, str):  # the variant raised here
         return mine.error is not None or (mine.output is not None and tuple(mine.output.shape) != shape)
     if mine.output is None:
         return False
@@ -94,8 +100,11 @@ def matching_bug(answers, hypotheses, lives, shapes, order=None):
     return None
 
 
-_MATMUL = re.compile(r"cannot be multiplied|must match the size of tensor b|Expected size for first two "
-                     r"dimensions of batch2|size mismatch|mat1 and mat2", re.IGNORECASE)
+_MATMUL = re.compile(
+    r"cannot be multiplied|must match the size of tensor b|Expected size for first two "
+    r"dimensions of batch2|size mismatch|mat1 and mat2",
+    re.IGNORECASE,
+)
 
 
 def error_kind(error: dict | None) -> str | None:

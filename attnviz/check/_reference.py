@@ -24,7 +24,7 @@ __all__ = ["attention", "multi_head", "ATTENTION_VARIANTS", "MULTI_HEAD_VARIANTS
 
 _softmax, _log_softmax, _sigmoid, _exp = torch.softmax, torch.log_softmax, torch.sigmoid, torch.exp
 _INF = float("inf")
-_MIN = torch.finfo(torch.float32).min       # the fill the course teaches (the learner's dtype is float32)
+_MIN = torch.finfo(torch.float32).min  # the fill the course teaches (the learner's dtype is float32)
 
 
 def _t(x):
@@ -56,7 +56,7 @@ def attention(q, k, v, mask=None, dead="zero"):
 
 def causal(n_q, n_k=None):
     n_k = n_q if n_k is None else n_k
-    return torch.arange(n_q)[:, None] >= torch.arange(n_k)[None, :]     # top-left aligned
+    return torch.arange(n_q)[:, None] >= torch.arange(n_k)[None, :]  # top-left aligned
 
 
 def padding(lengths, n):
@@ -64,6 +64,7 @@ def padding(lengths, n):
 
 
 # ---- attention hypotheses: bug id -> variants fn(q, k, v, mask) -> output -------------------------
+
 
 def _scaled(scale):
     return lambda q, k, v, mask: _finish(q @ _t(k) * scale(q, k, v), mask, v)[0]
@@ -81,12 +82,14 @@ def _softmax_axis(axis, fill):
             raise IndexError("no such axis")
         weights = _softmax(_fill(q @ _t(k) / math.sqrt(q.shape[-1]), mask, fill), dim=axis)
         return weights @ v
+
     return variant
 
 
 def _normalised(normalise, fill):
     def variant(q, k, v, mask):
         return normalise(_fill(q @ _t(k) / math.sqrt(q.shape[-1]), mask, fill)) @ v
+
     return variant
 
 
@@ -100,6 +103,7 @@ def _additive(term):
         if mask is not None:
             scores = scores + term(mask.to(scores.dtype))
         return _softmax(scores, dim=-1) @ v
+
     return variant
 
 
@@ -109,67 +113,107 @@ def _after_softmax(how):
         if mask is not None:
             weights = how(weights, mask)
         return weights @ v
+
     return variant
 
 
 ATTENTION_VARIANTS = {
     "missing_scale": _fills(lambda f: lambda q, k, v, m: _finish(q @ _t(k), m, v, fill=f[0], dead=f[1])[0]),
-    "scale_multiplied": [_scaled(lambda q, k, v: math.sqrt(q.shape[-1])), _scaled(lambda q, k, v: q.shape[-1])],
-    "wrong_scale": [_scaled(lambda q, k, v: 1 / q.shape[-1]),                 # / d_k
-                    _scaled(lambda q, k, v: 1 / math.sqrt(v.shape[-1])),      # / √d_v
-                    _scaled(lambda q, k, v: 1 / math.sqrt(k.shape[-2])),      # / √n_k
-                    _scaled(lambda q, k, v: 1 / math.sqrt(q.shape[-2])),      # / √n_q
-                    _scaled(lambda q, k, v: 2 / q.shape[-1]),                 # / (d_k ** 1/2)
-                    _scaled(lambda q, k, v: 1 / (2 * q.shape[-1])),           # / d_k ** 1 / 2
-                    _scaled(lambda q, k, v: 1 / 2), _scaled(lambda q, k, v: 1 / 4),   # a stale global d_k = 4
-                    _scaled(lambda q, k, v: 1 / math.sqrt(8)), _scaled(lambda q, k, v: 1 / 8)],
+    "scale_multiplied": [
+        _scaled(lambda q, k, v: math.sqrt(q.shape[-1])),
+        _scaled(lambda q, k, v: q.shape[-1]),
+    ],
+    "wrong_scale": [
+        _scaled(lambda q, k, v: 1 / q.shape[-1]),  # / d_k
+        _scaled(lambda q, k, v: 1 / math.sqrt(v.shape[-1])),  # / √d_v
+        _scaled(lambda q, k, v: 1 / math.sqrt(k.shape[-2])),  # / √n_k
+        _scaled(lambda q, k, v: 1 / math.sqrt(q.shape[-2])),  # / √n_q
+        _scaled(lambda q, k, v: 2 / q.shape[-1]),  # / (d_k ** 1/2)
+        _scaled(lambda q, k, v: 1 / (2 * q.shape[-1])),  # / d_k ** 1 / 2
+        _scaled(lambda q, k, v: 1 / 2),
+        _scaled(lambda q, k, v: 1 / 4),  # a stale global d_k = 4
+        _scaled(lambda q, k, v: 1 / math.sqrt(8)),
+        _scaled(lambda q, k, v: 1 / 8),
+    ],
     "scale_after_softmax": [
         lambda q, k, v, m: _finish(q @ _t(k), m, v)[1] / math.sqrt(q.shape[-1]) @ v,
-        lambda q, k, v, m: _finish(q @ _t(k), m, v)[1] / q.shape[-1] @ v],
+        lambda q, k, v, m: _finish(q @ _t(k), m, v)[1] / q.shape[-1] @ v,
+    ],
     "softmax_wrong_axis": [_softmax_axis(axis, fill) for axis in (-2, 0, 1) for fill in (-_INF, _MIN)],
-    "scores_transposed": _fills(lambda f: lambda q, k, v, m: _finish(k @ _t(q) / math.sqrt(q.shape[-1]),
-                                                                     m, v, fill=f[0], dead=f[1])[0])
-    + [lambda q, k, v, m: _t(_finish(k @ _t(q) / math.sqrt(q.shape[-1]), None if m is None else _t(m), v)[1])
-       @ v],
-    "missing_key_transpose": _fills(lambda f: lambda q, k, v, m: _finish(q @ k / math.sqrt(q.shape[-1]),
-                                                                         m, v, fill=f[0], dead=f[1])[0]),
-    "mask_inverted": _fills(lambda f: lambda q, k, v, m: _finish(q @ _t(k) / math.sqrt(q.shape[-1]),
-                                                                 None if m is None else ~m, v, fill=f[0],
-                                                                 dead=f[1])[0])
+    "scores_transposed": _fills(
+        lambda f: (
+            lambda q, k, v, m: _finish(k @ _t(q) / math.sqrt(q.shape[-1]), m, v, fill=f[0], dead=f[1])[0]
+        )
+    )
+    + [
+        lambda q, k, v, m: (
+            _t(_finish(k @ _t(q) / math.sqrt(q.shape[-1]), None if m is None else _t(m), v)[1]) @ v
+        )
+    ],
+    "missing_key_transpose": _fills(
+        lambda f: lambda q, k, v, m: _finish(q @ k / math.sqrt(q.shape[-1]), m, v, fill=f[0], dead=f[1])[0]
+    ),
+    "mask_inverted": _fills(
+        lambda f: (
+            lambda q, k, v, m: _finish(
+                q @ _t(k) / math.sqrt(q.shape[-1]), None if m is None else ~m, v, fill=f[0], dead=f[1]
+            )[0]
+        )
+    )
     + [_additive(lambda m: m * -1e9)],
     "mask_ignored": [lambda q, k, v, m: attention(q, k, v)[0]],
-    "mask_after_softmax": [_after_softmax(lambda w, m: w * m),
-                           _after_softmax(lambda w, m: w.masked_fill(~m, -_INF)),
-                           _after_softmax(lambda w, m: w.masked_fill(~m, _MIN))],
-    "mask_fill_zero": [lambda q, k, v, m: _finish(q @ _t(k) / math.sqrt(q.shape[-1]), m, v, fill=0.0)[0],
-                       lambda q, k, v, m: _softmax(q @ _t(k) / math.sqrt(q.shape[-1]) * (1 if m is None else m),
-                                                   dim=-1) @ v],
-    "additive_mask_wrong": [_additive(lambda m: m), _additive(lambda m: 1 - m),
-                            _additive(lambda m: (1 - m) * -_INF), _additive(lambda m: m * -_INF),
-                            _additive(lambda m: (1 - m) * 1e9), _additive(lambda m: m * _INF)],
-    "forgot_values": [lambda q, k, v, m, f=f, d=d: _finish(q @ _t(k) / math.sqrt(q.shape[-1]), m, v, fill=f,
-                                                          dead=d)[1]
-                      for f in (-_INF, _MIN) for d in ("zero", "uniform")],
-    "weights_not_normalised": [_normalised(lambda s: s, 0.0), _normalised(lambda s: s, _MIN),
-                               _normalised(lambda s: _log_softmax(s, dim=-1), _MIN),
-                               _normalised(lambda s: _log_softmax(s, dim=-1), -_INF),
-                               _normalised(_sigmoid, -_INF), _normalised(_sigmoid, _MIN),
-                               _normalised(_exp, -_INF), _normalised(_exp, _MIN),
-                               _normalised(lambda s: _exp(s - s.amax(dim=-1, keepdim=True)), _MIN),
-                               _normalised(lambda s: _exp(s - s.amax(dim=-1, keepdim=True)), -_INF)],
-    "keys_values_swapped": [lambda q, k, v, m: _finish(q @ _t(v) / math.sqrt(q.shape[-1]), m, k)[0],
-                            lambda q, k, v, m: attention(q, k, k, m)[0],
-                            lambda q, k, v, m: attention(q, v, v, m)[0]],
-    "queries_keys_swapped": [lambda q, k, v, m: attention(k, q, v, None if m is None else _t(m))[0],
-                             lambda q, k, v, m: attention(q, q, v, m)[0]],
+    "mask_after_softmax": [
+        _after_softmax(lambda w, m: w * m),
+        _after_softmax(lambda w, m: w.masked_fill(~m, -_INF)),
+        _after_softmax(lambda w, m: w.masked_fill(~m, _MIN)),
+    ],
+    "mask_fill_zero": [
+        lambda q, k, v, m: _finish(q @ _t(k) / math.sqrt(q.shape[-1]), m, v, fill=0.0)[0],
+        lambda q, k, v, m: _softmax(q @ _t(k) / math.sqrt(q.shape[-1]) * (1 if m is None else m), dim=-1) @ v,
+    ],
+    "additive_mask_wrong": [
+        _additive(lambda m: m),
+        _additive(lambda m: 1 - m),
+        _additive(lambda m: (1 - m) * -_INF),
+        _additive(lambda m: m * -_INF),
+        _additive(lambda m: (1 - m) * 1e9),
+        _additive(lambda m: m * _INF),
+    ],
+    "forgot_values": [
+        lambda q, k, v, m, f=f, d=d: _finish(q @ _t(k) / math.sqrt(q.shape[-1]), m, v, fill=f, dead=d)[1]
+        for f in (-_INF, _MIN)
+        for d in ("zero", "uniform")
+    ],
+    "weights_not_normalised": [
+        _normalised(lambda s: s, 0.0),
+        _normalised(lambda s: s, _MIN),
+        _normalised(lambda s: _log_softmax(s, dim=-1), _MIN),
+        _normalised(lambda s: _log_softmax(s, dim=-1), -_INF),
+        _normalised(_sigmoid, -_INF),
+        _normalised(_sigmoid, _MIN),
+        _normalised(_exp, -_INF),
+        _normalised(_exp, _MIN),
+        _normalised(lambda s: _exp(s - s.amax(dim=-1, keepdim=True)), _MIN),
+        _normalised(lambda s: _exp(s - s.amax(dim=-1, keepdim=True)), -_INF),
+    ],
+    "keys_values_swapped": [
+        lambda q, k, v, m: _finish(q @ _t(v) / math.sqrt(q.shape[-1]), m, k)[0],
+        lambda q, k, v, m: attention(q, k, k, m)[0],
+        lambda q, k, v, m: attention(q, v, v, m)[0],
+    ],
+    "queries_keys_swapped": [
+        lambda q, k, v, m: attention(k, q, v, None if m is None else _t(m))[0],
+        lambda q, k, v, m: attention(q, q, v, m)[0],
+    ],
 }
 
 
 # ---- multi-head: x (batch, n, d_model), weights {W_q, W_k, W_v, W_o} (nn.Linear layout) -----------
 
+
 def _split(x, h):
     batch, n, d_model = x.shape
-    return x.reshape(batch, n, h, d_model // h).transpose(1, 2)          # (batch, h, n, d_k)
+    return x.reshape(batch, n, h, d_model // h).transpose(1, 2)  # (batch, h, n, d_k)
 
 
 def _merge(x):
@@ -181,8 +225,9 @@ def _project(x, weight):
     return x @ weight.T
 
 
-def multi_head(x, weights, h, mask=None, *, attend=None, split=_split, merge=_merge, project_out=True,
-               dead="zero"):
+def multi_head(
+    x, weights, h, mask=None, *, attend=None, split=_split, merge=_merge, project_out=True, dead="zero"
+):
     """Multi-head self-attention with the given parts; ``attend(q, k, v, mask) -> output``."""
     attend = attend or (lambda q, k, v, m: attention(q, k, v, m, dead=dead)[0])
     q, k, v = (split(_project(x, weights[name]), h) for name in ("W_q", "W_k", "W_v"))
@@ -200,7 +245,7 @@ def _merge_no_transpose(x):
     return x.reshape(batch, n, h * d_k)
 
 
-def _heads_last(x, h):                       # (batch, n, h, d_k): attention runs across the heads
+def _heads_last(x, h):  # (batch, n, h, d_k): attention runs across the heads
     batch, n, d_model = x.shape
     return x.reshape(batch, n, h, d_model // h)
 
@@ -212,20 +257,22 @@ def _merge_heads_last(x):
 
 def _averaged_pattern(x, weights, h, mask, dead):
     q, k = (_split(_project(x, weights[name]), h) for name in ("W_q", "W_k"))
-    pattern = _finish(q @ _t(k) / math.sqrt(q.shape[-1]), mask, q, dead=dead)[1].mean(dim=1)   # (batch, n, n)
+    pattern = _finish(q @ _t(k) / math.sqrt(q.shape[-1]), mask, q, dead=dead)[1].mean(dim=1)  # (batch, n, n)
     return _project(pattern @ _project(x, weights["W_v"]), weights["W_o"])
 
 
 def _averaged_outputs(x, weights, h, mask, dead):
     q, k, v = (_split(_project(x, weights[name]), h) for name in ("W_q", "W_k", "W_v"))
-    out = attention(q, k, v, mask, dead=dead)[0].mean(dim=1)                                 # (batch, n, d_k)
+    out = attention(q, k, v, mask, dead=dead)[0].mean(dim=1)  # (batch, n, d_k)
     return _project(out.repeat(1, 1, h), weights["W_o"])
 
 
 def _averaged_scores(x, weights, h, mask, dead):
     q, k = (_split(_project(x, weights[name]), h) for name in ("W_q", "W_k"))
-    scores = (q @ _t(k)).mean(dim=1) / math.sqrt(q.shape[-1])                                 # (batch, n, n)
-    return _project(_finish(scores, mask, _project(x, weights["W_v"]), fill=_MIN, dead=dead)[0], weights["W_o"])
+    scores = (q @ _t(k)).mean(dim=1) / math.sqrt(q.shape[-1])  # (batch, n, n)
+    return _project(
+        _finish(scores, mask, _project(x, weights["W_v"]), fill=_MIN, dead=dead)[0], weights["W_o"]
+    )
 
 
 def _one_head(scale_by_d_model):
@@ -233,13 +280,20 @@ def _one_head(scale_by_d_model):
         q, k, v = (_project(x, weights[name]) for name in ("W_q", "W_k", "W_v"))
         d = x.shape[-1] if scale_by_d_model else x.shape[-1] // h
         return _project(_finish(q @ _t(k) / math.sqrt(d), mask, v, dead=dead)[0], weights["W_o"])
+
     return variant
 
 
 def _with_scale(scale):
     def variant(x, weights, h, mask, dead):
-        return multi_head(x, weights, h, mask,
-                          attend=lambda q, k, v, m: _finish(q @ _t(k) * scale(x, h), m, v, dead=dead)[0])
+        return multi_head(
+            x,
+            weights,
+            h,
+            mask,
+            attend=lambda q, k, v, m: _finish(q @ _t(k) * scale(x, h), m, v, dead=dead)[0],
+        )
+
     return variant
 
 
@@ -248,9 +302,11 @@ def _parts(**parts):
 
 
 MULTI_HEAD_VARIANTS = {
-    "heads_split_without_transpose": [_parts(split=_split_no_transpose),
-                                      _parts(split=_split_no_transpose, merge=_merge_no_transpose),
-                                      _parts(split=_heads_last, merge=_merge_heads_last)],
+    "heads_split_without_transpose": [
+        _parts(split=_split_no_transpose),
+        _parts(split=_split_no_transpose, merge=_merge_no_transpose),
+        _parts(split=_heads_last, merge=_merge_heads_last),
+    ],
     "heads_merged_without_transpose": [_parts(merge=_merge_no_transpose)],
     "heads_averaged": [_averaged_pattern, _averaged_outputs, _averaged_scores],
     "heads_not_split": [_one_head(False), _one_head(True)],

@@ -29,11 +29,22 @@ import torch
 from .._validate import shape_str
 from ._sandbox import error_info, fork_available, run_steps, to_plain
 
-__all__ = ["Outcome", "Odd", "LearnerError", "call", "guarded_call", "describe_error", "first_tensor",
-           "shape_str", "rebuild", "TIME_LIMIT", "BUDGET"]
+__all__ = [
+    "Outcome",
+    "Odd",
+    "LearnerError",
+    "call",
+    "guarded_call",
+    "describe_error",
+    "first_tensor",
+    "shape_str",
+    "rebuild",
+    "TIME_LIMIT",
+    "BUDGET",
+]
 
-TIME_LIMIT = 5.0   # seconds per call; the check inputs are tiny, correct code takes milliseconds
-BUDGET = 12.0      # seconds for all the calls of one check together
+TIME_LIMIT = 5.0  # seconds per call; the check inputs are tiny, correct code takes milliseconds
+BUDGET = 12.0  # seconds for all the calls of one check together
 
 
 class LearnerError(Exception):
@@ -56,9 +67,9 @@ class Outcome:
     value: object = None
     error: BaseException | None = None
     timed_out: bool = False
-    modified: tuple = ()       # names of the inputs the call changed in place
-    exited: str = ""           # why the child process ended early, if it did
-    isolated: bool = True      # False: ran in a thread of the kernel (no fork on this system)
+    modified: tuple = ()  # names of the inputs the call changed in place
+    exited: str = ""  # why the child process ended early, if it did
+    isolated: bool = True  # False: ran in a thread of the kernel (no fork on this system)
 
 
 def _snapshot(value):
@@ -112,7 +123,7 @@ def _exception(info):
     if info.get("builtin") and isinstance(kind, type) and issubclass(kind, BaseException):
         try:
             return kind(info["message"])
-        except BaseException:    # noqa: BLE001 - an exception type with odd arguments
+        except BaseException:  # noqa: BLE001 - an exception type with odd arguments
             pass
     return LearnerError(info["type"], info["message"])
 
@@ -127,8 +138,9 @@ def call(fn, args: dict, *, positional=(), time_limit: float = TIME_LIMIT) -> Ou
         return Outcome(error=RuntimeError(run.note), exited=run.note, isolated=run.isolated)
     if step.status == "error":
         return Outcome(error=_exception(step.error), isolated=run.isolated)
-    return Outcome(value=rebuild(step.value["value"]), modified=tuple(step.value["modified"]),
-                   isolated=run.isolated)
+    return Outcome(
+        value=rebuild(step.value["value"]), modified=tuple(step.value["modified"]), isolated=run.isolated
+    )
 
 
 def describe_error(err) -> str:
@@ -170,4 +182,5 @@ def first_tensor(value):
 def isolation_note() -> str:
     """'' when learner code runs in a child process, else the thread fallback's warning."""
     from ._sandbox import THREAD_NOTE
+
     return "" if fork_available() else THREAD_NOTE

@@ -41,12 +41,22 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
-__all__ = ["Step", "Run", "run_steps", "to_plain", "from_plain", "error_info", "fork_available",
-           "THREAD_NOTE"]
+__all__ = [
+    "Step",
+    "Run",
+    "run_steps",
+    "to_plain",
+    "from_plain",
+    "error_info",
+    "fork_available",
+    "THREAD_NOTE",
+]
 
-THREAD_NOTE = ("This check ran your code in a thread of the kernel (this system has no fork), so a "
-               "timed-out call keeps running until the kernel restarts, and changes your code makes to "
-               "global state stay.")
+THREAD_NOTE = (
+    "This check ran your code in a thread of the kernel (this system has no fork), so a "
+    "timed-out call keeps running until the kernel restarts, and changes your code makes to "
+    "global state stay."
+)
 _HEADER = struct.Struct("!I")
 _MAX_TEXT = 400
 
@@ -69,20 +79,21 @@ class Step:
 @dataclass
 class Run:
     steps: list[Step] = field(default_factory=list)
-    isolated: bool = True           # True: a child process; False: the thread fallback
-    note: str = ""                  # how the child ended when it did not end normally
+    isolated: bool = True  # True: a child process; False: the thread fallback
+    note: str = ""  # how the child ended when it did not end normally
 
     @property
     def stopped(self):
         """The first step that timed out, ran over budget or killed its process, or None."""
-        return next((i for i, s in enumerate(self.steps) if s.status in ("timeout", "over_budget", "exited")),
-                    None)
+        return next(
+            (i for i, s in enumerate(self.steps) if s.status in ("timeout", "over_budget", "exited")), None
+        )
 
 
 def _safe_text(thing) -> str:
     try:
         text = str(thing)
-    except BaseException:            # noqa: BLE001 - a learner's __str__ may raise anything
+    except BaseException:  # noqa: BLE001 - a learner's __str__ may raise anything
         return "<its message could not be turned into text>"
     if not isinstance(text, str):
         return "<its message is not text>"
@@ -94,7 +105,7 @@ def error_info(err: BaseException) -> dict:
     learner's code it went through (file, line number, source text) when there is one."""
     try:
         name = type(err).__name__
-    except BaseException:            # noqa: BLE001
+    except BaseException:  # noqa: BLE001
         name = "an exception"
     lines = _safe_text(err).strip().splitlines()
     where = None
@@ -104,18 +115,41 @@ def error_info(err: BaseException) -> dict:
             code = tb.tb_frame.f_code
             path = code.co_filename.replace("\\", "/")
             if not any(part in path for part in ("/attnviz/check/", "/torch/", "/numpy/")):
-                where = (code.co_filename, tb.tb_lineno, code.co_name)   # the learner's last line
+                where = (code.co_filename, tb.tb_lineno, code.co_name)  # the learner's last line
             tb = tb.tb_next
-    except BaseException:            # noqa: BLE001
+    except BaseException:  # noqa: BLE001
         where = None
-    builtin = isinstance(err, (ArithmeticError, AssertionError, AttributeError, ImportError, IndexError,
-                               KeyError, NameError, NotImplementedError, RuntimeError, TypeError,
-                               ValueError, RecursionError, MemoryError, SystemExit, KeyboardInterrupt))
-    return {"type": name, "message": lines[0] if lines else "", "where": where,
-            "not_implemented": isinstance(err, NotImplementedError), "builtin": builtin}
+    builtin = isinstance(
+        err,
+        (
+            ArithmeticError,
+            AssertionError,
+            AttributeError,
+            ImportError,
+            IndexError,
+            KeyError,
+            NameError,
+            NotImplementedError,
+            RuntimeError,
+            TypeError,
+            ValueError,
+            RecursionError,
+            MemoryError,
+            SystemExit,
+            KeyboardInterrupt,
+        ),
+    )
+    return {
+        "type": name,
+        "message": lines[0] if lines else "",
+        "where": where,
+        "not_implemented": isinstance(err, NotImplementedError),
+        "builtin": builtin,
+    }
 
 
 # ---- plain data -----------------------------------------------------------------------------
+
 
 def to_plain(value, depth=0):
     """What learner code returned, as plain data that pickles safely.
@@ -134,11 +168,14 @@ def to_plain(value, depth=0):
     if isinstance(value, np.ndarray):
         return {"kind": "ndarray", "shape": list(value.shape), "dtype": str(value.dtype)}
     if isinstance(value, (tuple, list)) and depth < 4:
-        return {"kind": type(value).__name__ if type(value) in (tuple, list) else "tuple",
-                "items": [to_plain(item, depth + 1) for item in list(value)[:8]], "length": len(value)}
+        return {
+            "kind": type(value).__name__ if type(value) in (tuple, list) else "tuple",
+            "items": [to_plain(item, depth + 1) for item in list(value)[:8]],
+            "length": len(value),
+        }
     try:
         name = type(value).__name__
-    except BaseException:            # noqa: BLE001
+    except BaseException:  # noqa: BLE001
         name = "object"
     return {"kind": "object", "type": name}
 
@@ -151,13 +188,21 @@ def _tensor_to_plain(t):
         if t.is_meta:
             return {"kind": "odd", "what": "a tensor on the 'meta' device (a shape without numbers)"}
         if t.layout != torch.strided:
-            return {"kind": "odd", "what": f"a {str(t.layout).replace('torch.', '')} tensor (not a dense one)"}
+            return {
+                "kind": "odd",
+                "what": f"a {str(t.layout).replace('torch.', '')} tensor (not a dense one)",
+            }
         if t.is_quantized:
             return {"kind": "odd", "what": "a quantized tensor"}
         if t.is_complex():
             return {"kind": "odd", "what": f"a complex tensor ({str(t.dtype).replace('torch.', '')})"}
-        plain = {"kind": "tensor", "dtype": str(t.dtype).replace("torch.", ""), "shape": list(t.shape),
-                 "requires_grad": bool(t.requires_grad), "has_grad_fn": t.grad_fn is not None}
+        plain = {
+            "kind": "tensor",
+            "dtype": str(t.dtype).replace("torch.", ""),
+            "shape": list(t.shape),
+            "requires_grad": bool(t.requires_grad),
+            "has_grad_fn": t.grad_fn is not None,
+        }
         data = t.detach().cpu()
         if data.dtype in (torch.bfloat16, torch.float16) or data.is_floating_point():
             data = data.to(torch.float64)
@@ -167,7 +212,7 @@ def _tensor_to_plain(t):
             data = data.to(torch.int64)
         plain["array"] = data.numpy().copy()
         return plain
-    except BaseException as err:    # noqa: BLE001 - exotic tensors: say what it is, never raise
+    except BaseException as err:  # noqa: BLE001 - exotic tensors: say what it is, never raise
         return {"kind": "odd", "what": f"a tensor that cannot be read ({error_info(err)['type']})"}
 
 
@@ -180,12 +225,13 @@ def from_plain(plain):
 
 # ---- the child ------------------------------------------------------------------------------
 
+
 def _child_setup():
-    torch.set_num_threads(1)                     # before any torch op: OpenMP is not fork-safe
-    sys.stdout = io.StringIO()                   # the kernel's streams belong to the parent
+    torch.set_num_threads(1)  # before any torch op: OpenMP is not fork-safe
+    sys.stdout = io.StringIO()  # the kernel's streams belong to the parent
     sys.stderr = io.StringIO()
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    torch.set_default_dtype(torch.float32)       # the checker's inputs and modules are float32
+    torch.set_default_dtype(torch.float32)  # the checker's inputs and modules are float32
     torch.set_grad_enabled(True)
     torch.manual_seed(0)
 
@@ -193,11 +239,22 @@ def _child_setup():
 def _encode(status, value, error, seconds):
     try:
         body = pickle.dumps((status, value, error, seconds), protocol=4)
-    except BaseException as err:    # noqa: BLE001
-        body = pickle.dumps(("error", None, {"type": "TypeError", "where": None, "not_implemented": False,
-                                             "builtin": True,
-                                             "message": f"the result could not be sent back ({error_info(err)['type']})"},
-                             seconds), protocol=4)
+    except BaseException as err:  # noqa: BLE001
+        body = pickle.dumps(
+            (
+                "error",
+                None,
+                {
+                    "type": "TypeError",
+                    "where": None,
+                    "not_implemented": False,
+                    "builtin": True,
+                    "message": f"the result could not be sent back ({error_info(err)['type']})",
+                },
+                seconds,
+            ),
+            protocol=4,
+        )
     return _HEADER.pack(len(body)) + body
 
 
@@ -206,7 +263,7 @@ def _run_one(step):
     try:
         value = step()
         return "ok", value, None, time.perf_counter() - start
-    except BaseException as err:    # noqa: BLE001 - anything the learner raises is a verdict
+    except BaseException as err:  # noqa: BLE001 - anything the learner raises is a verdict
         return "error", None, error_info(err), time.perf_counter() - start
 
 
@@ -220,7 +277,7 @@ def _child(steps, write_fd):
                 written = os.write(write_fd, view)
                 view = view[written:]
     finally:
-        os._exit(0)                              # never return into the kernel's code
+        os._exit(0)  # never return into the kernel's code
 
 
 def _parse(buffer: bytearray):
@@ -230,8 +287,8 @@ def _parse(buffer: bytearray):
         (size,) = _HEADER.unpack_from(buffer)
         if len(buffer) < _HEADER.size + size:
             break
-        body = bytes(buffer[_HEADER.size:_HEADER.size + size])
-        del buffer[:_HEADER.size + size]
+        body = bytes(buffer[_HEADER.size : _HEADER.size + size])
+        del buffer[: _HEADER.size + size]
         out.append(pickle.loads(body))
     return out
 
@@ -269,9 +326,9 @@ def _exit_note(status):
 def _run_forked(steps, time_limit, budget) -> Run:
     read_fd, write_fd = os.pipe()
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)    # "multi-threaded, fork may deadlock"
+        warnings.simplefilter("ignore", DeprecationWarning)  # "multi-threaded, fork may deadlock"
         pid = os.fork()
-    if pid == 0:                                  # the child
+    if pid == 0:  # the child
         os.close(read_fd)
         _child(steps, write_fd)
     os.close(write_fd)
@@ -290,11 +347,10 @@ def _run_forked(steps, time_limit, budget) -> Run:
                 run.steps.append(Step(status, seconds=time.monotonic() - last))
                 break
             chunk = os.read(read_fd, 1 << 16)
-            if not chunk:                         # the child is gone before sending everything
+            if not chunk:  # the child is gone before sending everything
                 status = _reap(pid)
                 done = True
-                if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 \
-                        and not buffer:
+                if status is not None and os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and not buffer:
                     run.note = "the process running your code ended early"
                 else:
                     run.note = _exit_note(status)

@@ -23,18 +23,39 @@ def stop_verdict(name, run, labels, time_limit, notes):
         return None
     step, label = run.steps[index], labels[index]
     isolated = run.isolated
-    stopped = ("It was stopped, and the kernel is unaffected." if isolated else
-               "If it is still running, restart the kernel (Kernel > Restart Kernel) to stop it.")
+    stopped = (
+        "It was stopped, and the kernel is unaffected."
+        if isolated
+        else "If it is still running, restart the kernel (Kernel > Restart Kernel) to stop it."
+    )
     if step.status == "timeout":
-        return _verdict.problem(name, f"your code did not finish within {time_limit:g} s.", [
-            f"{label}: tiny inputs that correct code handles in milliseconds. Look for a loop that never "
-            f"ends (or a very long one). {stopped}"] + notes)
+        return _verdict.problem(
+            name,
+            f"your code did not finish within {time_limit:g} s.",
+            [
+                f"{label}: tiny inputs that correct code handles in milliseconds. Look for a loop that never "
+                f"ends (or a very long one). {stopped}"
+            ]
+            + notes,
+        )
     if step.status == "over_budget":
         done = [s.seconds for s in run.steps[:index] if s.status in ("ok", "error")]
         each = f" (about {sum(done) / len(done):.2g} s per call)" if done else ""
-        return _verdict.problem(name, "your code is too slow for this check.", [
-            f"The check makes {len(run.steps)} calls and stopped at call {index + 1}, {label}, after "
-            f"using its whole time budget{each}. Correct code takes milliseconds per call. {stopped}"] + notes)
-    return _verdict.problem(name, "the process running your code ended before it finished.", [
-        f"{label}: {run.note}. Your code (or something it called) ended the process; in the "
-        f"kernel itself that would have killed the kernel. The kernel is unaffected."] + notes)
+        return _verdict.problem(
+            name,
+            "your code is too slow for this check.",
+            [
+                f"The check makes {len(run.steps)} calls and stopped at call {index + 1}, {label}, after "
+                f"using its whole time budget{each}. Correct code takes milliseconds per call. {stopped}"
+            ]
+            + notes,
+        )
+    return _verdict.problem(
+        name,
+        "the process running your code ended before it finished.",
+        [
+            f"{label}: {run.note}. Your code (or something it called) ended the process; in the "
+            f"kernel itself that would have killed the kernel. The kernel is unaffected."
+        ]
+        + notes,
+    )

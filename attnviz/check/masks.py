@@ -16,8 +16,8 @@ from ._stops import stop_verdict, where_note
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
 _CAUSAL_SIZES = (1, 4, 6)
-_RECTANGLES = ((3, 5), (5, 3))          # tried when the function takes (n_q, n_k)
-_PADDING_CASES = (([2, 5, 1, 3], 5), ([4, 0], 4), ([2, 3, 1], 6))   # batch != n; the last max(lengths) < n
+_RECTANGLES = ((3, 5), (5, 3))  # tried when the function takes (n_q, n_k)
+_PADDING_CASES = (([2, 5, 1, 3], 5), ([4, 0], 4), ([2, 3, 1], 6))  # batch != n; the last max(lengths) < n
 
 _INVERTED_FIX = {
     "causal": "torch.ones(n, n, dtype=torch.bool).tril()   # True = may attend",
@@ -46,8 +46,10 @@ def _as_mask(value, expected_shape):
         return None, f"your function returned a {type(value).__name__}, not a torch.Tensor."
     fits = broadcast_shape(tuple(value.shape), tuple(expected_shape)) == tuple(expected_shape)
     if not fits:
-        return None, (f"your function returned shape {shape_str(value.shape)}, which does not broadcast to the "
-                      f"scores' shape {shape_str(expected_shape)}.")
+        return None, (
+            f"your function returned shape {shape_str(value.shape)}, which does not broadcast to the "
+            f"scores' shape {shape_str(expected_shape)}."
+        )
     return value, None
 
 
@@ -56,14 +58,18 @@ def _dtype_note(value, expected):
     if value.dtype == torch.bool:
         return None
     if value.is_floating_point() and bool(torch.isinf(value).any()):
-        return ("your mask is an additive float mask (0 and -inf). That is a valid mask for "
-                "F.scaled_dot_product_attention, but this exercise asks for a bool mask with True = may "
-                "attend; return the bool version, e.g. torch.isfinite(mask).")
+        return (
+            "your mask is an additive float mask (0 and -inf). That is a valid mask for "
+            "F.scaled_dot_product_attention, but this exercise asks for a bool mask with True = may "
+            "attend; return the bool version, e.g. torch.isfinite(mask)."
+        )
     pattern = value != 0
     if torch.equal(pattern.expand(expected.shape), expected.expand(expected.shape)):
-        return (f"the pattern is right but the dtype is {str(value.dtype).replace('torch.', '')}. A float or int "
-                f"mask is not read as allowed/blocked: a float mask is ADDED to the scores, so 1.0 and 0.0 block "
-                f"nothing. Return a bool mask: add .bool() or build it with dtype=torch.bool.")
+        return (
+            f"the pattern is right but the dtype is {str(value.dtype).replace('torch.', '')}. A float or int "
+            f"mask is not read as allowed/blocked: a float mask is ADDED to the scores, so 1.0 and 0.0 block "
+            f"nothing. Return a bool mask: add .bool() or build it with dtype=torch.bool."
+        )
     return None
 
 
@@ -78,10 +84,10 @@ def _takes_two(fn):
 def _collect(name, fn, cases, arg_names, time_limit):
     """Run every case in one child. Returns (results, verdict_or_None); results[i] is
     (value, modified)."""
-    steps = [lambda case=case: guarded_call(fn, dict(zip(arg_names, case)), arg_names) for case in cases]
+    steps = [lambda case=case: guarded_call(fn, dict(zip(arg_names, case, strict=True)), arg_names) for case in cases]  # noqa: E501
     run = run_steps(steps, time_limit=time_limit, budget=max(BUDGET, time_limit))
     notes = [run.note] if not run.isolated else []
-    labels = [f"For {', '.join(f'{a}={_show(c)}' for a, c in zip(arg_names, case))}" for case in cases]
+    labels = [f"For {', '.join(f'{a}={_show(c)}' for a, c in zip(arg_names, case, strict=True))}" for case in cases]  # noqa: E501
     stopped = stop_verdict(name, run, labels, time_limit, notes)
     if stopped:
         return None, stopped
@@ -90,8 +96,11 @@ def _collect(name, fn, cases, arg_names, time_limit):
         if step.status == "error":
             if step.error.get("not_implemented"):
                 return None, _verdict.not_implemented(name, step.error["message"])
-            return None, _verdict.problem(name, f"your function raised {step.error['type']}.", [
-                f"{label}: {describe_error(step.error)}{where_note(step.error)}"] + notes)
+            return None, _verdict.problem(
+                name,
+                f"your function raised {step.error['type']}.",
+                [f"{label}: {describe_error(step.error)}{where_note(step.error)}"] + notes,
+            )
         results.append((rebuild(step.value["value"]), tuple(step.value["modified"])))
     return results, None
 
@@ -103,8 +112,10 @@ def _show(value):
 def _first_difference(label, got, expected, future_word=True):
     leaks = (got & ~expected).nonzero().tolist()
     missing = (~got & expected).nonzero().tolist()
-    notes = [f"{label}, {len(leaks)} entries allow what should be blocked and {len(missing)} block what "
-             f"should be allowed."]
+    notes = [
+        f"{label}, {len(leaks)} entries allow what should be blocked and {len(missing)} block what "
+        f"should be allowed."
+    ]
     if leaks:
         i, j = leaks[0][-2:]
         notes.append(f"For example query {i} may attend to key {j}, which comes after it.")
@@ -123,8 +134,11 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     """
     name = "check_causal_mask"
     if not callable(fn):
-        return _verdict.problem(name, f"expected a function, got a {type(fn).__name__}.",
-                                ["Pass the function itself: check_causal_mask(my_causal_mask)."])
+        return _verdict.problem(
+            name,
+            f"expected a function, got a {type(fn).__name__}.",
+            ["Pass the function itself: check_causal_mask(my_causal_mask)."],
+        )
     rectangles = _RECTANGLES if _takes_two(fn) else ()
     square, squares_done = [(n,) for n in _CAUSAL_SIZES], None
     results, verdict = _collect(name, fn, square, ("n",), time_limit)
@@ -142,9 +156,12 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
         expected = causal(*case)
         mask, complaint = _as_mask(value, expected.shape)
         if complaint:
-            return _verdict.problem(name, complaint,
-                                    [f"For {case} the mask should have shape {shape_str(expected.shape)}."],
-                                    fix="torch.ones(n, n, dtype=torch.bool).tril()")
+            return _verdict.problem(
+                name,
+                complaint,
+                [f"For {case} the mask should have shape {shape_str(expected.shape)}."],
+                fix="torch.ones(n, n, dtype=torch.bool).tril()",
+            )
         note = _dtype_note(mask, expected)
         if note:
             return _verdict.problem(name, "the mask is not bool.", [note])
@@ -154,20 +171,29 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     n_square = len(square)
     if all(right):
         tried = "n = 1, 4 and 6" + (" and (n_q, n_k) = (3, 5), (5, 3)" if rectangles else "")
-        return _verdict.passed(name, f"correct for {tried}.",
-                               ["Each query sees itself and every earlier position, nothing later."])
+        return _verdict.passed(
+            name,
+            f"correct for {tried}.",
+            ["Each query sees itself and every earlier position, nothing later."],
+        )
     if all(right[:n_square]):
         i = right.index(False)
-        return _verdict.bug_found(name, "causal_not_rectangular",
-                                  _first_difference(f"For (n_q, n_k) = {cases[i]}", got_full[i], expected_full[i]))
+        return _verdict.bug_found(
+            name,
+            "causal_not_rectangular",
+            _first_difference(f"For (n_q, n_k) = {cases[i]}", got_full[i], expected_full[i]),
+        )
     for bug_id, make in _CAUSAL_HYPOTHESES.items():
         if all(torch.equal(g, make(n)) for g, (n,) in zip(got_full[:n_square], square, strict=True)):
             fix = _INVERTED_FIX["causal"] if bug_id == "mask_inverted" else None
             return _verdict.bug_found(name, bug_id, fix=fix)
     i = right.index(False)
-    return _verdict.problem(name, "the mask is not the causal pattern, and matches no known bug.",
-                            _first_difference(f"For n={cases[i]}", got_full[i], expected_full[i]),
-                            fix="torch.ones(n, n, dtype=torch.bool).tril()")
+    return _verdict.problem(
+        name,
+        "the mask is not the causal pattern, and matches no known bug.",
+        _first_difference(f"For n={cases[i]}", got_full[i], expected_full[i]),
+        fix="torch.ones(n, n, dtype=torch.bool).tril()",
+    )
 
 
 def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
@@ -181,8 +207,11 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
     """
     name = "check_padding_mask"
     if not callable(fn):
-        return _verdict.problem(name, f"expected a function, got a {type(fn).__name__}.",
-                                ["Pass the function itself: check_padding_mask(my_padding_mask)."])
+        return _verdict.problem(
+            name,
+            f"expected a function, got a {type(fn).__name__}.",
+            ["Pass the function itself: check_padding_mask(my_padding_mask)."],
+        )
     cases = [(torch.tensor(lengths), n) for lengths, n in _PADDING_CASES]
     results, verdict = _collect(name, fn, cases, ("lengths", "n"), time_limit)
     if verdict:
@@ -194,14 +223,24 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
         mask, complaint = _as_mask(value, expected.shape)
         case = f"lengths={lengths.tolist()}, n={n}"
         if complaint:
-            notes = [f"For {case} the scores are (batch, n_q, n_k) = {shape_str(expected.shape)}, so the "
-                     f"mask should be (batch, 1, n_k) = ({batch}, 1, {n})."]
+            notes = [
+                f"For {case} the scores are (batch, n_q, n_k) = {shape_str(expected.shape)}, so the "
+                f"mask should be (batch, 1, n_k) = ({batch}, 1, {n})."
+            ]
             if isinstance(value, torch.Tensor) and tuple(value.shape) == (batch, n):
-                notes.append("A (batch, n) mask lines batch up with n_q when broadcast; insert the "
-                             "query axis: mask[:, None, :].")
-            if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[-1] == int(lengths.max()) < n:
-                notes.append(f"Its last dimension is max(lengths) = {int(lengths.max())}, not n = {n}: "
-                             f"build it over torch.arange(n).")
+                notes.append(
+                    "A (batch, n) mask lines batch up with n_q when broadcast; insert the "
+                    "query axis: mask[:, None, :]."
+                )
+            if (
+                isinstance(value, torch.Tensor)
+                and value.dim() >= 1
+                and value.shape[-1] == int(lengths.max()) < n
+            ):
+                notes.append(
+                    f"Its last dimension is max(lengths) = {int(lengths.max())}, not n = {n}: "
+                    f"build it over torch.arange(n)."
+                )
             return _verdict.problem(name, complaint, notes, fix=_INVERTED_FIX["padding"])
         note = _dtype_note(mask, expected)
         if note:
@@ -213,20 +252,34 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
     if right and modified:
         return _verdict.bug_found(name, "padding_lengths_modified", ["The masks are right."])
     if right:
-        return _verdict.passed(name, "correct: padding keys are blocked for every query.", [
-            "lengths [2, 5, 1, 3] with n=5, [4, 0] with n=4, and [2, 3, 1] with n=6 (longer than any "
-            "sequence)."])
+        return _verdict.passed(
+            name,
+            "correct: padding keys are blocked for every query.",
+            [
+                "lengths [2, 5, 1, 3] with n=5, [4, 0] with n=4, and [2, 3, 1] with n=6 (longer than any "
+                "sequence)."
+            ],
+        )
     for bug_id, make in _PADDING_HYPOTHESES.items():
-        if all(torch.equal(g, make(lengths, n).expand(g.shape)) for g, (lengths, n) in zip(got_full, cases, strict=True)):
+        if all(
+            torch.equal(g, make(lengths, n).expand(g.shape))
+            for g, (lengths, n) in zip(got_full, cases, strict=True)
+        ):
             fix = _INVERTED_FIX["padding"] if bug_id == "mask_inverted" else None
             return _verdict.bug_found(name, bug_id, fix=fix)
     pairs = zip(cases, got_full, expected_full, strict=True)
     (lengths, n), got, expected = next((c, g, e) for c, g, e in pairs if not torch.equal(g, e))
     b, i, j = (got != expected).nonzero()[0].tolist()
     allowed = "may" if bool(got[b, i, j]) else "may not"
-    notes = [f"With lengths={lengths.tolist()} and n={n}: in sequence {b} (length {int(lengths[b])}) query {i} "
-             f"{allowed} attend to key {j}."]
+    notes = [
+        f"With lengths={lengths.tolist()} and n={n}: in sequence {b} (length {int(lengths[b])}) query {i} "
+        f"{allowed} attend to key {j}."
+    ]
     if modified:
         notes.append("It also changed lengths in place.")
-    return _verdict.problem(name, "the mask is not the padding pattern, and matches no known bug.", notes,
-                            fix=_INVERTED_FIX["padding"])
+    return _verdict.problem(
+        name,
+        "the mask is not the padding pattern, and matches no known bug.",
+        notes,
+        fix=_INVERTED_FIX["padding"],
+    )

@@ -16,7 +16,7 @@ from ._stops import stop_verdict, where_note
 __all__ = ["check_multi_head"]
 
 NAME = "check_multi_head"
-CONFIGS = ((12, 3), (10, 2), (18, 3))   # d_k = 4 (notebook 05's), 5 and 6: a stale global d_k fails
+CONFIGS = ((12, 3), (10, 2), (18, 3))  # d_k = 4 (notebook 05's), 5 and 6: a stale global d_k fails
 _OUTPUT_DIMS = ("features d_model (last dimension)", "positions n", "batch")
 _LAYERS = ("W_q", "W_k", "W_v", "W_o")
 
@@ -30,8 +30,8 @@ def _mask(rows_, dead=None, full=None):
     return mask
 
 
-_M5 = [[1, 0, 1, 0, 0], [1, 1, 0, 0, 1], [1, 1, 1, 1, 1], [1, 0, 1, 1, 0], [0, 0, 1, 1, 0]]   # not symmetric
-_M4 = [[1, 1, 0, 0], [0, 0, 0, 0], [0, 1, 1, 0], [1, 0, 1, 0]]                               # position 1 dead
+_M5 = [[1, 0, 1, 0, 0], [1, 1, 0, 0, 1], [1, 1, 1, 1, 1], [1, 0, 1, 1, 0], [0, 0, 1, 1, 0]]  # not symmetric
+_M4 = [[1, 1, 0, 0], [0, 0, 0, 0], [0, 1, 1, 0], [1, 0, 1, 0]]  # position 1 dead
 
 
 def _probes():
@@ -39,23 +39,42 @@ def _probes():
     g = torch.Generator().manual_seed(5)
     weights, probes = [], []
     for c, (d_model, n_heads) in enumerate(CONFIGS):
-        weights.append({name: torch.randn(d_model, d_model, generator=g) / d_model ** 0.5 for name in _LAYERS})
+        weights.append({name: torch.randn(d_model, d_model, generator=g) / d_model**0.5 for name in _LAYERS})
         x5, x4 = torch.randn(2, 5, d_model, generator=g), torch.randn(2, 4, d_model, generator=g)
         tag = f"d_model={d_model}, n_heads={n_heads}"
-        probes += [(f"{tag}: batch 2, 5 positions, no mask", c, x5, None, "main"),
-                   (f"{tag}: batch 2, 5 positions, a (5, 5) mask", c, x5, _mask(_M5), "main"),
-                   (f"{tag}: batch 2, 4 positions, position 1 fully masked", c, x4, _mask(_M4), "main")]
+        probes += [
+            (f"{tag}: batch 2, 5 positions, no mask", c, x5, None, "main"),
+            (f"{tag}: batch 2, 5 positions, a (5, 5) mask", c, x5, _mask(_M5), "main"),
+            (f"{tag}: batch 2, 4 positions, position 1 fully masked", c, x4, _mask(_M4), "main"),
+        ]
     d_model = CONFIGS[0][0]
-    probes += [(f"d_model={d_model}: batch 3, 4 positions, no mask", 0, torch.randn(3, 4, d_model, generator=g),
-                None, "main"),
-               (f"d_model={d_model}: batch 1, 5 positions, a (5, 5) mask", 0,
-                torch.randn(1, 5, d_model, generator=g), _mask(_M5), "main"),
-               ("the first input again", 0, probes[0][2], None, "repeat"),
-               (f"d_model={d_model}: large scores (x times 30)", 0, probes[1][2] * 30, _mask(_M5), "large"),
-               (f"d_model={d_model}: the module and x in float64", 0, probes[2][2].double(), _mask(_M4), "float64"),
-               (f"d_model={d_model}: the module and x in float16, position 1 fully masked", 0,
-                probes[2][2].half(), _mask(_M4), "float16"),
-               ("a backward pass", 1, torch.randn(2, 5, CONFIGS[1][0], generator=g), _mask(_M5), "backward")]
+    probes += [
+        (
+            f"d_model={d_model}: batch 3, 4 positions, no mask",
+            0,
+            torch.randn(3, 4, d_model, generator=g),
+            None,
+            "main",
+        ),
+        (
+            f"d_model={d_model}: batch 1, 5 positions, a (5, 5) mask",
+            0,
+            torch.randn(1, 5, d_model, generator=g),
+            _mask(_M5),
+            "main",
+        ),
+        ("the first input again", 0, probes[0][2], None, "repeat"),
+        (f"d_model={d_model}: large scores (x times 30)", 0, probes[1][2] * 30, _mask(_M5), "large"),
+        (f"d_model={d_model}: the module and x in float64", 0, probes[2][2].double(), _mask(_M4), "float64"),
+        (
+            f"d_model={d_model}: the module and x in float16, position 1 fully masked",
+            0,
+            probes[2][2].half(),
+            _mask(_M4),
+            "float16",
+        ),
+        ("a backward pass", 1, torch.randn(2, 5, CONFIGS[1][0], generator=g), _mask(_M5), "backward"),
+    ]
     return probes, weights
 
 
@@ -65,11 +84,15 @@ def _load(module, weights, d_model):
         layer = getattr(module, name, None)
         weight = getattr(layer, "weight", None)
         if not isinstance(weight, torch.Tensor):
-            return (f"your module has no {name} layer with a .weight; the exercise asks for "
-                    f"self.{name} = nn.Linear(d_model, d_model).")
+            return (
+                f"your module has no {name} layer with a .weight; the exercise asks for "
+                f"self.{name} = nn.Linear(d_model, d_model)."
+            )
         if tuple(weight.shape) != (d_model, d_model):
-            return (f"self.{name}.weight has shape {shape_str(weight.shape)}, but with d_model={d_model} "
-                    f"it should be ({d_model}, {d_model}): nn.Linear(d_model, d_model).")
+            return (
+                f"self.{name}.weight has shape {shape_str(weight.shape)}, but with d_model={d_model} "
+                f"it should be ({d_model}, {d_model}): nn.Linear(d_model, d_model)."
+            )
         with torch.no_grad():
             weight.copy_(weights[name])
             bias = getattr(layer, "bias", None)
@@ -91,7 +114,9 @@ def _build_step(cls, c, weights, state, kind="float32"):
     def step():
         module = cls(d_model, n_heads)
         if not isinstance(module, nn.Module):
-            return {"complaint": f"cls({d_model}, {n_heads}) gave a {type(module).__name__}, not an nn.Module."}
+            return {
+                "complaint": f"cls({d_model}, {n_heads}) gave a {type(module).__name__}, not an nn.Module."
+            }
         complaint = _load(module, weights[c], d_model)
         if complaint:
             return {"complaint": complaint}
@@ -100,6 +125,7 @@ def _build_step(cls, c, weights, state, kind="float32"):
             module.to(_DTYPES[kind])
         state[(c, kind)] = module
         return {"complaint": ""}
+
     return step
 
 
@@ -111,6 +137,7 @@ def _forward_step(key, x, mask, state):
     def step():
         args = {"x": x} if mask is None else {"x": x, "mask": mask}
         return guarded_call(_forward(state[key]), args, ("x",))
+
     return step
 
 
@@ -120,13 +147,21 @@ def _backward_step(key, x, mask, cotangent, state):
         leaf = x.clone().requires_grad_(True)
         value = module(leaf, mask=mask.clone())
         output = value[0] if isinstance(value, (tuple, list)) and value else value
-        if type(output) is not torch.Tensor or not output.is_floating_point() or output.shape != cotangent.shape:
+        if (
+            type(output) is not torch.Tensor
+            or not output.is_floating_point()
+            or output.shape != cotangent.shape
+        ):
             return {"value": to_plain(value), "modified": [], "extra": {"grad": "no tensor"}}
         if output.grad_fn is None:
             return {"value": to_plain(value), "modified": [], "extra": {"grad": "none"}}
         (output.to(torch.float64) * cotangent).sum().backward()
-        return {"value": to_plain(value), "modified": [],
-                "extra": {"grad": None if leaf.grad is None else to_plain(leaf.grad)}}
+        return {
+            "value": to_plain(value),
+            "modified": [],
+            "extra": {"grad": None if leaf.grad is None else to_plain(leaf.grad)},
+        }
+
     return step
 
 
@@ -142,8 +177,11 @@ _CACHE: dict = {}
 def _variants():
     table = {}
     for bug_id, fns in MULTI_HEAD_VARIANTS.items():
-        table[bug_id] = [lambda x, w, h, m, fn=fn, dead=dead: fn(x, w, h, m, dead)
-                         for fn in fns for dead in ("zero", "uniform", "nan")]
+        table[bug_id] = [
+            lambda x, w, h, m, fn=fn, dead=dead: fn(x, w, h, m, dead)
+            for fn in fns
+            for dead in ("zero", "uniform", "nan")
+        ]
     for bug_id, fns in ATTENTION_VARIANTS.items():
         table.setdefault(bug_id, [])
         table[bug_id] += [lambda x, w, h, m, fn=fn: multi_head(x, w, h, m, attend=fn) for fn in fns]
@@ -162,21 +200,30 @@ def _expected():
         (multi_head(leaf, w64[c], CONFIGS[c][1], mask) * cotangent).sum().backward()
         main = [i for i, p in enumerate(probes) if p[4] == "main"]
         args32 = [(x, weights[c], CONFIGS[c][1], mask) for _, c, x, mask, _ in probes]
-        table = Hypotheses(_variants(), [args32[i] for i in main])   # float32, as learners
-        _CACHE.update(probes=probes, weights=weights, reference=reference, cotangent=cotangent,
-                      grad=leaf.grad, table=table, main=main)
+        table = Hypotheses(_variants(), [args32[i] for i in main])  # float32, as learners
+        _CACHE.update(
+            probes=probes,
+            weights=weights,
+            reference=reference,
+            cotangent=cotangent,
+            grad=leaf.grad,
+            table=table,
+            main=main,
+        )
     return _CACHE
 
 
 def _describe(label, x, mask, ans, expected):
     if ans.error is not None:
-        return f"On {label} (x {shape_str(x.shape)}) forward raised {describe_error(ans.error)}{where_note(ans.error)}"
+        return f"On {label} (x {shape_str(x.shape)}) forward raised {describe_error(ans.error)}{where_note(ans.error)}"  # noqa: E501
     if ans.output.shape != expected.shape:
         return f"On {label}: {shape_complaint(ans.output.shape, expected.shape, _OUTPUT_DIMS)}"
     if not bool(torch.isfinite(rows(ans.output, _live(x, mask))).all()):
         return f"On {label} the output holds NaN or inf at positions that have keys to attend to."
-    return (f"On {label} the output differs from the correct one by up to "
-            f"{max_gap(ans.output, expected, _live(x, mask)):.3g}.")
+    return (
+        f"On {label} the output differs from the correct one by up to "
+        f"{max_gap(ans.output, expected, _live(x, mask)):.3g}."
+    )
 
 
 def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
@@ -195,11 +242,17 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     child process with a time limit; the kernel is never changed.
     """
     if isinstance(cls, nn.Module):
-        return _verdict.problem(NAME, f"expected a class, got an instance of {type(cls).__name__}.", [
-            "Pass the class itself, not a module built from it: check_multi_head(MyMultiHeadAttention)."])
+        return _verdict.problem(
+            NAME,
+            f"expected a class, got an instance of {type(cls).__name__}.",
+            ["Pass the class itself, not a module built from it: check_multi_head(MyMultiHeadAttention)."],
+        )
     if not callable(cls):
-        return _verdict.problem(NAME, f"expected a class, got a {type(cls).__name__}.",
-                                ["Pass the class itself: check_multi_head(MyMultiHeadAttention)."])
+        return _verdict.problem(
+            NAME,
+            f"expected a class, got a {type(cls).__name__}.",
+            ["Pass the class itself: check_multi_head(MyMultiHeadAttention)."],
+        )
     cache = _expected()
     probes, reference = cache["probes"], cache["reference"]
     state: dict = {}
@@ -208,7 +261,9 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     for key in keys:
         d_model, n_heads = CONFIGS[key[0]]
         steps.append(_build_step(cls, key[0], cache["weights"], state, key[1]))
-        labels.append(f"Building cls({d_model}, {n_heads})" + ("" if key[1] == "float32" else f" in {key[1]}"))
+        labels.append(
+            f"Building cls({d_model}, {n_heads})" + ("" if key[1] == "float32" else f" in {key[1]}")
+        )
         order.append(None)
         for j, (label, pc, x, mask, kind) in enumerate(probes):
             if _key(pc, kind) == key and kind != "backward":
@@ -227,16 +282,25 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
 
     answers = [None] * len(probes)
     for step, index, label in zip(run.steps, order, labels, strict=True):
-        if index is None:                                   # a build step
+        if index is None:  # a build step
             if step.status == "error" and " in float" in label:
-                return _verdict.problem(NAME, f"{label[0].lower()}{label[1:]} failed.", [
-                    f"It raised {describe_error(step.error)}{where_note(step.error)}. After "
-                    f"module.to(dtype) every parameter has that dtype."] + notes)
+                return _verdict.problem(
+                    NAME,
+                    f"{label[0].lower()}{label[1:]} failed.",
+                    [
+                        f"It raised {describe_error(step.error)}{where_note(step.error)}. After "
+                        f"module.to(dtype) every parameter has that dtype."
+                    ]
+                    + notes,
+                )
             if step.status == "error":
                 if step.error.get("not_implemented"):
                     return _verdict.not_implemented(NAME, step.error["message"])
-                return _verdict.problem(NAME, f"{label[0].lower()}{label[1:]} failed.", [
-                    f"It raised {describe_error(step.error)}{where_note(step.error)}"] + notes)
+                return _verdict.problem(
+                    NAME,
+                    f"{label[0].lower()}{label[1:]} failed.",
+                    [f"It raised {describe_error(step.error)}{where_note(step.error)}"] + notes,
+                )
             if step.value.get("complaint"):
                 return _verdict.problem(NAME, step.value["complaint"], notes)
             continue
@@ -254,49 +318,85 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     if modified:
         notes.append(f"forward changed {', '.join(modified)} in place.")
     repeat = answers[next(i for i, p in enumerate(probes) if p[4] == "repeat")]
-    if (repeat.output is not None and answers[0].output is not None
-            and repeat.output.shape == answers[0].output.shape
-            and not torch.equal(repeat.output.nan_to_num(), answers[0].output.nan_to_num())):
-        return _verdict.bug_found(NAME, "dropout_left_on", [
-            "Called twice on the same input (in eval mode), forward gave two different outputs."] + notes)
+    if (
+        repeat.output is not None
+        and answers[0].output is not None
+        and repeat.output.shape == answers[0].output.shape
+        and not torch.equal(repeat.output.nan_to_num(), answers[0].output.nan_to_num())
+    ):
+        return _verdict.bug_found(
+            NAME,
+            "dropout_left_on",
+            ["Called twice on the same input (in eval mode), forward gave two different outputs."] + notes,
+        )
 
     if all(live_right):
-        dead_finite = all(a.output is None or bool(torch.isfinite(rows(a.output, ~_live(p[2], p[3]))).all())
-                          for p, a, _ in m)
+        dead_finite = all(
+            a.output is None or bool(torch.isfinite(rows(a.output, ~_live(p[2], p[3]))).all())
+            for p, a, _ in m
+        )
         extra = {p[4]: (p, a, e) for p, a, e in zip(probes, answers, reference, strict=True)}
         (lp, la, le) = extra["large"]
-        large_nan = la.output is not None and not bool(torch.isfinite(rows(la.output, _live(lp[2], lp[3]))).all())
+        large_nan = la.output is not None and not bool(
+            torch.isfinite(rows(la.output, _live(lp[2], lp[3]))).all()
+        )
         if large_nan:
-            return _verdict.bug_found(NAME, "softmax_overflow", [
-                f"On {lp[0]} the output holds NaN or inf: exp(scores) / sum without subtracting the row "
-                f"maximum (torch.softmax does that for you)."] + notes)
+            return _verdict.bug_found(
+                NAME,
+                "softmax_overflow",
+                [
+                    f"On {lp[0]} the output holds NaN or inf: exp(scores) / sum without subtracting the row "
+                    f"maximum (torch.softmax does that for you)."
+                ]
+                + notes,
+            )
         if not dead_finite:
-            return _verdict.bug_found(NAME, "nan_on_fully_masked_row",
-                                      ["Every position that has a key to attend to gets the right output."] + notes)
+            return _verdict.bug_found(
+                NAME,
+                "nan_on_fully_masked_row",
+                ["Every position that has a key to attend to gets the right output."] + notes,
+            )
         if modified:
             return _verdict.bug_found(NAME, "modifies_inputs", ["The outputs are right."] + notes)
         for p, a, _ in m:
             if a.output.dtype != torch.float32:
-                return _verdict.bug_found(NAME, "dtype_changed", [
-                    f"On {p[0]} (float32 x) the output is {str(a.output.dtype).replace('torch.', '')}."] + notes)
+                return _verdict.bug_found(
+                    NAME,
+                    "dtype_changed",
+                    [f"On {p[0]} (float32 x) the output is {str(a.output.dtype).replace('torch.', '')}."]
+                    + notes,
+                )
         for kind in ("float64", "float16"):
             p, a, e = extra[kind]
             if a.error is not None:
-                found = "fill_overflows_float16" if kind == "float16" and error_kind(a.error) == "overflow" else None
+                found = (
+                    "fill_overflows_float16"
+                    if kind == "float16" and error_kind(a.error) == "overflow"
+                    else None
+                )
                 if found:
                     return _verdict.bug_found(NAME, found, [_describe(p[0], p[2], p[3], a, e)] + notes)
-                return _verdict.problem(NAME, f"forward raised on {kind}.", [_describe(p[0], p[2], p[3], a, e)] + notes)
+                return _verdict.problem(
+                    NAME, f"forward raised on {kind}.", [_describe(p[0], p[2], p[3], a, e)] + notes
+                )
             if a.output.dtype != _DTYPES[kind]:
-                return _verdict.bug_found(NAME, "dtype_changed", [
-                    f"On {p[0]} the output is {str(a.output.dtype).replace('torch.', '')}."] + notes)
+                return _verdict.bug_found(
+                    NAME,
+                    "dtype_changed",
+                    [f"On {p[0]} the output is {str(a.output.dtype).replace('torch.', '')}."] + notes,
+                )
             finite = bool(torch.isfinite(a.output).all())
             if kind == "float16" and not finite:
-                return _verdict.bug_found(NAME, "fill_overflows_float16", [
-                    f"On {p[0]} the output holds NaN or inf, although float32 is fine."] + notes)
+                return _verdict.bug_found(
+                    NAME,
+                    "fill_overflows_float16",
+                    [f"On {p[0]} the output holds NaN or inf, although float32 is fine."] + notes,
+                )
             tol = 2e-2 if kind == "float16" else 1e-4
             if not agrees(a.output, e, _live(p[2], p[3]), atol=tol, rtol=tol):
-                return _verdict.problem(NAME, f"right in float32, wrong in {kind}.",
-                                        [_describe(p[0], p[2], p[3], a, e)] + notes)
+                return _verdict.problem(
+                    NAME, f"right in float32, wrong in {kind}.", [_describe(p[0], p[2], p[3], a, e)] + notes
+                )
         back = answers[-1]
         grad = (back.extra or {}).get("grad")
         trouble = None
@@ -306,14 +406,24 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
             trouble = "the output carries no gradient back to x (.detach(), torch.no_grad() or NumPy)."
         elif isinstance(grad, dict):
             mine = torch.from_numpy(grad["array"])
-            if mine.shape != cache["grad"].shape or not torch.allclose(mine, cache["grad"], atol=1e-3, rtol=1e-2):
-                trouble = "the gradient that reaches x differs from the correct one: part of forward is detached."
+            if mine.shape != cache["grad"].shape or not torch.allclose(
+                mine, cache["grad"], atol=1e-3, rtol=1e-2
+            ):
+                trouble = (
+                    "the gradient that reaches x differs from the correct one: part of forward is detached."
+                )
         if trouble:
             return _verdict.bug_found(NAME, "gradient_blocked", [f"On {probes[-1][0]}: {trouble}"] + notes)
-        return _verdict.passed(NAME, f"correct on all {len(probes)} test inputs.", [
-            "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, no mask, "
-            "a mask that is not symmetric, a fully masked position, a repeated call and the gradients "
-            "of a backward pass."] + notes)
+        return _verdict.passed(
+            NAME,
+            f"correct on all {len(probes)} test inputs.",
+            [
+                "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, no mask, "  # noqa: E501
+                "a mask that is not symmetric, a fully masked position, a repeated call and the gradients "
+                "of a backward pass."
+            ]
+            + notes,
+        )
 
     first_bad = live_right.index(False)
     (label, _, x, mask, _), ans, expected = m[first_bad]
@@ -328,20 +438,33 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     if modified:
         return _verdict.bug_found(NAME, "modifies_inputs", detail + notes)
     if all(error_kind(a.error) == "matmul" for _, a, _ in m):
-        return _verdict.bug_found(NAME, "missing_key_transpose", detail + [
-            "Every input fails in a matrix product whose shapes do not line up; the usual cause is "
-            "query @ key without key.transpose(-2, -1) (k.T on a 4-D tensor reverses all four axes)."] + notes)
+        return _verdict.bug_found(
+            NAME,
+            "missing_key_transpose",
+            detail
+            + [
+                "Every input fails in a matrix product whose shapes do not line up; the usual cause is "
+                "query @ key without key.transpose(-2, -1) (k.T on a 4-D tensor reverses all four axes)."
+            ]
+            + notes,
+        )
     batch_one = [p[2].shape[0] == 1 for p, _, _ in m]
     if any(batch_one) and all(ok == b for ok, b in zip(live_right, batch_one, strict=True)):
         return _verdict.bug_found(NAME, "batch_one_only", detail + notes)
     errors = [(p, a) for p, a, _ in m if a.error is not None]
     if errors:
         (label, *_), err = errors[0]
-        return _verdict.problem(NAME, f"forward raised {err.error['type']} on {label}.", detail + [
-            f"It raised on {len(errors)} of the {len(m)} inputs."] + notes)
+        return _verdict.problem(
+            NAME,
+            f"forward raised {err.error['type']} on {label}.",
+            detail + [f"It raised on {len(errors)} of the {len(m)} inputs."] + notes,
+        )
     right = [p[0] for (p, _, _), ok in zip(m, live_right, strict=True) if ok]
     notes = detail + [f"Right on: {'; '.join(right) or 'none of the inputs'}."] + notes
     return _verdict.problem(
-        NAME, "the output is not right, and it does not match any single known bug.", notes,
+        NAME,
+        "the output is not right, and it does not match any single known bug.",
+        notes,
         fix="split: view(B, n, h, d_k).transpose(1, 2); attention per head with / √d_k; merge: "
-            "transpose(1, 2).contiguous().view(B, n, d_model); then W_o")
+        "transpose(1, 2).contiguous().view(B, n, d_model); then W_o",
+    )
