@@ -15,7 +15,8 @@ class Case:
     ``expect`` is "pass", "fail" (any failing verdict), "any" (hostile code: only the
     robustness is judged), one bug id, or a set of ids any one of which is a right name.
     ``setup`` (hostile cases only) runs in the learner's kernel before ``attnviz.check``
-    is imported, as a learner's earlier cells would.
+    is imported, as a learner's earlier cells would. ``ids`` is the set form of ``expect``
+    (empty for "pass", "fail" and "any").
     """
 
     name: str
@@ -23,6 +24,7 @@ class Case:
     expect: str | frozenset = PASS
     setup: Callable[[], None] | None = None
     note: str = ""
+    checker: str = ""          # hostile cases name their checker: attention, multi_head, causal_mask, ...
     ids: frozenset = field(init=False)
 
     def __post_init__(self):
@@ -33,3 +35,21 @@ class Case:
             expect = frozenset(expect)
         object.__setattr__(self, "expect", expect)
         object.__setattr__(self, "ids", expect if isinstance(expect, frozenset) else frozenset())
+
+
+def verdict_problem(result, case: Case) -> str | None:
+    """Why the verdict ``result`` disagrees with ``case.expect``, or None if it agrees.
+
+    The one place that reads a verdict: ``.passed`` (bool) and ``.bug`` (an id or None), and for
+    the message ``.status`` and ``.headline`` (see attnviz.check.CheckResult).
+    """
+    said = f"{getattr(result, 'status', '?')}, bug={result.bug!r}: {getattr(result, 'headline', '')}"
+    if case.expect == ANY:
+        return None
+    if case.expect == PASS:
+        return None if result.passed else f"a correct implementation failed ({said})"
+    if result.passed:
+        return f"a buggy implementation passed ({said})"
+    if case.ids and result.bug not in case.ids:
+        return f"expected the verdict to name one of {sorted(case.ids)}, it said {said}"
+    return None
