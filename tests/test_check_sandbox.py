@@ -49,18 +49,11 @@ def test_python_loops_and_sleeps_time_out():
 
 def test_slow_calls_hit_the_total_budget():
     def slow(q, k, v, mask=None):
-        time.sleep(0.6)
+        time.sleep(0.4)                          # each call is under the limit, all of them are not
         return _right(q, k, v, mask)
-
-    import attnviz.check.attention as module
-
-    budget, module.BUDGET = module.BUDGET, 1.5
-    try:
-        start = time.perf_counter()
-        result = check_attention(slow, time_limit=1.0)
-        assert time.perf_counter() - start < 3
-    finally:
-        module.BUDGET = budget
+    start = time.perf_counter()
+    result = check_attention(slow, time_limit=1.0)
+    assert time.perf_counter() - start < 2
     assert "too slow" in repr(result) and "per call" in repr(result)
 
 

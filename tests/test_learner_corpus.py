@@ -30,7 +30,7 @@ NEW_IDS = {
     "missing_contiguous", "mask_ignored", "scale_multiplied", "weights_not_normalised",
     "keys_values_swapped", "queries_keys_swapped", "additive_mask_wrong", "fill_overflows_float16",
     "dropout_left_on", "heads_not_split", "batch_one_only", "causal_off_by_one", "causal_not_rectangular",
-    "heads_averaged", "softmax_overflow", "gradient_blocked", "dtype_changed", "inputs_modified",
+    "heads_averaged", "softmax_overflow", "gradient_blocked", "dtype_changed", "modifies_inputs",
     "padding_lengths_modified",
 }
 

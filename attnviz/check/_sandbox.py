@@ -341,7 +341,7 @@ def _run_forked(steps, time_limit, budget) -> Run:
             wait = min(step_left, budget_left)
             ready = select.select([read_fd], [], [], max(wait, 0))[0] if wait > 0 else []
             if not ready:
-                status = "over_budget" if budget_left <= step_left else "timeout"
+                status = "over_budget" if budget_left < step_left else "timeout"
                 _kill(pid)
                 done = True
                 run.steps.append(Step(status, seconds=time.monotonic() - last))
@@ -389,7 +389,7 @@ def _run_threaded(steps, time_limit, budget) -> Run:
             try:
                 status, value, error, seconds = results.get(timeout=max(min(step_left, budget_left), 0))
             except queue.Empty:
-                run.steps.append(Step("over_budget" if budget_left <= step_left else "timeout"))
+                run.steps.append(Step("over_budget" if budget_left < step_left else "timeout"))
                 break
             run.steps.append(Step(status, value, error, seconds))
             last = time.monotonic()

@@ -100,7 +100,7 @@ def bug_found(checked: str, bug_id: str, observed=None, fix=None) -> CheckResult
 
 
 def not_implemented(checked: str, hint: str = "") -> CheckResult:
-    observed = [hint] if hint and hint.strip() != "write your code here" else []   # the stub's default
+    observed = [hint] if hint and hint.strip() != "write your code here" else []  # the stub's default
     return CheckResult(
         False,
         None,

@@ -9,7 +9,7 @@ import torch
 from .._validate import broadcast_shape
 from . import _verdict
 from ._reference import causal, padding
-from ._run import BUDGET, TIME_LIMIT, Odd, describe_error, guarded_call, rebuild, shape_str
+from ._run import TIME_LIMIT, Odd, describe_error, guarded_call, rebuild, shape_str
 from ._sandbox import run_steps
 from ._stops import stop_verdict, where_note
 
@@ -84,10 +84,15 @@ def _takes_two(fn):
 def _collect(name, fn, cases, arg_names, time_limit):
     """Run every case in one child. Returns (results, verdict_or_None); results[i] is
     (value, modified)."""
-    steps = [lambda case=case: guarded_call(fn, dict(zip(arg_names, case, strict=True)), arg_names) for case in cases]  # noqa: E501
-    run = run_steps(steps, time_limit=time_limit, budget=max(BUDGET, time_limit))
+    steps = [
+        lambda case=case: guarded_call(fn, dict(zip(arg_names, case, strict=True)), arg_names)
+        for case in cases
+    ]  # noqa: E501
+    run = run_steps(steps, time_limit=time_limit, budget=time_limit)
     notes = [run.note] if not run.isolated else []
-    labels = [f"For {', '.join(f'{a}={_show(c)}' for a, c in zip(arg_names, case, strict=True))}" for case in cases]  # noqa: E501
+    labels = [
+        f"For {', '.join(f'{a}={_show(c)}' for a, c in zip(arg_names, case, strict=True))}" for case in cases
+    ]  # noqa: E501
     stopped = stop_verdict(name, run, labels, time_limit, notes)
     if stopped:
         return None, stopped
@@ -155,6 +160,11 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     for case, (value, _) in zip(cases, results, strict=True):
         expected = causal(*case)
         mask, complaint = _as_mask(value, expected.shape)
+        squares_right = all(torch.equal(g, e) for g, e in zip(got_full, expected_full, strict=True))
+        if complaint and len(case) == 2 and squares_right:
+            return _verdict.bug_found(
+                name, "causal_not_rectangular", [f"For (n_q, n_k) = {case}: {complaint}"]
+            )
         if complaint:
             return _verdict.problem(
                 name,
@@ -196,6 +206,22 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     )
 
 
+def _batch_of_one(fn, time_limit):
+    """(right, verdict): is ``fn`` right on a batch of one (lengths [3], n = 5)? Used to name
+    batch_one_only; ``verdict`` is a final one (a time-out, an exit, a stub) or None."""
+    lengths = torch.tensor([3])
+    results, verdict = _collect("check_padding_mask", fn, [(lengths, 5)], ("lengths", "n"), time_limit)
+    if verdict is not None:
+        stopped = verdict.status != "problem" or "raised" not in verdict.headline
+        return False, (verdict if stopped else None)  # a time-out, an exit or a stub: final
+    value, expected = results[0][0], padding(lengths, 5).expand(1, 5, 5)
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool:
+        return False, None
+    if broadcast_shape(tuple(value.shape), (1, 5, 5)) != (1, 5, 5):
+        return False, None
+    return torch.equal(value.expand(1, 5, 5), expected), None
+
+
 def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(lengths, n)`` -> bool padding mask, True for real tokens (may attend).
 
@@ -212,9 +238,14 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
             f"expected a function, got a {type(fn).__name__}.",
             ["Pass the function itself: check_padding_mask(my_padding_mask)."],
         )
+    single, stopped = _batch_of_one(fn, time_limit)
+    if stopped:
+        return stopped
     cases = [(torch.tensor(lengths), n) for lengths, n in _PADDING_CASES]
     results, verdict = _collect(name, fn, cases, ("lengths", "n"), time_limit)
     if verdict:
+        if single and verdict.status == "problem":
+            return _verdict.bug_found(name, "batch_one_only", verdict.observed)
         return verdict
     got_full, expected_full = [], []
     for (lengths, n), (value, _) in zip(cases, results, strict=True):
@@ -259,6 +290,10 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
                 "lengths [2, 5, 1, 3] with n=5, [4, 0] with n=4, and [2, 3, 1] with n=6 (longer than any "
                 "sequence)."
             ],
+        )
+    if single:
+        return _verdict.bug_found(
+            name, "batch_one_only", ["Right for lengths=[3], n=5 (a batch of one), wrong for larger batches."]
         )
     for bug_id, make in _PADDING_HYPOTHESES.items():
         if all(

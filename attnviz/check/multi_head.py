@@ -9,7 +9,7 @@ from . import _verdict
 from ._compare import agrees, max_gap, rows, shape_complaint
 from ._diagnose import Hypotheses, answer, error_kind, matching_bug
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, multi_head
-from ._run import BUDGET, TIME_LIMIT, describe_error, guarded_call, shape_str
+from ._run import TIME_LIMIT, describe_error, guarded_call, shape_str
 from ._sandbox import run_steps, to_plain
 from ._stops import stop_verdict, where_note
 
@@ -39,8 +39,16 @@ def _probes():
     g = torch.Generator().manual_seed(5)
     weights, probes = [], []
     for c, (d_model, n_heads) in enumerate(CONFIGS):
-        weights.append({name: torch.randn(d_model, d_model, generator=g) / d_model**0.5 for name in _LAYERS})
-        x5, x4 = torch.randn(2, 5, d_model, generator=g), torch.randn(2, 4, d_model, generator=g)
+        weights.append(
+            {
+                name: torch.randn(d_model, d_model, generator=g, dtype=torch.float32) / d_model**0.5
+                for name in _LAYERS
+            }
+        )
+        x5, x4 = (
+            torch.randn(2, 5, d_model, generator=g, dtype=torch.float32),
+            torch.randn(2, 4, d_model, generator=g, dtype=torch.float32),
+        )
         tag = f"d_model={d_model}, n_heads={n_heads}"
         probes += [
             (f"{tag}: batch 2, 5 positions, no mask", c, x5, None, "main"),
@@ -52,14 +60,14 @@ def _probes():
         (
             f"d_model={d_model}: batch 3, 4 positions, no mask",
             0,
-            torch.randn(3, 4, d_model, generator=g),
+            torch.randn(3, 4, d_model, generator=g, dtype=torch.float32),
             None,
             "main",
         ),
         (
             f"d_model={d_model}: batch 1, 5 positions, a (5, 5) mask",
             0,
-            torch.randn(1, 5, d_model, generator=g),
+            torch.randn(1, 5, d_model, generator=g, dtype=torch.float32),
             _mask(_M5),
             "main",
         ),
@@ -73,7 +81,13 @@ def _probes():
             _mask(_M4),
             "float16",
         ),
-        ("a backward pass", 1, torch.randn(2, 5, CONFIGS[1][0], generator=g), _mask(_M5), "backward"),
+        (
+            "a backward pass",
+            1,
+            torch.randn(2, 5, CONFIGS[1][0], generator=g, dtype=torch.float32),
+            _mask(_M5),
+            "backward",
+        ),
     ]
     return probes, weights
 
@@ -274,7 +288,7 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     steps.append(_backward_step(_key(c, "backward"), x, mask, cache["cotangent"], state))
     labels.append(f"On {label}")
     order.append(len(probes) - 1)
-    run = run_steps(steps, time_limit=time_limit, budget=max(BUDGET, time_limit))
+    run = run_steps(steps, time_limit=time_limit, budget=time_limit)
     notes = [run.note] if not run.isolated else []
     stopped = stop_verdict(NAME, run, labels, time_limit, notes)
     if stopped:
