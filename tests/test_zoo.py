@@ -86,9 +86,13 @@ def test_zoo_members_really_differ_from_the_reference():
     mask = attnviz.causal_mask(4)
     expected, _ = attnviz.scaled_dot_product_attention(q, k, v, mask)
     for bug_id, fn in zoo.ATTENTION_BUGS.items():
-        output, _ = fn(q, k, v, mask)
-        same = output.shape == expected.shape and torch.allclose(output, expected, atol=1e-4)
-        assert not same or bug_id == "nan_on_fully_masked_row", bug_id
+        try:
+            output, _ = fn(q, k, v, mask)
+        except RuntimeError:                        # e.g. q @ k: PyTorch refuses, which differs too
+            continue
+        same = output.shape == expected.shape and torch.allclose(output.double(), expected.double(),
+                                                                 atol=1e-4)
+        assert not same or bug_id in zoo.SHOWS_ONLY_ON_EDGES, bug_id
 
 
 # ---- correct alternatives: written differently, all must pass -------------------------------------

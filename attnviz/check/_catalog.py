@@ -219,7 +219,7 @@ _ENTRIES = [
         "keys_values_swapped",
         "The keys and the values are mixed up (scores from the values, or the keys blended).",
         "It breaks as soon as d_v differs from d_k; when they are equal the numbers are wrong.",
-        "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k); ...; return weights @ v",
+        "return weights @ v   # scores from q and k, the blend of the values v",
     ),
     Bug(
         "queries_keys_swapped",
