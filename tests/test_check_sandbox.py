@@ -155,3 +155,33 @@ def test_raw_pytorch_errors_of_a_forgotten_transpose_or_contiguous_are_named():
             return x.transpose(1, 2).view(batch, n, self.d_model)
 
     assert check_multi_head(NoContiguous).bug == "missing_contiguous"
+
+
+def test_without_fork_the_thread_fallback_says_so(monkeypatch):
+    monkeypatch.setenv("ATTNVIZ_CHECK_NO_FORK", "1")
+    assert not fork_available()
+    result = check_attention(_right)
+    assert result.passed and "thread of the kernel" in repr(result)
+    dtype = torch.get_default_dtype()
+
+    def changes_dtype(q, k, v, mask=None):
+        torch.set_default_dtype(torch.float64)
+        return _right(q, k, v, mask)
+    check_attention(changes_dtype)
+    assert torch.get_default_dtype() == dtype                    # restored even in a thread
+
+
+def test_call_is_the_runner_for_other_checkers():
+    """attnviz.check._run.call: one isolated call; tensors, errors and in-place changes come back."""
+    from attnviz.check._run import Odd, call
+    x = torch.arange(6.0).reshape(2, 3)
+    done = call(lambda x, scale: (x * scale, "note", 3), {"x": x, "scale": 2.0}, positional=("x",))
+    value = done.value
+    assert torch.equal(value[0], x * 2) and value[0].dtype == torch.float32 and value[1:] == ["note", 3]
+    assert done.error is None and not done.timed_out and done.modified == ()
+    assert isinstance(call(lambda: object(), {}).value, Odd)
+    assert isinstance(call(lambda: 1 / 0, {}).error, ZeroDivisionError)
+    assert call(lambda x: x.add_(1), {"x": x}, positional=("x",)).modified == ("x",)
+    assert torch.equal(x, torch.arange(6.0).reshape(2, 3))      # the caller's tensor is untouched
+    assert call(lambda: time.sleep(5), {}, time_limit=0.3).timed_out
+    assert "exit code 4" in call(lambda: os._exit(4), {}).exited

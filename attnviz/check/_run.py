@@ -3,7 +3,7 @@
 The public interface for checkers (also attnviz/check/decoding.py):
 
 ``call(fn, args, *, positional=(), time_limit=TIME_LIMIT) -> Outcome``
-    runs ``fn(*positional args, **keyword args)`` once on fresh copies of
+    runs ``fn(*positional args, **keyword args)`` once, under ``torch.no_grad()``, on fresh copies of
     ``args`` (a dict name -> value, in call order) in a forked child process
     (see :mod:`._sandbox`). ``Outcome.value`` is what it returned, rebuilt from
     plain data: tensors come back as CPU tensors of their dtype (complex, meta,
