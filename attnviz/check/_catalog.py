@@ -69,7 +69,7 @@ _ENTRIES = [
         "The mask is applied to the weights after the softmax.",
         "Blocked keys get weight 0, but the remaining weights are not renormalised, so rows sum to "
         "less than 1 and the output is shrunk.",
-        "mask the scores before the softmax: scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",  # noqa: E501
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # before the softmax",
     ),
     Bug(
         "mask_fill_zero",
@@ -207,7 +207,7 @@ _ENTRIES = [
         "Blocked scores are filled with a fixed number such as -1e9, which float16 cannot hold.",
         "In float16 (largest magnitude 65504) -1e9 becomes -inf or masked_fill refuses it, so a fully "
         "masked row is NaN or the call raises, although float32 is fine.",
-        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # the dtype's own most negative number",  # noqa: E501
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # the dtype's own minimum",
     ),
     Bug(
         "weights_not_normalised",
@@ -280,8 +280,8 @@ def catalog_markdown() -> str:
         "# Checker catalog",
         "",
         "Every bug id the checkers in `attnviz.check` can name: what is wrong, how it shows, the fix.",
-        "Generated from `attnviz/check/_catalog.py` by `python -m attnviz.check._catalog > docs/checkers.md`;",  # noqa: E501
-        "do not edit by hand.",
+        "Generated from `attnviz/check/_catalog.py` by",
+        "`python -m attnviz.check._catalog > docs/checkers.md`; do not edit by hand.",
         "",
     ]
     for bug in sorted(BUGS.values(), key=lambda b: b.id):

@@ -237,7 +237,8 @@ def _describe(probe, ans, expected):
         return f"{where} {shape_complaint(ans.output.shape, expected.shape, _OUTPUT_DIMS)}"
     if not bool(torch.isfinite(rows(ans.output, probe.live)).all()):
         return f"{where} the output holds NaN or inf in rows that have keys to attend to."
-    return f"{where} the output differs from the correct one by up to {max_gap(ans.output, expected, probe.live):.3g}."  # noqa: E501
+    gap = max_gap(ans.output, expected, probe.live)
+    return f"{where} the output differs from the correct one by up to {gap:.3g}."
 
 
 def _ones_note(probe, ans):
@@ -299,7 +300,8 @@ def _extra_checks(probes, answers, reference, cache, notes):
                 NAME,
                 "dtype_changed",
                 [
-                    f"On {probe.name} (float32 inputs) your output is {str(ans.output.dtype).replace('torch.', '')}."  # noqa: E501
+                    f"On {probe.name} (float32 inputs) your output is "
+                    f"{str(ans.output.dtype).replace('torch.', '')}."
                 ]
                 + notes,
             )
@@ -335,8 +337,8 @@ def _extra_checks(probes, answers, reference, cache, notes):
                 NAME,
                 "fill_overflows_float16",
                 [
-                    "On float16 inputs with a fully masked query row, that row (or more) comes out NaN or inf, "  # noqa: E501
-                    "although float32 and float64 are fine."
+                    "On float16 inputs with a fully masked query row, that row (or more) comes out NaN or "
+                    "inf, although float32 and float64 are fine."
                 ]
                 + notes,
             )

@@ -87,12 +87,12 @@ def _collect(name, fn, cases, arg_names, time_limit):
     steps = [
         lambda case=case: guarded_call(fn, dict(zip(arg_names, case, strict=True)), arg_names)
         for case in cases
-    ]  # noqa: E501
+    ]
     run = run_steps(steps, time_limit=time_limit, budget=time_limit)
     notes = [run.note] if not run.isolated else []
     labels = [
         f"For {', '.join(f'{a}={_show(c)}' for a, c in zip(arg_names, case, strict=True))}" for case in cases
-    ]  # noqa: E501
+    ]
     stopped = stop_verdict(name, run, labels, time_limit, notes)
     if stopped:
         return None, stopped

@@ -229,7 +229,8 @@ def _expected():
 
 def _describe(label, x, mask, ans, expected):
     if ans.error is not None:
-        return f"On {label} (x {shape_str(x.shape)}) forward raised {describe_error(ans.error)}{where_note(ans.error)}"  # noqa: E501
+        raised = f"{describe_error(ans.error)}{where_note(ans.error)}"
+        return f"On {label} (x {shape_str(x.shape)}) forward raised {raised}"
     if ans.output.shape != expected.shape:
         return f"On {label}: {shape_complaint(ans.output.shape, expected.shape, _OUTPUT_DIMS)}"
     if not bool(torch.isfinite(rows(ans.output, _live(x, mask))).all()):
@@ -432,9 +433,9 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
             NAME,
             f"correct on all {len(probes)} test inputs.",
             [
-                "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, no mask, "  # noqa: E501
-                "a mask that is not symmetric, a fully masked position, a repeated call and the gradients "
-                "of a backward pass."
+                "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
+                "no mask, a mask that is not symmetric, a fully masked position, large scores, float64 and "
+                "float16 modules, a repeated call and the gradients of a backward pass."
             ]
             + notes,
         )
