@@ -185,3 +185,25 @@ def test_call_is_the_runner_for_other_checkers():
     assert torch.equal(x, torch.arange(6.0).reshape(2, 3))      # the caller's tensor is untouched
     assert call(lambda: time.sleep(5), {}, time_limit=0.3).timed_out
     assert "exit code 4" in call(lambda: os._exit(4), {}).exited
+
+
+def test_processes_the_learner_starts_are_killed_too():
+    import subprocess
+    import sys
+
+    def spawns(n):
+        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        with open(marker, "w") as f:
+            f.write(str(child.pid))
+        time.sleep(60)
+    import tempfile
+    marker = tempfile.mktemp()
+    check_causal_mask(spawns, time_limit=2.0)
+    pid = int(open(marker).read())
+    time.sleep(0.2)
+    try:
+        os.kill(pid, 0)
+        alive = open(f"/proc/{pid}/stat").read().split()[2] != "Z"
+    except (ProcessLookupError, FileNotFoundError):
+        alive = False
+    assert not alive

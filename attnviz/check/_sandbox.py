@@ -293,11 +293,21 @@ def _parse(buffer: bytearray):
     return out
 
 
-def _kill(pid):
+def _own_group(pid):
     try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
+        os.setpgid(pid, 0)
+    except OSError:                               # already done by the other side, or not allowed
         pass
+
+
+def _kill(pid):
+    """SIGKILL the child's whole process group (processes the learner's code started die too)."""
+    for kill in (lambda: os.killpg(pid, signal.SIGKILL), lambda: os.kill(pid, signal.SIGKILL)):
+        try:
+            kill()
+            break
+        except (ProcessLookupError, PermissionError):
+            continue
     return _reap(pid)
 
 
@@ -330,7 +340,9 @@ def _run_forked(steps, time_limit, budget) -> Run:
         pid = os.fork()
     if pid == 0:  # the child
         os.close(read_fd)
+        _own_group(0)
         _child(steps, write_fd)
+    _own_group(pid)                               # both sides: no race with the kill
     os.close(write_fd)
     run, buffer, done = Run(isolated=True), bytearray(), False
     start = last = time.monotonic()
