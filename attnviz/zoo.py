@@ -56,7 +56,7 @@ def missing_scale(q, k, v, mask=None):
     """The scores are never divided by sqrt(d_k)."""
     scores = _scores(q, k)                              # BUG: no / math.sqrt(d_k)
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -65,7 +65,7 @@ def wrong_scale(q, k, v, mask=None):
     """The scores are divided by d_k instead of sqrt(d_k)."""
     scores = _scores(q, k) / q.shape[-1]                # BUG: should be math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -74,7 +74,7 @@ def scale_after_softmax(q, k, v, mask=None):
     """The division by sqrt(d_k) is applied to the weights, after the softmax."""
     scores = _scores(q, k)
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1) / math.sqrt(q.shape[-1])   # BUG: too late
     return weights @ v, weights
 
@@ -83,7 +83,7 @@ def softmax_wrong_axis(q, k, v, mask=None):
     """The softmax normalises over the queries (dim=-2) instead of the keys."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-2)             # BUG: should be dim=-1
     return weights @ v, weights
 
@@ -92,7 +92,7 @@ def scores_transposed(q, k, v, mask=None):
     """The scores are k @ qᵀ (keys as rows) instead of q @ kᵀ."""
     scores = k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])   # BUG: (n_k, n_q), not (n_q, n_k)
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -101,7 +101,7 @@ def mask_inverted(q, k, v, mask=None):
     """The mask is read the wrong way round: True is treated as 'blocked'."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(mask, float("-inf"))   # BUG: should fill where ~mask
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)   # BUG: fill where ~mask
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -119,7 +119,7 @@ def mask_fill_zero(q, k, v, mask=None):
     """Blocked scores are set to 0, an ordinary score, instead of -inf."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), 0.0)     # BUG: should be float("-inf")
+        scores = scores.masked_fill(_blocked(mask), 0.0)     # BUG: torch.finfo(scores.dtype).min
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -128,7 +128,7 @@ def nan_on_fully_masked_row(q, k, v, mask=None):
     """Correct, except that a query with every key blocked gets NaN (softmax of all -inf)."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))   # a row of only -inf ...
+        scores = scores.masked_fill(_blocked(mask), float("-inf"))   # BUG: a row of only -inf ...
     weights = torch.softmax(scores, dim=-1)                          # ... is 0/0 = NaN here
     return weights @ v, weights
 
@@ -137,7 +137,7 @@ def forgot_values(q, k, v, mask=None):
     """The weights are returned as the output; the values are never mixed."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights, weights                             # BUG: should be weights @ v
 
@@ -153,21 +153,26 @@ def _scaled_scores(q, k):
 
 def missing_key_transpose(q, k, v, mask=None):
     """q @ k instead of q @ kᵀ: PyTorch refuses it unless n_k happens to equal d_k."""
-    scores = _finite((q @ k) / math.sqrt(q.shape[-1]), mask)   # BUG: k.transpose(-2, -1)
+    scores = q @ k / math.sqrt(q.shape[-1])                       # BUG: k.transpose(-2, -1)
+    scores = _finite(scores, mask)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
 
 def scale_multiplied(q, k, v, mask=None):
     """The scores are multiplied by sqrt(d_k) instead of divided."""
-    scores = _finite(_scores(q, k) * math.sqrt(q.shape[-1]), mask)   # BUG: should be /
+    scores = _scores(q, k) * math.sqrt(q.shape[-1])               # BUG: should be /
+    scores = _finite(scores, mask)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
 
 def mask_ignored(q, k, v, mask=None):
     """The mask is accepted and never used."""
-    weights = torch.softmax(_scaled_scores(q, k), dim=-1)            # BUG: mask never applied
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        pass                                                         # BUG: the mask is never applied
+    weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
 
@@ -191,16 +196,15 @@ def fill_overflows_float16(q, k, v, mask=None):
 
 def weights_not_normalised(q, k, v, mask=None):
     """The scores are used as weights directly: no softmax."""
-    weights = _scaled_scores(q, k)
-    if mask is not None:
-        weights = weights.masked_fill(_blocked(mask), 0.0)
-    return weights @ v, weights                                      # BUG: torch.softmax(scores, dim=-1)
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = scores                                                 # BUG: torch.softmax(scores, dim=-1)
+    return weights @ v, weights
 
 
 def keys_values_swapped(q, k, v, mask=None):
     """The weights blend the keys instead of the values."""
     weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
-    return weights @ k, weights                                      # BUG: weights @ v
+    return weights @ k                                               # BUG: weights @ v
 
 
 def queries_keys_swapped(q, k, v, mask=None):
@@ -212,33 +216,35 @@ def queries_keys_swapped(q, k, v, mask=None):
 
 def dropout_left_on(q, k, v, mask=None):
     """Dropout on the weights with training=True: a different output on every call."""
-    weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
-    weights = torch.nn.functional.dropout(weights, p=0.2, training=True)   # BUG: not in a checker
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), p=0.2, training=True)   # BUG
     return weights @ v, weights
 
 
 def softmax_overflow(q, k, v, mask=None):
     """A softmax written by hand without subtracting the row maximum: exp overflows."""
-    exp = torch.exp(_finite(_scaled_scores(q, k), mask))             # BUG: scores - scores.amax(-1)
-    weights = exp / exp.sum(dim=-1, keepdim=True)
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = torch.exp(scores) / torch.exp(scores).sum(dim=-1, keepdim=True)   # BUG: no max subtracted
     return weights @ v, weights
 
 
 def gradient_blocked(q, k, v, mask=None):
     """The weights are detached: right numbers, no gradient to q and k."""
-    weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1).detach()   # BUG: no detach
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = torch.softmax(scores, dim=-1).detach()                 # BUG: no detach
     return weights @ v, weights
 
 
 def dtype_changed(q, k, v, mask=None):
     """The output comes back in float64 whatever the inputs' dtype."""
     weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
-    return (weights @ v).double(), weights                           # BUG: keep the inputs' dtype
+    return (weights @ v).double()                                    # BUG: keep the inputs' dtype
 
 
 def batch_one_only(q, k, v, mask=None):
     """k.T and q.shape[1]: right for (n, d) inputs, wrong with batch or head dimensions in front."""
-    scores = _finite(q @ k.mT / math.sqrt(q.shape[1]), mask)         # BUG: q.shape[-1]
+    scores = q @ k.mT / math.sqrt(q.shape[1])                     # BUG: q.shape[-1]
+    scores = _finite(scores, mask)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 

@@ -41,7 +41,7 @@ _ENTRIES = [
         "scale_after_softmax",
         "The division by √d_k is applied after the softmax, to the weights.",
         "Each weight row sums to 1/√d_k instead of 1, so the output is the right blend shrunk by √d_k.",
-        "divide the scores by math.sqrt(d_k) first, then take torch.softmax(scores, dim=-1)",
+        "weights = torch.softmax(scores / math.sqrt(q.shape[-1]), dim=-1)   # the scores, not the weights",
     ),
     Bug(
         "softmax_wrong_axis",
@@ -192,7 +192,7 @@ _ENTRIES = [
         "The mask is accepted but never applied to the scores.",
         "The output equals attention without a mask: every query attends to every key, blocked "
         "ones included.",
-        "if mask is not None: scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # use the mask",
     ),
     Bug(
         "additive_mask_wrong",
@@ -233,7 +233,7 @@ _ENTRIES = [
         "Dropout is applied to the weights with training on (F.dropout(..., training=True) or "
         "an nn.Dropout in train mode).",
         "The same input gives a different output on each call, and rows of weights do not sum to 1.",
-        "drop the dropout here, or F.dropout(weights, p, training=self.training) with the module in .eval()",
+        "weights = torch.softmax(scores, dim=-1)   # no dropout here; in a module: training=self.training",
     ),
     Bug(
         "softmax_overflow",
@@ -247,21 +247,21 @@ _ENTRIES = [
         "through NumPy or .item(), a new torch.tensor(...)).",
         "The output is right, but no gradient (or a wrong one) flows back to q, k, v: a model built on "
         "it cannot learn.",
-        "keep every step in torch operations on the inputs themselves; no detach, no_grad or numpy",
+        "weights = torch.softmax(scores, dim=-1)   # no .detach(), torch.no_grad() or NumPy round trip",
     ),
     Bug(
         "dtype_changed",
         "The output's dtype differs from the inputs' (for example float64 out for float32 in).",
         "The numbers are right, but the next layer gets a dtype it does not expect (and float64 is "
         "slower and twice the memory).",
-        "build constants with dtype=q.dtype (or torch.finfo(scores.dtype)) and do not call .double()",
+        "return weights @ v   # no .double(): constants with dtype=q.dtype, torch.finfo(scores.dtype)",
     ),
     Bug(
         "batch_one_only",
         "The code only works without batch/head dimensions in front (or for batch 1).",
         "Unbatched inputs are right; with batch and head dimensions the call fails or mixes entries: "
         "k.T, x[0], squeeze() or shape[1] read the wrong dimension.",
-        "index from the end: k.transpose(-2, -1), q.shape[-1], x.shape = (batch, n, d_model)",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # index from the end",
     ),
     Bug(
         "modifies_inputs",
