@@ -207,3 +207,19 @@ def test_processes_the_learner_starts_are_killed_too():
     except (ProcessLookupError, FileNotFoundError):
         alive = False
     assert not alive
+
+
+def test_kernel_settings_do_not_break_the_checkers_own_math():
+    """Grad mode off and another default device in the kernel, before the first check."""
+    import subprocess
+    import sys
+    code = ("import torch, attnviz\n"
+            "torch.set_grad_enabled(False)\n"
+            "torch.set_default_device('meta')\n"
+            "from attnviz.check import check_attention, check_multi_head\n"
+            "right = lambda q, k, v, mask=None: attnviz.scaled_dot_product_attention(q, k, v, mask)\n"
+            "r = check_attention(right)\n"
+            "assert r.passed, r\n"
+            "assert check_multi_head(attnviz.MultiHeadAttention).passed\n"
+            "assert not torch.is_grad_enabled()\n")
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)

@@ -17,6 +17,7 @@ import torch
 
 from .._threads import one_thread
 from ._compare import agrees
+from ._reference import neutral
 from ._run import rebuild
 
 __all__ = ["Answer", "answer", "RAISED", "Hypotheses", "matching_bug", "error_kind"]
@@ -67,7 +68,7 @@ class Hypotheses:
         key = (bug_id, v, p)
         if key not in self._memo:
             try:
-                with one_thread():
+                with one_thread(), neutral():
                     self._memo[key] = self.variants[bug_id][v](*self.probe_args[p])
             except Exception:  # noqa: BLE001 - a variant that cannot run on this probe
                 self._memo[key] = RAISED

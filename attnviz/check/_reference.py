@@ -16,15 +16,35 @@ All math runs in float64.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import math
 
 import torch
 
-__all__ = ["attention", "multi_head", "ATTENTION_VARIANTS", "MULTI_HEAD_VARIANTS", "causal", "padding"]
+__all__ = ["neutral", "in_neutral", "attention", "multi_head", "ATTENTION_VARIANTS", "MULTI_HEAD_VARIANTS",
+           "causal", "padding"]
 
 _softmax, _log_softmax, _sigmoid, _exp = torch.softmax, torch.log_softmax, torch.sigmoid, torch.exp
 _INF = float("inf")
 _MIN = torch.finfo(torch.float32).min  # the fill the course teaches (the learner's dtype is float32)
+
+
+@contextlib.contextmanager
+def neutral():
+    """The checker's own math runs on the CPU with autograd on, whatever the kernel has set
+    (``torch.set_grad_enabled(False)``, ``torch.set_default_device(...)``)."""
+    with torch.device("cpu"), torch.enable_grad():
+        yield
+
+
+def in_neutral(check):
+    """Decorator: the whole checker runs inside :func:`neutral`."""
+    @functools.wraps(check)
+    def wrapper(*args, **kwargs):
+        with neutral():
+            return check(*args, **kwargs)
+    return wrapper
 
 
 def _t(x):

@@ -58,6 +58,7 @@ THREAD_NOTE = (
     "global state stay."
 )
 _HEADER = struct.Struct("!I")
+_INTERNAL = 70  # the child's exit code when the checker's side (not the learner's code) failed
 _MAX_TEXT = 400
 
 
@@ -276,6 +277,11 @@ def _child(steps, write_fd):
             while view:
                 written = os.write(write_fd, view)
                 view = view[written:]
+    except BaseException as err:  # noqa: BLE001 - the checker's own side failed in the child
+        try:
+            os.write(2, f"attnviz.check child: {error_info(err)}\n".encode())
+        finally:
+            os._exit(_INTERNAL)
     finally:
         os._exit(0)  # never return into the kernel's code
 
@@ -330,6 +336,9 @@ def _exit_note(status):
             name = str(sig)
         return f"the process running your code was killed by signal {name}"
     code = os.WEXITSTATUS(status)
+    if code == _INTERNAL:
+        return ("the checker's own code failed in the child process (a bug in attnviz.check; "
+                "its message went to stderr)")
     return f"the process running your code exited (exit code {code}): os._exit or a crash in C code"
 
 
@@ -424,6 +433,7 @@ def run_steps(steps, *, time_limit: float, budget: float) -> Run:
     steps = list(steps)
     if not steps:
         return Run()
-    if fork_available():
-        return _run_forked(steps, time_limit, budget)
-    return _run_threaded(steps, time_limit, budget)
+    with torch.device("cpu"):  # whatever default device the kernel has set
+        if fork_available():
+            return _run_forked(steps, time_limit, budget)
+        return _run_threaded(steps, time_limit, budget)

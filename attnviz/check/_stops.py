@@ -50,6 +50,8 @@ def stop_verdict(name, run, labels, time_limit, notes):
             ]
             + notes,
         )
+    if "checker's own code" in run.note:
+        return _verdict.problem(name, "the check itself failed (not your code).", [f"{label}: {run.note}."])
     return _verdict.problem(
         name,
         "the process running your code ended before it finished.",

@@ -10,7 +10,7 @@ import torch
 from . import _verdict
 from ._compare import agrees, max_gap, rows, shape_complaint
 from ._diagnose import Hypotheses, answer, error_kind, matching_bug
-from ._reference import ATTENTION_VARIANTS, attention
+from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._run import TIME_LIMIT, describe_error, guarded_call, shape_str
 from ._sandbox import run_steps, to_plain
 from ._stops import stop_verdict, where_note
@@ -192,6 +192,11 @@ _CACHE: dict = {}
 
 
 def _expected():
+    with neutral():
+        return _build_cache()
+
+
+def _build_cache():
     """Probes, reference outputs (float64), the reference gradients and every hypothesis's outputs
     on the main probes (computed once per kernel, in the kernel: this is the checker's own math)."""
     if not _CACHE:
@@ -359,6 +364,7 @@ def _extra_checks(probes, answers, reference, cache, notes):
     return None
 
 
+@in_neutral
 def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     """Check a learner's scaled dot-product attention ``fn(q, k, v, mask=None)``.
 

@@ -8,7 +8,7 @@ import torch
 
 from .._validate import broadcast_shape
 from . import _verdict
-from ._reference import causal, padding
+from ._reference import causal, in_neutral, padding
 from ._run import TIME_LIMIT, Odd, describe_error, guarded_call, rebuild, shape_str
 from ._sandbox import run_steps
 from ._stops import stop_verdict, where_note
@@ -130,6 +130,7 @@ def _first_difference(label, got, expected, future_word=True):
     return notes
 
 
+@in_neutral
 def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(n) -> (n, n)`` bool causal mask: query i may attend to keys j <= i (True = may attend).
 
@@ -222,6 +223,7 @@ def _batch_of_one(fn, time_limit):
     return torch.equal(value.expand(1, 5, 5), expected), None
 
 
+@in_neutral
 def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(lengths, n)`` -> bool padding mask, True for real tokens (may attend).
 

@@ -8,7 +8,7 @@ from torch import nn
 from . import _verdict
 from ._compare import agrees, max_gap, rows, shape_complaint
 from ._diagnose import Hypotheses, answer, error_kind, matching_bug
-from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, multi_head
+from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
 from ._run import TIME_LIMIT, describe_error, guarded_call, shape_str
 from ._sandbox import run_steps, to_plain
 from ._stops import stop_verdict, where_note
@@ -203,6 +203,11 @@ def _variants():
 
 
 def _expected():
+    with neutral():
+        return _build_cache()
+
+
+def _build_cache():
     if not _CACHE:
         probes, weights = _probes()
         w64 = [{name: w.to(torch.float64) for name, w in ws.items()} for ws in weights]
@@ -241,6 +246,7 @@ def _describe(label, x, mask, ans, expected):
     )
 
 
+@in_neutral
 def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     """Check a learner's multi-head attention class.
 
