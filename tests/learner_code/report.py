@@ -53,7 +53,23 @@ def run_cases():
     return rows, notes
 
 
+def print_labels():
+    """How many cases each file has, and how many expect each label."""
+    per_label = Counter()
+    for module in (*MODULES.values(), hostile):
+        kinds = Counter("id" if case.ids else case.expect for case in module.CASES)
+        print(f"{module.__name__.rsplit('.', 1)[-1]:14} {len(module.CASES):4} cases  {dict(kinds)}")
+        if module is not hostile:
+            per_label.update(bug for case in module.CASES for bug in case.ids)
+            per_label.update(case.expect for case in module.CASES if not case.ids)
+    for label, count in sorted(per_label.items()):
+        print(f"  {label:34} {count}")
+
+
 def main():
+    if "--labels" in sys.argv:
+        print_labels()
+        return
     rows, notes = run_cases()
     print(f"{'checker':20} {'correct passed':>15} {'buggy failed':>13} {'id named':>10} {'missed':>7} "
           f"{'state changed':>14} {'seconds':>8}")
