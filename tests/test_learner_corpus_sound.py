@@ -4,7 +4,7 @@ Every case labelled correct behaves like a float64 reference written in tests/le
 on every input the exercises allow (and in a backward pass, a second call, and with its inputs left
 alone); every buggy case shows at least one symptom there. So a checker that passes a buggy case,
 or fails a correct one, is wrong, not the corpus. Also: the corpus is as large and as varied as
-issue 12 asks. Runs in `make test` (a few seconds).
+issue 12 asks. Runs in `make test` (about 10 s).
 """
 
 import warnings
