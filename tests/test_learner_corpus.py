@@ -56,7 +56,7 @@ CHECKER_OF = {attention: "check_attention", multi_head: "check_multi_head",
 CASES = [(CHECKER_OF[module], case) for module in CHECKER_OF for case in module.CASES]
 TIME_LIMIT = 2.0           # seconds, handed to the checker for hostile code
 MARGIN = 3.0               # what the checker may take beyond its limit (fork, kill, verdict)
-IDLE_CPU = 0.3             # CPU seconds the kernel may burn in the second after a verdict
+IDLE_CPU = 0.1             # CPU seconds the kernel may burn in the second after a verdict
 
 
 @pytest.mark.parametrize(("checker", "case"), CASES,

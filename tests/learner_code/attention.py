@@ -256,6 +256,50 @@ def mul_sum_broadcast(q, k, v, mask=None):
     return (weights.unsqueeze(-1) * v.unsqueeze(-3)).sum(-2), weights
 
 
+def fill_in_place_on_own_scores(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(k.size(-1))
+    if mask is not None:
+        scores.masked_fill_(~mask, torch.finfo(scores.dtype).min)   # in place, but on its own tensor
+    return scores.softmax(-1) @ v
+
+
+def where_new_tensor(q, k, v, mask=None):
+    scores = torch.matmul(q, k.transpose(-2, -1)).div(math.sqrt(q.shape[-1]))
+    if mask is not None:
+        scores = torch.where(mask, scores, scores.new_tensor(torch.finfo(scores.dtype).min))
+    return torch.matmul(scores.softmax(dim=-1), v), scores.softmax(dim=-1)
+
+
+def course_reference_wrapper(q, k, v, mask=None):
+    import attnviz
+    return attnviz.scaled_dot_product_attention(q, k, v, mask)
+
+
+class CallableObject:
+    """Not a module, just an object with __call__."""
+
+    def __call__(self, q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(mask == False, torch.finfo(scores.dtype).min)  # noqa: E712
+        return torch.softmax(scores, dim=-1) @ v
+
+
+def softmax_dtype_argument(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return F.softmax(scores, dim=-1, dtype=scores.dtype) @ v
+
+
+def scale_by_rsqrt_tensor(q, k, v, mask=None):
+    scale = torch.tensor(q.shape[-1], dtype=q.dtype).rsqrt()           # a 0-d tensor in q's dtype
+    scores = (q * scale) @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return scores.softmax(-1) @ v
+
+
 # ---------------------------------------------------------------- buggy: scale -------------------------
 
 def no_scale(q, k, v, mask=None):
@@ -918,6 +962,12 @@ CASES = [
     Case("module_dropout_eval", WithDropoutEval().eval(), PASS),
     Case("sqrt_split_between_q_and_k", baddbmm_free_form, PASS),
     Case("mul_sum_broadcast", mul_sum_broadcast, PASS),
+    Case("fill_in_place_on_own_scores", fill_in_place_on_own_scores, PASS),
+    Case("where_new_tensor", where_new_tensor, PASS),
+    Case("course_reference_wrapper", course_reference_wrapper, PASS),
+    Case("callable_object", CallableObject(), PASS),
+    Case("softmax_dtype_argument", softmax_dtype_argument, PASS),
+    Case("scale_by_rsqrt_tensor", scale_by_rsqrt_tensor, PASS),
     # scale
     Case("no_scale", no_scale, "missing_scale"),
     Case("no_scale_einsum", no_scale_einsum, "missing_scale"),

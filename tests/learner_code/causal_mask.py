@@ -71,6 +71,15 @@ def two_args_arange(n_q, n_k=None):
     return torch.arange(n_k)[None, :] <= torch.arange(n_q)[:, None]
 
 
+def unsqueeze_ge(n):
+    positions = torch.arange(n)
+    return positions.unsqueeze(1) >= positions.unsqueeze(0)
+
+
+def float_tril_equals_one(n):
+    return torch.ones(n, n).tril() == 1
+
+
 # ---------------------------------------------------------------- buggy -------------------------------
 
 def upper_triangle(n):
@@ -158,6 +167,8 @@ CASES = [
     Case("cached_slice", cached_slice, PASS),
     Case("two_args_tril", two_args_tril, PASS),
     Case("two_args_arange", two_args_arange, PASS),
+    Case("unsqueeze_ge", unsqueeze_ge, PASS),
+    Case("float_tril_equals_one", float_tril_equals_one, PASS),
     Case("upper_triangle", upper_triangle, {"causal_future_visible", "mask_inverted"}),
     Case("upper_arange", upper_arange, {"causal_future_visible", "mask_inverted"}),
     Case("inverted_tril", inverted_tril, {"mask_inverted", "causal_future_visible"}),

@@ -216,6 +216,50 @@ class DropoutZero(Solution):
         return self.dropout(super().forward(x, mask))
 
 
+class FunctionalLinear(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (F.linear(x, w.weight, w.bias).view(b, t, self.n_heads, self.d_k).permute(0, 2, 1, 3)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q.matmul(k.transpose(2, 3)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(mask.logical_not(), torch.finfo(scores.dtype).min)
+        out = scores.softmax(dim=3).matmul(v).permute(0, 2, 1, 3).contiguous().view(b, t, dm)
+        return F.linear(out, self.W_o.weight, self.W_o.bias)
+
+
+class SoftmaxModuleAttribute(Linears):
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads)
+        self.softmax = nn.Softmax(dim=-1)
+        self.scale = 1 / math.sqrt(self.d_k)
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).reshape(b, -1, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = (q @ k.transpose(-2, -1)) * self.scale
+        if mask is not None:
+            scores = scores.masked_fill(~mask.bool(), torch.finfo(scores.dtype).min)
+        weights = self.softmax(scores)
+        return self.W_o((weights @ v).transpose(1, 2).reshape(b, -1, dm)), weights
+
+
+class LoopHeadsReturnsWeights(Linears):
+    def forward(self, x, mask=None):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        outs, all_weights = [], []
+        heads = zip(q.split(self.d_k, -1), k.split(self.d_k, -1), v.split(self.d_k, -1), strict=True)
+        for qh, kh, vh in heads:
+            s = qh @ kh.mT / self.d_k ** 0.5
+            if mask is not None:
+                s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+            w = s.softmax(-1)
+            outs.append(w @ vh)
+            all_weights.append(w)
+        return self.W_o(torch.cat(outs, -1)), torch.stack(all_weights, dim=1)
+
+
 # ---------------------------------------------------------------- buggy: reshapes ---------------------
 
 class SplitViewNoTranspose(Linears):
@@ -723,6 +767,9 @@ CASES = [
     Case("stable_softmax_by_hand", StableSoftmaxByHand, PASS),
     Case("dropout_zero", DropoutZero, PASS),
     Case("one_line_recipe", OneLineCorrect, PASS),
+    Case("functional_linear", FunctionalLinear, PASS),
+    Case("softmax_module_attribute", SoftmaxModuleAttribute, PASS),
+    Case("loop_heads_returns_weights", LoopHeadsReturnsWeights, PASS),
     # reshapes
     Case("split_view_no_transpose", SplitViewNoTranspose, "heads_split_without_transpose"),
     Case("split_reshape_no_transpose", SplitReshapeNoTranspose, "heads_split_without_transpose"),

@@ -8,6 +8,8 @@ accepted too. ``lengths`` must not be changed.
 
 import numpy as np
 import torch
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
 
 from ._case import FAIL, PASS, Case
 
@@ -63,6 +65,17 @@ def cumulative_ones(lengths, n):
 def clone_then_unsqueeze_(lengths, n):
     column = lengths.clone().unsqueeze_(1)                      # in place on a copy: fine
     return (torch.arange(n) < column)[:, None]
+
+
+def pad_sequence_then_pad_to_n(lengths, n):
+    rows = [torch.ones(int(length), dtype=torch.bool) for length in lengths]
+    padded = pad_sequence(rows, batch_first=True, padding_value=False)       # (batch, max(lengths))
+    padded = F.pad(padded, (0, n - padded.shape[1]), value=False)             # ... up to n
+    return padded.unsqueeze(1)
+
+
+def expand_compare(lengths, n):
+    return (torch.arange(n).expand(len(lengths), n) < lengths.unsqueeze(-1))[:, None]
 
 
 # ---------------------------------------------------------------- buggy -------------------------------
@@ -122,6 +135,10 @@ def max_length_loop(lengths, n):
     longest = max(lengths.tolist())
     return torch.stack([torch.arange(longest) < length for length in lengths])[:, None, :]
 
+def pad_sequence_only(lengths, n):
+    rows = [torch.ones(int(length), dtype=torch.bool) for length in lengths]
+    return pad_sequence(rows, batch_first=True, padding_value=False).unsqueeze(1)   # width max(lengths)
+
 
 def no_query_axis(lengths, n):
     return torch.arange(n)[None, :] < lengths[:, None]           # (batch, n)
@@ -156,6 +173,8 @@ CASES = [
     Case("ge_inverted_twice", ge_inverted_twice, PASS),
     Case("cumulative_ones", cumulative_ones, PASS),
     Case("clone_then_unsqueeze_", clone_then_unsqueeze_, PASS),
+    Case("pad_sequence_then_pad_to_n", pad_sequence_then_pad_to_n, PASS),
+    Case("expand_compare", expand_compare, PASS),
     Case("masks_query_rows", masks_query_rows, "padding_masks_queries"),
     Case("masks_query_rows_expanded", masks_query_rows_expanded, "padding_masks_queries"),
     Case("true_on_padding", true_on_padding, "mask_inverted"),
@@ -170,6 +189,7 @@ CASES = [
          {"padding_lengths_modified", "inputs_modified", "modifies_inputs"}),
     Case("uses_max_length", uses_max_length, FAIL, note="wrong width when max(lengths) < n"),
     Case("max_length_loop", max_length_loop, FAIL, note="wrong width when max(lengths) < n"),
+    Case("pad_sequence_only", pad_sequence_only, FAIL, note="wrong width when max(lengths) < n"),
     Case("no_query_axis", no_query_axis, FAIL),
     Case("int_mask", int_mask, FAIL),
     Case("first_sequence_only", first_sequence_only, "batch_one_only"),

@@ -57,7 +57,7 @@ def main(name: str, limit: float) -> None:
     try:
         result = checker(case.obj, time_limit=limit)
     except BaseException as err:  # noqa: BLE001 - the checker promises never to raise
-        report["raised"] = f"{type(err).__name__}: {_text(err)}"
+        report["raised"] = f"{type(err).__name__}: {_text(err)}"[:300]
         result = None
     report["elapsed"] = time.perf_counter() - start
     report["state_changes"] = state_changes(before, kernel_state())
