@@ -34,6 +34,7 @@ __all__ = [
     "CAUSAL_MASK_BUGS",
     "PADDING_MASK_BUGS",
     "BUG_IDS",
+    "SHOWS_ONLY_ON_EDGES",
     "get",
     "MultiHeadWith",
 ]
@@ -55,7 +56,7 @@ def missing_scale(q, k, v, mask=None):
     """The scores are never divided by sqrt(d_k)."""
     scores = _scores(q, k)                              # BUG: no / math.sqrt(d_k)
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -64,7 +65,7 @@ def wrong_scale(q, k, v, mask=None):
     """The scores are divided by d_k instead of sqrt(d_k)."""
     scores = _scores(q, k) / q.shape[-1]                # BUG: should be math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -73,7 +74,7 @@ def scale_after_softmax(q, k, v, mask=None):
     """The division by sqrt(d_k) is applied to the weights, after the softmax."""
     scores = _scores(q, k)
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1) / math.sqrt(q.shape[-1])   # BUG: too late
     return weights @ v, weights
 
@@ -82,7 +83,7 @@ def softmax_wrong_axis(q, k, v, mask=None):
     """The softmax normalises over the queries (dim=-2) instead of the keys."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-2)             # BUG: should be dim=-1
     return weights @ v, weights
 
@@ -91,7 +92,7 @@ def scores_transposed(q, k, v, mask=None):
     """The scores are k @ qᵀ (keys as rows) instead of q @ kᵀ."""
     scores = k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])   # BUG: (n_k, n_q), not (n_q, n_k)
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -100,7 +101,7 @@ def mask_inverted(q, k, v, mask=None):
     """The mask is read the wrong way round: True is treated as 'blocked'."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(mask, float("-inf"))   # BUG: should fill where ~mask
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)   # BUG: fill where ~mask
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -118,7 +119,7 @@ def mask_fill_zero(q, k, v, mask=None):
     """Blocked scores are set to 0, an ordinary score, instead of -inf."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), 0.0)     # BUG: should be float("-inf")
+        scores = scores.masked_fill(_blocked(mask), 0.0)     # BUG: torch.finfo(scores.dtype).min
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
@@ -127,7 +128,7 @@ def nan_on_fully_masked_row(q, k, v, mask=None):
     """Correct, except that a query with every key blocked gets NaN (softmax of all -inf)."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))   # a row of only -inf ...
+        scores = scores.masked_fill(_blocked(mask), float("-inf"))   # BUG: a row of only -inf ...
     weights = torch.softmax(scores, dim=-1)                          # ... is 0/0 = NaN here
     return weights @ v, weights
 
@@ -136,9 +137,116 @@ def forgot_values(q, k, v, mask=None):
     """The weights are returned as the output; the values are never mixed."""
     scores = _scores(q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
-        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
     weights = torch.softmax(scores, dim=-1)
     return weights, weights                             # BUG: should be weights @ v
+
+
+def _finite(scores, mask):
+    """The course's mask step: blocked scores get the dtype's most negative finite number."""
+    return scores if mask is None else scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
+
+
+def _scaled_scores(q, k):
+    return _scores(q, k) / math.sqrt(q.shape[-1])
+
+
+def missing_key_transpose(q, k, v, mask=None):
+    """q @ k instead of q @ kᵀ: PyTorch refuses it unless n_k happens to equal d_k."""
+    scores = q @ k / math.sqrt(q.shape[-1])                       # BUG: k.transpose(-2, -1)
+    scores = _finite(scores, mask)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def scale_multiplied(q, k, v, mask=None):
+    """The scores are multiplied by sqrt(d_k) instead of divided."""
+    scores = _scores(q, k) * math.sqrt(q.shape[-1])               # BUG: should be /
+    scores = _finite(scores, mask)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def mask_ignored(q, k, v, mask=None):
+    """The mask is accepted and never used."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        pass                                                         # BUG: the mask is never applied
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def additive_mask_wrong(q, k, v, mask=None):
+    """The bool mask is added as numbers (1 where allowed), which blocks nothing."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        scores = scores + mask.float()                               # BUG: fill blocked scores instead
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def fill_overflows_float16(q, k, v, mask=None):
+    """Blocked scores filled with -1e9: right in float32, not representable in float16."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        scores = scores.masked_fill(_blocked(mask), -1e9)            # BUG: torch.finfo(scores.dtype).min
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def weights_not_normalised(q, k, v, mask=None):
+    """The scores are used as weights directly: no softmax."""
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = scores                                                 # BUG: torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def keys_values_swapped(q, k, v, mask=None):
+    """The weights blend the keys instead of the values."""
+    weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
+    return weights @ k                                               # BUG: weights @ v
+
+
+def queries_keys_swapped(q, k, v, mask=None):
+    """The keys ask and the queries answer: attention(k, q, v) in effect."""
+    scores = _finite(_scaled_scores(k, q), None if mask is None else mask.transpose(-2, -1))   # BUG
+    weights = torch.softmax(scores, dim=-1)                          # (n_k, n_q)
+    return weights @ v, weights
+
+
+def dropout_left_on(q, k, v, mask=None):
+    """Dropout on the weights with training=True: a different output on every call."""
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = torch.nn.functional.dropout(torch.softmax(scores, dim=-1), p=0.2, training=True)   # BUG
+    return weights @ v, weights
+
+
+def softmax_overflow(q, k, v, mask=None):
+    """A softmax written by hand without subtracting the row maximum: exp overflows."""
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = torch.exp(scores) / torch.exp(scores).sum(dim=-1, keepdim=True)   # BUG: no max subtracted
+    return weights @ v, weights
+
+
+def gradient_blocked(q, k, v, mask=None):
+    """The weights are detached: right numbers, no gradient to q and k."""
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = torch.softmax(scores, dim=-1).detach()                 # BUG: no detach
+    return weights @ v, weights
+
+
+def dtype_changed(q, k, v, mask=None):
+    """The output comes back in float64 whatever the inputs' dtype."""
+    weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
+    return (weights @ v).double()                                    # BUG: keep the inputs' dtype
+
+
+def batch_one_only(q, k, v, mask=None):
+    """k.T and q.shape[1]: right for (n, d) inputs, wrong with batch or head dimensions in front."""
+    scores = q @ k.mT / math.sqrt(q.shape[1])                     # BUG: q.shape[-1]
+    scores = _finite(scores, mask)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
 
 
 ATTENTION_BUGS = {
@@ -146,8 +254,17 @@ ATTENTION_BUGS = {
     for fn in (
         missing_scale, wrong_scale, scale_after_softmax, softmax_wrong_axis, scores_transposed,
         mask_inverted, mask_after_softmax, mask_fill_zero, nan_on_fully_masked_row, forgot_values,
+        missing_key_transpose, scale_multiplied, mask_ignored, additive_mask_wrong, fill_overflows_float16,
+        weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
+        gradient_blocked, dtype_changed, batch_one_only,
     )
 }
+"""Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the
+output dtype, batch dimensions) give the same numbers as correct attention on an ordinary float32
+input: ``SHOWS_ONLY_ON_EDGES`` lists them."""
+
+SHOWS_ONLY_ON_EDGES = ("fill_overflows_float16", "softmax_overflow", "gradient_blocked", "dtype_changed",
+                       "batch_one_only", "nan_on_fully_masked_row")
 
 
 # --------------------------------------------------------------------------
@@ -244,7 +361,29 @@ class MissingOutputProjection(MultiHeadWith):
         return self.merge(self.heads(x, mask))               # BUG: self.W_o(...) missing
 
 
+class HeadsNotSplit(MultiHeadWith):
+    """One attention over the full d_model: one head, whatever n_heads says."""
+
+    def heads(self, x, mask):
+        query, key, value = self.W_q(x), self.W_k(x), self.W_v(x)   # BUG: never split into heads
+        output, _ = _finite_attention(query, key, value, mask, scale=1.0 / math.sqrt(self.d_k))
+        return output
+
+    def merge(self, x):
+        return x
+
+
+class MissingContiguous(MultiHeadWith):
+    """.view after .transpose without .contiguous(): PyTorch raises."""
+
+    def merge(self, x):
+        batch, _, n, _ = x.shape
+        return x.transpose(1, 2).view(batch, n, self.d_model)     # BUG: .contiguous() before .view
+
+
 MULTI_HEAD_BUGS = {
+    "heads_not_split": HeadsNotSplit,
+    "missing_contiguous": MissingContiguous,
     "heads_split_without_transpose": HeadsSplitWithoutTranspose,
     "heads_merged_without_transpose": HeadsMergedWithoutTranspose,
     "heads_averaged": HeadsAveraged,
@@ -284,13 +423,27 @@ def padding_mask_inverted(lengths, n):
     return ~real[:, None, :]                             # BUG: True must mean may attend
 
 
+def causal_off_by_one(n):
+    """The diagonal shifted by one: each position also sees the next one."""
+    return torch.ones(n, n, dtype=torch.bool).tril(1)    # BUG: .tril() (diagonal=0)
+
+
+def padding_lengths_modified(lengths, n):
+    """Right mask, but lengths is turned into a column in place: the caller's tensor changes."""
+    lengths = torch.as_tensor(lengths)
+    lengths.unsqueeze_(-1)                               # BUG: lengths[:, None] (a new view)
+    return (torch.arange(n)[None, :] < lengths)[:, None, :]
+
+
 CAUSAL_MASK_BUGS = {
+    "causal_off_by_one": causal_off_by_one,
     "causal_future_visible": causal_future_visible,
     "causal_excludes_self": causal_excludes_self,
     "mask_inverted": causal_mask_inverted,
 }
 
 PADDING_MASK_BUGS = {
+    "padding_lengths_modified": padding_lengths_modified,
     "padding_masks_queries": padding_masks_queries,
     "mask_inverted": padding_mask_inverted,
 }

@@ -30,7 +30,7 @@ def test_result_shows_itself_as_text_and_html():
     result = check_attention(zoo.mask_fill_zero)
     assert isinstance(result, CheckResult)
     text, page = repr(result), result._repr_html_()
-    for part in ("mask_fill_zero", "What is wrong", "How it shows", "Fix", "-inf"):
+    for part in ("mask_fill_zero", "What is wrong", "How it shows", "Fix", "finfo"):
         assert part in text and part in page, part
     assert "<div" in page and "<script" not in page
 
@@ -38,6 +38,7 @@ def test_result_shows_itself_as_text_and_html():
 def test_verdict_html_escapes_learner_text():
     def sneaky(q, k, v, mask=None):
         raise ValueError("<b>bold</b>")
+
     page = check_attention(sneaky)._repr_html_()
     assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold</b>" not in page
 
@@ -51,6 +52,7 @@ def test_passing_verdict():
 def test_not_implemented_is_a_verdict_with_the_hint():
     def stub(q, k, v, mask=None):
         raise NotImplementedError("scores, scale, mask, softmax, weights @ v")
+
     result = check_attention(stub)
     assert not result.passed and result.bug is None and result.status == "not_implemented"
     assert "not yet implemented" in repr(result) and "weights @ v" in repr(result)
@@ -58,18 +60,22 @@ def test_not_implemented_is_a_verdict_with_the_hint():
 
 def test_other_exceptions_are_reported_with_the_input_shapes():
     def broken(q, k, v, mask=None):
-        return q @ k                                  # forgot the transpose: shapes do not line up
+        return q @ k  # forgot the transpose: shapes do not line up
+
     result = check_attention(broken)
     assert not result.passed and result.status == "problem"
     assert "RuntimeError" in repr(result) and "q (4, 16)" in repr(result)
 
 
-@pytest.mark.parametrize("returned, words", [
-    (None, "returned None"),
-    (np.zeros((4, 3)), "NumPy array"),
-    ("output", "returned a str"),
-    ((), "empty tuple"),
-])
+@pytest.mark.parametrize(
+    "returned, words",
+    [
+        (None, "returned None"),
+        (np.zeros((4, 3)), "NumPy array"),
+        ("output", "returned a str"),
+        ((), "empty tuple"),
+    ],
+)
 def test_wrong_return_types(returned, words):
     result = check_attention(lambda q, k, v, mask=None: returned)
     assert not result.passed and words in repr(result), repr(result)
@@ -79,6 +85,7 @@ def test_wrong_shape_names_the_dimension():
     def too_wide(q, k, v, mask=None):
         out, _ = _reference(q, k, v, mask)
         return torch.cat([out, out], dim=-1)
+
     result = check_attention(too_wide)
     assert not result.passed and result.bug is None
     assert "features d_v (last dimension)" in repr(result) and "(4, 6)" in repr(result)
@@ -90,9 +97,10 @@ def test_nan_everywhere_is_observed():
 
 
 def test_rows_not_summing_to_one_are_observed():
-    def half(q, k, v, mask=None):        # two bugs at once: no known single bug, but rows sum to 0.5
+    def half(q, k, v, mask=None):  # two bugs at once: no known single bug, but rows sum to 0.5
         out, _ = zoo.missing_scale(q, k, v, mask)
         return out * 0.5
+
     result = check_attention(half)
     assert not result.passed and result.bug is None
     assert "do not sum to 1" in repr(result) and "0.5" in repr(result)
@@ -100,10 +108,11 @@ def test_rows_not_summing_to_one_are_observed():
 
 def test_two_bugs_at_once_get_observations_not_a_wrong_name():
     def double(q, k, v, mask=None):
-        scores = q @ k.transpose(-2, -1)                     # missing scale ...
+        scores = q @ k.transpose(-2, -1)  # missing scale ...
         if mask is not None:
-            scores = scores.masked_fill(~mask, 0.0)          # ... and a zero fill
+            scores = scores.masked_fill(~mask, 0.0)  # ... and a zero fill
         return torch.softmax(scores, dim=-1) @ v
+
     result = check_attention(double)
     assert not result.passed and result.bug is None and result.status == "problem"
     assert "Right on:" in repr(result) and "Wrong on:" in repr(result)
@@ -114,6 +123,7 @@ def test_in_place_change_of_inputs_is_the_bug():
         q /= math.sqrt(q.shape[-1])
         out, _ = attnviz.scaled_dot_product_attention(q, k, v, mask, scale=1.0)
         return out
+
     result = check_attention(divides_q_in_place)
     assert not result.passed and result.bug == "modifies_inputs"
     assert "q" in repr(result)
@@ -123,8 +133,9 @@ def test_slow_code_times_out_with_a_verdict_and_the_kernel_lives_on():
     release = threading.Event()
 
     def slow(q, k, v, mask=None):
-        release.wait(10)                                    # stands in for a loop that never ends
+        release.wait(10)  # stands in for a loop that never ends
         return _reference(q, k, v, mask)[0]
+
     start = time.perf_counter()
     result = check_attention(slow, time_limit=0.2)
     elapsed = time.perf_counter() - start
@@ -146,6 +157,7 @@ def test_weights_returned_must_be_right_too():
     def bad_weights(q, k, v, mask=None):
         out, weights = _reference(q, k, v, mask)
         return out, weights * 2
+
     result = check_attention(bad_weights)
     assert not result.passed and "weights you return" in repr(result)
 
@@ -156,6 +168,7 @@ def test_output_only_or_output_and_weights_both_pass():
 
 
 # ---- multi-head -------------------------------------------------------------------------------
+
 
 class _Stub(nn.Module):
     def __init__(self, d_model, n_heads):
@@ -172,6 +185,7 @@ def test_multi_head_not_implemented_in_forward_or_init():
     class NoInit(nn.Module):
         def __init__(self, d_model, n_heads):
             raise NotImplementedError("build W_q, W_k, W_v, W_o")
+
     result = check_multi_head(NoInit)
     assert result.status == "not_implemented" and "build W_q" in repr(result)
 
@@ -184,6 +198,7 @@ def test_multi_head_missing_layer_is_named():
 
         def forward(self, x, mask=None):
             return x
+
     result = check_multi_head(NoWo)
     assert not result.passed and "no W_o layer" in repr(result)
 
@@ -192,12 +207,14 @@ def test_multi_head_wrong_output_shape_and_errors_are_reported():
     class Halves(zoo.MultiHeadWith):
         def forward(self, x, mask=None):
             return super().forward(x, mask)[..., :6]
+
     result = check_multi_head(Halves)
     assert not result.passed and "features d_model (last dimension)" in repr(result)
 
     class Raises(zoo.MultiHeadWith):
         def forward(self, x, mask=None):
             raise ValueError("oops")
+
     assert "ValueError: oops" in repr(check_multi_head(Raises))
 
 
@@ -212,13 +229,15 @@ def test_multi_head_in_place_input_change():
             out = super().forward(x, mask)
             x.mul_(0)
             return out
+
     assert check_multi_head(Scales).bug == "modifies_inputs"
 
 
 # ---- masks ------------------------------------------------------------------------------------
 
+
 def test_causal_mask_problems():
-    assert check_causal_mask(lambda n: torch.ones(n, n).tril()).status == "problem"       # float 0/1
+    assert check_causal_mask(lambda n: torch.ones(n, n).tril()).status == "problem"  # float 0/1
     assert "not bool" in repr(check_causal_mask(lambda n: torch.ones(n, n).tril()))
     assert "does not broadcast" in repr(check_causal_mask(lambda n: torch.ones(n + 1, n, dtype=torch.bool)))
     assert check_causal_mask(lambda n: None).status == "problem"
@@ -229,7 +248,7 @@ def test_causal_mask_problems():
 
 
 def test_padding_mask_problems():
-    flat = check_padding_mask(lambda lengths, n: torch.arange(n)[None, :] < lengths[:, None])   # (batch, n)
+    flat = check_padding_mask(lambda lengths, n: torch.arange(n)[None, :] < lengths[:, None])  # (batch, n)
     assert not flat.passed and "mask[:, None, :]" in repr(flat)
     everything = check_padding_mask(lambda lengths, n: torch.ones(len(lengths), 1, n, dtype=torch.bool))
     assert everything.bug is None and "may attend to key" in repr(everything)
@@ -237,19 +256,32 @@ def test_padding_mask_problems():
 
 # ---- layering ---------------------------------------------------------------------------------
 
+
 def test_check_and_zoo_import_torch_only():
-    code = ("import sys, attnviz.check, attnviz.zoo; "
-            "bad = [m for m in ('ipywidgets', 'plotly', 'IPython') if m in sys.modules]; "
-            "assert not bad, bad")
+    code = (
+        "import sys, attnviz.check, attnviz.zoo; "
+        "bad = [m for m in ('ipywidgets', 'plotly', 'IPython') if m in sys.modules]; "
+        "assert not bad, bad"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_code_that_only_works_in_two_dimensions_gets_a_pointed_note():
     def second_axis(q, k, v, mask=None):
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[1])      # d_k read from dimension 1
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[1])  # d_k read from dimension 1
         if mask is not None:
             scores = scores.masked_fill(~mask, -1e9)
         return scores.softmax(-1) @ v
+
     result = check_attention(second_axis)
-    assert not result.passed and result.bug is None
+    assert not result.passed and result.bug == "batch_one_only"
     assert "q.shape[-1] rather than q.shape[1]" in repr(result)
+
+
+def test_catalog_doc_is_up_to_date():
+    from pathlib import Path
+
+    from attnviz.check._catalog import catalog_markdown
+
+    doc = Path(__file__).resolve().parent.parent / "docs" / "checkers.md"
+    assert doc.read_text() == catalog_markdown(), "run: python -m attnviz.check._catalog > docs/checkers.md"

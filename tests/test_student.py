@@ -131,11 +131,10 @@ def test_stubs_replace_every_solution_block(synthetic):
         assert gone not in student, gone
     fn = cells[0][1]
     assert ('    # hint: scores, scale by sqrt(d_k), mask with -inf, softmax over keys, weights @ v\n'
-            '    raise NotImplementedError("scores, scale by sqrt(d_k), mask with -inf, softmax over keys, '
-            'weights @ v")') in fn
+            '    raise NotImplementedError("write your code here")') in fn      # the hint once, not repeated
     cls = cells[2][1]
-    assert '        raise NotImplementedError("write your code here")' in cls     # no hint: a default one
-    assert '        raise NotImplementedError("a \\"lower\\" triangle \\\\ of True")' in cls  # quotes escaped
+    assert '        raise NotImplementedError("write your code here")' in cls
+    assert '        # hint: a "lower" triangle \\ of True\n        raise NotImplementedError' in cls
     compile(student, "student", "exec")                                          # still valid Python
 
 
@@ -298,3 +297,13 @@ def test_course_check_cells_give_verdicts(course_student, ran):
                     assert "not yet implemented" in verdict, f"{path.name}: {src!r} -> {verdict}"
                 else:
                     assert verdict.startswith("✓"), f"{path.name}: {src!r} -> {verdict}"
+
+
+def test_the_02_exercise_gives_its_hint_once():
+    """Comment, stub text and hint used to hand over the recipe three times; one hint is left."""
+    nb = json.loads((ROOT / "notebooks" / "02_scaled_dot_product_attention.ipynb").read_text())
+    student = make_student.student_notebook(nb, "02")
+    cell = next(src for c, src in ((c, "".join(c["source"])) for c in student["cells"])
+                if c["cell_type"] == "code" and "def my_attention" in src)
+    assert cell.count("finfo") == 1 and cell.count("# hint:") == 1, cell
+    assert 'raise NotImplementedError("write your code here")' in cell

@@ -1,6 +1,8 @@
 """The bug zoo: every member is named by its own id, and every correct alternative passes."""
 
+import inspect
 import math
+import textwrap
 
 import pytest
 import torch
@@ -12,10 +14,24 @@ from attnviz import zoo
 from attnviz.check import BUGS, check_attention, check_causal_mask, check_multi_head, check_padding_mask
 
 ISSUE_IDS = {
-    "missing_scale", "wrong_scale", "scale_after_softmax", "softmax_wrong_axis", "scores_transposed",
-    "mask_inverted", "mask_after_softmax", "mask_fill_zero", "nan_on_fully_masked_row", "forgot_values",
-    "heads_split_without_transpose", "heads_merged_without_transpose", "heads_averaged", "scale_by_d_model",
-    "missing_output_projection", "causal_future_visible", "causal_excludes_self", "padding_masks_queries",
+    "missing_scale",
+    "wrong_scale",
+    "scale_after_softmax",
+    "softmax_wrong_axis",
+    "scores_transposed",
+    "mask_inverted",
+    "mask_after_softmax",
+    "mask_fill_zero",
+    "nan_on_fully_masked_row",
+    "forgot_values",
+    "heads_split_without_transpose",
+    "heads_merged_without_transpose",
+    "heads_averaged",
+    "scale_by_d_model",
+    "missing_output_projection",
+    "causal_future_visible",
+    "causal_excludes_self",
+    "padding_masks_queries",
 }
 
 
@@ -72,12 +88,18 @@ def test_zoo_members_really_differ_from_the_reference():
     mask = attnviz.causal_mask(4)
     expected, _ = attnviz.scaled_dot_product_attention(q, k, v, mask)
     for bug_id, fn in zoo.ATTENTION_BUGS.items():
-        output, _ = fn(q, k, v, mask)
-        same = output.shape == expected.shape and torch.allclose(output, expected, atol=1e-4)
-        assert not same or bug_id == "nan_on_fully_masked_row", bug_id
+        try:
+            output = fn(q, k, v, mask)
+            output = output[0] if isinstance(output, tuple) else output
+        except RuntimeError:                        # e.g. q @ k: PyTorch refuses, which differs too
+            continue
+        same = output.shape == expected.shape and torch.allclose(output.double(), expected.double(),
+                                                                 atol=1e-4)
+        assert not same or bug_id in zoo.SHOWS_ONLY_ON_EDGES, bug_id
 
 
 # ---- correct alternatives: written differently, all must pass -------------------------------------
+
 
 def einsum_version(q, k, v, mask=None):
     scores = torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
@@ -98,7 +120,9 @@ def scale_q_first(q, k, v, mask=None):
 def additive_float_mask(q, k, v, mask=None):
     scores = q @ k.mT / q.shape[-1] ** 0.5
     if mask is not None:
-        scores = scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(~mask, -1e9)
+        scores = scores + torch.zeros_like(mask, dtype=scores.dtype).masked_fill(
+            ~mask, torch.finfo(q.dtype).min
+        )
     weights = scores.softmax(dim=-1)
     return weights @ v, weights
 
@@ -119,9 +143,9 @@ def loop_over_queries(q, k, v, mask=None):
     """A slow but correct version: one query row at a time."""
     rows = []
     for i in range(q.shape[-2]):
-        scores = (q[..., i:i + 1, :] @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])   # (..., 1, n_k)
+        scores = (q[..., i : i + 1, :] @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # (..., 1, n_k)
         if mask is not None:
-            row_mask = mask[..., i:i + 1, :]
+            row_mask = mask[..., i : i + 1, :]
             scores = scores.masked_fill(~row_mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)
@@ -129,9 +153,19 @@ def loop_over_queries(q, k, v, mask=None):
     return torch.cat(rows, dim=-2)
 
 
-@pytest.mark.parametrize("fn", [einsum_version, scale_q_first, additive_float_mask, finfo_min_fill,
-                                fused_wrapper, loop_over_queries, attnviz.scaled_dot_product_attention],
-                         ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "fn",
+    [
+        einsum_version,
+        scale_q_first,
+        additive_float_mask,
+        finfo_min_fill,
+        fused_wrapper,
+        loop_over_queries,
+        attnviz.scaled_dot_product_attention,
+    ],
+    ids=lambda f: f.__name__,
+)
 def test_correct_attention_alternatives_pass(fn):
     result = check_attention(fn)
     assert result.passed and result.bug is None, repr(result)
@@ -151,8 +185,9 @@ class LoopOverHeads(nn.Module):
         heads = []
         for h in range(self.n_heads):
             part = slice(h * self.d_k, (h + 1) * self.d_k)
-            out, _ = attnviz.scaled_dot_product_attention(query[..., part], key[..., part], value[..., part],
-                                                         mask)
+            out, _ = attnviz.scaled_dot_product_attention(
+                query[..., part], key[..., part], value[..., part], mask
+            )
             heads.append(out)
         return self.W_o(torch.cat(heads, dim=-1))
 
@@ -166,38 +201,49 @@ class FusedHeads(nn.Module):
     def forward(self, x, mask=None):
         batch, n, d_model = x.shape
         split = lambda t: t.reshape(batch, n, self.h, d_model // self.h).permute(0, 2, 1, 3)
-        out = F.scaled_dot_product_attention(split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x)),
-                                             attn_mask=mask)
+        out = F.scaled_dot_product_attention(
+            split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x)), attn_mask=mask
+        )
         return self.W_o(out.permute(0, 2, 1, 3).reshape(batch, n, d_model))
 
 
-@pytest.mark.parametrize("cls", [LoopOverHeads, FusedHeads, attnviz.MultiHeadAttention, zoo.MultiHeadWith],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "cls",
+    [LoopOverHeads, FusedHeads, attnviz.MultiHeadAttention, zoo.MultiHeadWith],
+    ids=lambda c: c.__name__,
+)
 def test_correct_multi_head_alternatives_pass(cls):
     result = check_multi_head(cls)
     assert result.passed and result.bug is None, repr(result)
 
 
-@pytest.mark.parametrize("fn", [
-    lambda n: torch.ones(n, n, dtype=torch.bool).tril(),
-    lambda n: torch.arange(n)[:, None] >= torch.arange(n)[None, :],
-    lambda n: ~torch.ones(n, n, dtype=torch.bool).triu(1),
-    attnviz.causal_mask,
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda n: torch.ones(n, n, dtype=torch.bool).tril(),
+        lambda n: torch.arange(n)[:, None] >= torch.arange(n)[None, :],
+        lambda n: ~torch.ones(n, n, dtype=torch.bool).triu(1),
+        attnviz.causal_mask,
+    ],
+)
 def test_correct_causal_masks_pass(fn):
     assert check_causal_mask(fn).passed
 
 
-@pytest.mark.parametrize("fn", [
-    attnviz.padding_mask,
-    lambda lengths, n: (torch.arange(n)[None, :] < lengths[:, None])[:, None, :],
-    lambda lengths, n: (torch.arange(n) < lengths[:, None, None]).expand(len(lengths), n, n),
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        attnviz.padding_mask,
+        lambda lengths, n: (torch.arange(n)[None, :] < lengths[:, None])[:, None, :],
+        lambda lengths, n: (torch.arange(n) < lengths[:, None, None]).expand(len(lengths), n, n),
+    ],
+)
 def test_correct_padding_masks_pass(fn):
     assert check_padding_mask(fn).passed
 
 
 # ---- the same mistakes written the way learners write them -------------------------------------
+
 
 def _fill_min(scores, mask):
     return scores if mask is None else scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
@@ -251,16 +297,20 @@ def variant_scores_transposed_mT(q, k, v, mask=None):
     return torch.softmax(_fill_min(scores, mask), dim=-1) @ v
 
 
-@pytest.mark.parametrize("fn, bug_id", [
-    (variant_missing_scale_finfo, "missing_scale"),
-    (variant_mask_inverted_where, "mask_inverted"),
-    (variant_mask_fill_zero_multiply, "mask_fill_zero"),
-    (variant_mask_after_softmax_multiply, "mask_after_softmax"),
-    (variant_renormalised_after_softmax, "nan_on_fully_masked_row"),
-    (variant_softmax_wrong_axis_finfo, "softmax_wrong_axis"),
-    (variant_forgot_values_output_only, "forgot_values"),
-    (variant_scores_transposed_mT, "scores_transposed"),
-], ids=lambda x: x if isinstance(x, str) else x.__name__)
+@pytest.mark.parametrize(
+    "fn, bug_id",
+    [
+        (variant_missing_scale_finfo, "missing_scale"),
+        (variant_mask_inverted_where, "mask_inverted"),
+        (variant_mask_fill_zero_multiply, "mask_fill_zero"),
+        (variant_mask_after_softmax_multiply, "mask_after_softmax"),
+        (variant_renormalised_after_softmax, "nan_on_fully_masked_row"),
+        (variant_softmax_wrong_axis_finfo, "softmax_wrong_axis"),
+        (variant_forgot_values_output_only, "forgot_values"),
+        (variant_scores_transposed_mT, "scores_transposed"),
+    ],
+    ids=lambda x: x if isinstance(x, str) else x.__name__,
+)
 def test_learner_style_variants_are_named_too(fn, bug_id):
     assert check_attention(fn).bug == bug_id, repr(check_attention(fn))
 
@@ -298,7 +348,7 @@ class SplitByReshape(_FusedVariant):
 
 
 class ScaleFromDModel(_FusedVariant):
-    scale = staticmethod(lambda d_model: d_model ** -0.5)
+    scale = staticmethod(lambda d_model: d_model**-0.5)
 
 
 class NoProjection(_FusedVariant):
@@ -306,13 +356,75 @@ class NoProjection(_FusedVariant):
         return merged
 
 
-@pytest.mark.parametrize("cls, bug_id", [
-    (_FusedVariant, None),
-    (MergeByReshape, "heads_merged_without_transpose"),
-    (SplitByReshape, "heads_split_without_transpose"),
-    (ScaleFromDModel, "scale_by_d_model"),
-    (NoProjection, "missing_output_projection"),
-], ids=lambda x: x if isinstance(x, str) or x is None else x.__name__)
+@pytest.mark.parametrize(
+    "cls, bug_id",
+    [
+        (_FusedVariant, None),
+        (MergeByReshape, "heads_merged_without_transpose"),
+        (SplitByReshape, "heads_split_without_transpose"),
+        (ScaleFromDModel, "scale_by_d_model"),
+        (NoProjection, "missing_output_projection"),
+    ],
+    ids=lambda x: x if isinstance(x, str) or x is None else x.__name__,
+)
 def test_learner_style_multi_head_variants_are_named(cls, bug_id):
     result = check_multi_head(cls)
     assert result.bug == bug_id and result.passed == (bug_id is None), repr(result)
+
+
+# ---- every Fix line, applied, gives code that passes ---------------------------------------------
+
+ADVICE_ONLY = {"queries_keys_swapped": "the swap runs through the scores and the mask: two lines"}
+
+
+def _apply_fix(fn, fix):
+    """``fn``'s source with its one ``# BUG`` line replaced by the Fix line (code before '   #').
+
+    A fix that says 'before the softmax' goes in front of the softmax line instead."""
+    lines = textwrap.dedent(inspect.getsource(fn)).split("\n")
+    (bug,) = [i for i, line in enumerate(lines) if "# BUG" in line]
+    code = fix.split("   #")[0]
+    if "before the softmax" in fix:
+        del lines[bug]
+        if lines[bug - 1].strip() == "if mask is not None:":       # the block is empty now
+            del lines[bug - 1]
+        softmax = next(i for i, line in enumerate(lines) if "torch.softmax" in line)
+        indent = lines[softmax][: len(lines[softmax]) - len(lines[softmax].lstrip())]
+        lines.insert(softmax, f"{indent}if mask is not None: {code}")
+    else:
+        indent = lines[bug][: len(lines[bug]) - len(lines[bug].lstrip())]
+        lines[bug] = indent + code
+    space = dict(vars(zoo))
+    exec("\n".join(lines), space)                      # noqa: S102 - the zoo's own source
+    return space[fn.__name__]
+
+
+@pytest.mark.parametrize("bug_id", sorted(zoo.ATTENTION_BUGS))
+def test_each_attention_fix_line_applied_to_its_zoo_member_passes(bug_id):
+    if bug_id in ADVICE_ONLY:
+        pytest.skip(ADVICE_ONLY[bug_id])
+    fixed = _apply_fix(zoo.ATTENTION_BUGS[bug_id], BUGS[bug_id].fix)
+    result = check_attention(fixed)
+    assert result.passed, (BUGS[bug_id].fix, repr(result))
+
+
+def test_no_fix_line_suggests_a_minus_inf_fill():
+    """The 02 and 05 exercises must not give NaN on a fully masked row: no fix teaches -inf."""
+    for bug in BUGS.values():
+        assert "float('-inf')" not in bug.fix and 'float("-inf")' not in bug.fix, bug.id
+
+
+@pytest.mark.parametrize(
+    "bug_id, family, fixed",
+    [
+        ("causal_future_visible", "causal", lambda n: torch.ones(n, n, dtype=torch.bool).tril()),
+        (
+            "mask_inverted",
+            "padding",
+            lambda lengths, n: (torch.arange(n)[None, :] < lengths[:, None])[:, None, :],
+        ),
+    ],
+)
+def test_mask_fix_lines_pass(bug_id, family, fixed):
+    check = check_causal_mask if family == "causal" else check_padding_mask
+    assert check(fixed).passed

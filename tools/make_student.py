@@ -1,4 +1,4 @@
-"""Write the student edition of the course: solutions replaced by stubs that raise with a hint.
+"""Write the student edition of the course: solutions replaced by stubs; each keeps its one # hint: line.
 
     python tools/make_student.py [SOURCE_DIR] [OUT_DIR]      # defaults: notebooks/ -> student/
 
@@ -10,8 +10,10 @@ each code cell tagged ``solution`` has each block
         ...
         ### END SOLUTION
 
-replaced by ``raise NotImplementedError("<the hint>")`` at the indentation of
-the BEGIN line (the ``# hint:`` line stays). Everything else is unchanged;
+replaced by ``raise NotImplementedError("write your code here")`` at the
+indentation of the BEGIN line. The ``# hint:`` line just above stays and is the
+one place the hint is given (the stub does not repeat it, and the checker's
+"not yet implemented" verdict points at the cell rather than restating it). Everything else is unchanged;
 outputs and execution counts are stripped. Solution markers in a cell that is
 not tagged ``solution``, or unbalanced markers, are an error: the student
 edition must never leak a solution.
@@ -27,7 +29,6 @@ from pathlib import Path
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION\s*$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
-HINT = re.compile(r"^\s*# hint:\s*(.*?)\s*$", re.IGNORECASE)
 DEFAULT_HINT = "write your code here"
 TAG = "solution"
 
@@ -44,7 +45,7 @@ def _source(cell) -> str:
 def stub_source(source: str, where: str = "cell") -> str:
     """``source`` with every BEGIN..END SOLUTION block replaced by a raising stub."""
     lines = source.split("\n")
-    out, inside, hint = [], False, None
+    out, inside = [], False
     for number, line in enumerate(lines, start=1):
         begin, end = BEGIN.match(line), END.match(line)
         if inside:
@@ -56,9 +57,7 @@ def stub_source(source: str, where: str = "cell") -> str:
         if end:
             raise StudentEditionError(f"{where}, line {number}: END SOLUTION without a BEGIN.")
         if begin:
-            previous = HINT.match(out[-1]) if out else None
-            hint = previous.group(1) if previous and previous.group(1) else DEFAULT_HINT
-            out.append(f"{begin.group(1)}raise NotImplementedError({json.dumps(hint, ensure_ascii=False)})")
+            out.append(f"{begin.group(1)}raise NotImplementedError({json.dumps(DEFAULT_HINT)})")
             inside = True
             continue
         out.append(line)

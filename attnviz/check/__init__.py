@@ -7,6 +7,15 @@ notebook as a short verdict: what is wrong, how it shows, the one-line fix.
 Learner code that raises, returns the wrong thing, changes its inputs or runs
 too long gets a verdict too; nothing it does escapes as an exception.
 
+The learner's code runs in a child process forked from the kernel (it sees
+every definition made there; see :mod:`._sandbox`), killed when the check's
+``time_limit`` runs out, so it cannot hang, kill or change the kernel. The
+checkers compare with their own private reference math (:mod:`._reference`),
+not with :mod:`attnviz.core`, and name a bug by which hypothesis (the
+reference with one thing done wrong, in several styles) reproduces the
+learner's outputs on every probe. Every bug id is documented in
+``docs/checkers.md`` (generated from :mod:`._catalog`).
+
 Torch only (no ipywidgets or plotly).
 """
 
@@ -17,5 +26,12 @@ from .decoding import check_decoding_step
 from .masks import check_causal_mask, check_padding_mask
 from .multi_head import check_multi_head
 
-__all__ = ["check_attention", "check_multi_head", "check_causal_mask", "check_padding_mask",
-           "CheckResult", "BUGS", "check_decoding_step"]
+__all__ = [
+    "check_attention",
+    "check_multi_head",
+    "check_causal_mask",
+    "check_padding_mask",
+    "CheckResult",
+    "BUGS",
+    "check_decoding_step",
+]

@@ -10,106 +10,293 @@ __all__ = ["Bug", "BUGS"]
 @dataclass(frozen=True)
 class Bug:
     id: str
-    what: str      # what is wrong, in one sentence
-    shows: str     # how it shows in the numbers
-    fix: str       # the one-line fix (code)
+    what: str  # what is wrong, in one sentence
+    shows: str  # how it shows in the numbers
+    fix: str  # the one-line fix (code)
 
 
 _ENTRIES = [
-    Bug("missing_scale",
+    Bug(
+        "missing_scale",
         "The scores are never divided by √d_k.",
         "Your output equals attention with scale 1: the weights are more peaked than they should be, "
         "and the larger d_k, the closer each row gets to a hard one-hot pick with almost no gradient.",
-        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])"),
-    Bug("wrong_scale",
-        "The scores are divided by d_k instead of √d_k.",
-        "The weights are flatter than they should be (closer to a plain average), and more so as "
-        "d_k grows.",
-        "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)   # not / d_k"),
-    Bug("scale_after_softmax",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
+    ),
+    Bug(
+        "wrong_scale",
+        "The scores are divided by the wrong number: d_k, √d_v, √n_k, d_k ** 1/2 (which is d_k / 2), "
+        "or a d_k left over from another cell instead of this input's own √d_k.",
+        "The weights are too flat or too peaked, and by how much changes with the input's sizes: "
+        "right for one shape, wrong for the next.",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # this input's own d_k",
+    ),
+    Bug(
+        "scale_multiplied",
+        "The scores are multiplied by √d_k instead of divided by it.",
+        "The weights are far too peaked: the scores are d_k times larger than they should be.",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # divide, do not multiply",
+    ),
+    Bug(
+        "scale_after_softmax",
         "The division by √d_k is applied after the softmax, to the weights.",
         "Each weight row sums to 1/√d_k instead of 1, so the output is the right blend shrunk by √d_k.",
-        "divide the scores by math.sqrt(d_k) first, then take torch.softmax(scores, dim=-1)"),
-    Bug("softmax_wrong_axis",
+        "weights = torch.softmax(scores / math.sqrt(q.shape[-1]), dim=-1)   # the scores, not the weights",
+    ),
+    Bug(
+        "softmax_wrong_axis",
         "The softmax normalises over the queries (dim=-2) instead of over the keys.",
         "The columns of the weights sum to 1 instead of the rows, so a query's weights are not a "
         "blend and its output is not an average of the values.",
-        "weights = torch.softmax(scores, dim=-1)"),
-    Bug("scores_transposed",
+        "weights = torch.softmax(scores, dim=-1)   # over the keys: the last dimension",
+    ),
+    Bug(
+        "scores_transposed",
         "The scores are keys times queries (k @ qᵀ) instead of queries times keys.",
         "It breaks as soon as there are more keys than queries (or fewer); when the counts are equal, "
         "each query gets the blend meant for another position.",
-        "scores = q @ k.transpose(-2, -1)   # (n_q, n_k): one row per query"),
-    Bug("mask_inverted",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # (n_q, n_k): one row per query",
+    ),
+    Bug(
+        "mask_inverted",
         "The mask is used the wrong way round: in this course (and PyTorch's fused function) "
         "True means 'may attend'.",
         "Each query attends to exactly the positions it should not see and ignores the ones it should.",
-        "scores = scores.masked_fill(~mask, float('-inf'))   # block where mask is False"),
-    Bug("mask_after_softmax",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # block where mask is False",
+    ),
+    Bug(
+        "mask_after_softmax",
         "The mask is applied to the weights after the softmax.",
         "Blocked keys get weight 0, but the remaining weights are not renormalised, so rows sum to "
         "less than 1 and the output is shrunk.",
-        "mask the scores before the softmax: scores.masked_fill(~mask, float('-inf'))"),
-    Bug("mask_fill_zero",
-        "Blocked scores are set to 0 instead of -inf.",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # before the softmax",
+    ),
+    Bug(
+        "mask_fill_zero",
+        "Blocked scores are set to 0 (or multiplied by the mask) instead of a very negative number.",
         "A score of 0 is an ordinary score, so blocked keys still get a sizeable share of the weight "
         "(the future leaks in).",
-        "scores = scores.masked_fill(~mask, float('-inf'))"),
-    Bug("nan_on_fully_masked_row",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # very negative, finite",
+    ),
+    Bug(
+        "nan_on_fully_masked_row",
         "A query whose keys are all blocked gets NaN.",
         "The softmax of a row of only -inf is 0/0 = NaN, and NaN then spreads through every later "
         "layer. (PyTorch's fused function gives zeros there; a torch.finfo(...).min fill gives a "
         "uniform blend; both are finite.)",
-        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"),
-    Bug("forgot_values",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+    ),
+    Bug(
+        "forgot_values",
         "The weights are returned, but never used to mix the values.",
         "The output has one column per key (n_k) instead of the values' width d_v, and holds weights, "
         "not values.",
-        "return weights @ v"),
-    Bug("heads_split_without_transpose",
+        "return weights @ v",
+    ),
+    Bug(
+        "heads_split_without_transpose",
         "The heads are split with .view(batch, n_heads, n, d_k) directly.",
         "Without the transpose each 'head' gets a slice that runs across several positions, so "
         "positions are scrambled together before attention even starts.",
-        "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # (batch, n_heads, n, d_k)"),
-    Bug("heads_merged_without_transpose",
-        "The heads are merged with .view/.reshape(batch, n, d_model) straight from "
-        "(batch, n_heads, n, d_k).",
+        "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # (batch, n_heads, n, d_k)",
+    ),
+    Bug(
+        "heads_merged_without_transpose",
+        "The heads are merged with .view/.reshape(batch, n, d_model) straight from (batch, n_heads, n, d_k).",
         "The shape comes out right, but each output row mixes pieces of different positions.",
-        "out.transpose(1, 2).contiguous().view(batch, n, d_model)"),
-    Bug("heads_averaged",
+        "out.transpose(1, 2).contiguous().view(batch, n, d_model)",
+    ),
+    Bug(
+        "heads_averaged",
         "The heads are averaged into one attention pattern.",
         "Every feature uses the same blend, so the layer can only follow one relationship at a time; "
         "heads are meant to be kept apart, concatenated and projected by W_o.",
-        "run each head on its own d_k slice, concatenate them (merge heads), then self.W_o(...)"),
-    Bug("scale_by_d_model",
+        "run each head on its own d_k slice, concatenate them (merge heads), then self.W_o(...)",
+    ),
+    Bug(
+        "scale_by_d_model",
         "Each head's scores are divided by √d_model instead of √d_k.",
         "The weights are too flat: the scores are √n_heads times smaller than they should be. "
         "It is the per-head size d_k that sets the spread of a head's dot products.",
-        "scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)   # d_k = d_model // n_heads"),
-    Bug("missing_output_projection",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)   # d_k = d_model // n_heads",
+    ),
+    Bug(
+        "missing_output_projection",
         "The concatenated heads are returned without the output projection W_o.",
         "The shape is right but the numbers are the heads' raw concatenation; the layer cannot mix "
         "information across heads.",
-        "return self.W_o(out)"),
-    Bug("causal_future_visible",
+        "return self.W_o(out)",
+    ),
+    Bug(
+        "causal_future_visible",
         "The causal mask is the upper triangle instead of the lower one.",
         "Each position may attend to itself and the future but not to the past: training looks "
         "superb because the model reads ahead, and generation is nonsense.",
-        "torch.ones(n, n, dtype=torch.bool).tril()"),
-    Bug("causal_excludes_self",
+        "torch.ones(n, n, dtype=torch.bool).tril()",
+    ),
+    Bug(
+        "causal_excludes_self",
         "The causal mask blocks the diagonal, so a position may not attend to itself.",
         "The first position has no key left at all (a fully masked row, NaN with a -inf fill), and "
         "every position loses its own value.",
-        "torch.ones(n, n, dtype=torch.bool).tril()   # diagonal=0 keeps i == j"),
-    Bug("padding_masks_queries",
+        "torch.ones(n, n, dtype=torch.bool).tril()   # diagonal=0 keeps i == j",
+    ),
+    Bug(
+        "causal_off_by_one",
+        "The causal mask's diagonal is shifted by one: each position also sees the next one.",
+        "Position i may attend to key i + 1, one step into the future: training sees the next token.",
+        "torch.ones(n, n, dtype=torch.bool).tril()   # diagonal=0",
+    ),
+    Bug(
+        "causal_not_rectangular",
+        "The causal mask is only right for square masks (n_q == n_k).",
+        "With fewer queries than keys (or more) the triangle starts in the wrong place or the shape "
+        "is wrong.",
+        "torch.ones(n_q, n_k, dtype=torch.bool).tril()   # query i sees keys j <= i",
+    ),
+    Bug(
+        "heads_not_split",
+        "Attention runs once over the full d_model instead of once per head.",
+        "There is a single attention pattern for all features: the module is one-head attention.",
+        "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # then attention per head, then merge",
+    ),
+    Bug(
+        "padding_lengths_modified",
+        "The padding-mask function changes lengths in place.",
+        "The caller's lengths are different after the call, so the next mask built from them is wrong.",
+        "lengths = torch.as_tensor(lengths)   # then only out-of-place operations on it",
+    ),
+    Bug(
+        "padding_masks_queries",
         "The padding mask blocks query rows instead of key columns.",
         "Real tokens still attend to the padding keys, so their results change with how much "
         "padding the batch happens to have.",
-        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # (batch, 1, n)"),
-    Bug("modifies_inputs",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # (batch, 1, n)",
+    ),
+    Bug(
+        "missing_key_transpose",
+        "The scores are q @ k instead of q @ kᵀ.",
+        "PyTorch refuses the product (its shapes do not line up) unless n_k happens to equal d_k; then "
+        "it runs and gives wrong numbers.",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # (.., n_q, d_k) @ (.., d_k, n_k)",
+    ),
+    Bug(
+        "missing_contiguous",
+        ".view(...) is called on a transposed tensor.",
+        "PyTorch raises 'view size is not compatible with input tensor's size and stride': after "
+        "transpose the numbers are no longer laid out in memory in the order view needs.",
+        "out.transpose(1, 2).contiguous().view(batch, n, d_model)   # or .reshape(batch, n, d_model)",
+    ),
+    Bug(
+        "mask_ignored",
+        "The mask is accepted but never applied to the scores.",
+        "The output equals attention without a mask: every query attends to every key, blocked "
+        "ones included.",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # use the mask",
+    ),
+    Bug(
+        "additive_mask_wrong",
+        "The mask is added to the scores as numbers, but not as 0 for allowed and a very negative "
+        "number for blocked (e.g. + mask.float(), or (1 - mask) * -inf).",
+        "Adding 1 where allowed blocks nothing; 0 * -inf is NaN, so (1 - mask) * -inf turns allowed "
+        "scores into NaN; a positive constant favours the blocked keys.",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # a bool mask: fill, do not add",
+    ),
+    Bug(
+        "fill_overflows_float16",
+        "Blocked scores are filled with a fixed number such as -1e9, which float16 cannot hold.",
+        "In float16 (largest magnitude 65504) -1e9 becomes -inf or masked_fill refuses it, so a fully "
+        "masked row is NaN or the call raises, although float32 is fine.",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # the dtype's own minimum",
+    ),
+    Bug(
+        "weights_not_normalised",
+        "The weights are not a softmax over the keys (no softmax, log_softmax, sigmoid or exp alone).",
+        "A row of weights does not sum to 1, so the output is not a blend (an average) of the values.",
+        "weights = torch.softmax(scores, dim=-1)",
+    ),
+    Bug(
+        "keys_values_swapped",
+        "The keys and the values are mixed up (scores from the values, or the keys blended).",
+        "It breaks as soon as d_v differs from d_k; when they are equal the numbers are wrong.",
+        "return weights @ v   # scores from q and k, the blend of the values v",
+    ),
+    Bug(
+        "queries_keys_swapped",
+        "The queries and keys swap roles: the keys ask and the queries answer.",
+        "The output gets one row per key instead of one per query (n_k rows instead of n_q), or, with "
+        "equal counts, each position gets another position's blend.",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # rows: queries, columns: keys",
+    ),
+    Bug(
+        "dropout_left_on",
+        "Dropout is applied to the weights with training on (F.dropout(..., training=True) or "
+        "an nn.Dropout in train mode).",
+        "The same input gives a different output on each call, and rows of weights do not sum to 1.",
+        "weights = torch.softmax(scores, dim=-1)   # no dropout here; in a module: training=self.training",
+    ),
+    Bug(
+        "softmax_overflow",
+        "The softmax is written as exp(scores) / exp(scores).sum() without subtracting the row maximum.",
+        "With large scores exp overflows to inf and inf / inf is NaN, although small scores work.",
+        "weights = torch.softmax(scores, dim=-1)   # or exp(scores - scores.amax(-1, keepdim=True))",
+    ),
+    Bug(
+        "gradient_blocked",
+        "Part of the computation is cut off from autograd (.detach(), torch.no_grad(), a round trip "
+        "through NumPy or .item(), a new torch.tensor(...)).",
+        "The output is right, but no gradient (or a wrong one) flows back to q, k, v: a model built on "
+        "it cannot learn.",
+        "weights = torch.softmax(scores, dim=-1)   # no .detach(), torch.no_grad() or NumPy round trip",
+    ),
+    Bug(
+        "dtype_changed",
+        "The output's dtype differs from the inputs' (for example float64 out for float32 in).",
+        "The numbers are right, but the next layer gets a dtype it does not expect (and float64 is "
+        "slower and twice the memory).",
+        "return weights @ v   # no .double(): constants with dtype=q.dtype, torch.finfo(scores.dtype)",
+    ),
+    Bug(
+        "batch_one_only",
+        "The code only works without batch/head dimensions in front (or for batch 1).",
+        "Unbatched inputs are right; with batch and head dimensions the call fails or mixes entries: "
+        "k.T, x[0], squeeze() or shape[1] read the wrong dimension.",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # index from the end",
+    ),
+    Bug(
+        "modifies_inputs",
         "Your function changes its inputs in place (for example q /= ..., or masked_fill_ on the mask).",
         "The caller's tensors are different after the call, so calling it twice gives different answers.",
-        "use out-of-place operations: scores = scores / ..., scores.masked_fill(...) (no underscore)"),
+        "use out-of-place operations: scores = scores / ..., scores.masked_fill(...) (no underscore)",
+    ),
 ]
 
 BUGS = {bug.id: bug for bug in _ENTRIES}
+
+
+def catalog_markdown() -> str:
+    """docs/checkers.md: every bug id with what is wrong, how it shows and the fix."""
+    out = [
+        "# Checker catalog",
+        "",
+        "Every bug id the checkers in `attnviz.check` can name: what is wrong, how it shows, the fix.",
+        "Generated from `attnviz/check/_catalog.py` by",
+        "`python -m attnviz.check._catalog > docs/checkers.md`; do not edit by hand.",
+        "",
+    ]
+    for bug in sorted(BUGS.values(), key=lambda b: b.id):
+        out += [
+            f"## `{bug.id}`",
+            "",
+            f"**What is wrong:** {bug.what}",
+            "",
+            f"**How it shows:** {bug.shows}",
+            "",
+            f"**Fix:** `{bug.fix}`",
+            "",
+        ]
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(catalog_markdown(), end="")

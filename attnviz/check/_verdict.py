@@ -62,20 +62,21 @@ class CheckResult:
     def _repr_html_(self) -> str:
         icon, colour, background = _LOOK[self.status]
         esc = html.escape
-        bug = (f' <span style="font-size:0.85em;color:#555">(bug id: <code>{esc(self.bug)}</code>)</span>'
-               if self.bug else "")
+        bug = (
+            f' <span style="font-size:0.85em;color:#555">(bug id: <code>{esc(self.bug)}</code>)</span>'
+            if self.bug
+            else ""
+        )
         rows = []
         for label, value in self._lines():
             body = f"<code>{esc(value)}</code>" if label == "Fix" else esc(value)
-            rows.append(
-                f'<div style="margin:0.25em 0"><b>{esc(label)}:</b> {body}</div>'
-            )
+            rows.append(f'<div style="margin:0.25em 0"><b>{esc(label)}:</b> {body}</div>')
         return (
             f'<div class="attnviz-verdict attnviz-{self.status}" style="border-left:6px solid {colour};'
-            f'background:{background};padding:0.6em 0.9em;margin:0.4em 0;font-size:1.05em;'
+            f"background:{background};padding:0.6em 0.9em;margin:0.4em 0;font-size:1.05em;"
             f'line-height:1.45;color:#1f1f1f">'
             f'<div style="font-weight:600;color:{colour}">{icon} {esc(self.checked)}: '
-            f'{esc(self.headline)}{bug}</div>{"".join(rows)}</div>'
+            f"{esc(self.headline)}{bug}</div>{''.join(rows)}</div>"
         )
 
 
@@ -85,15 +86,30 @@ def passed(checked: str, headline: str, observed=None) -> CheckResult:
 
 def bug_found(checked: str, bug_id: str, observed=None, fix=None) -> CheckResult:
     bug = BUGS[bug_id]
-    return CheckResult(False, bug_id, "bug", checked, f"found a known bug, {bug_id.replace('_', ' ')}",
-                       what=bug.what, shows=bug.shows, fix=fix or bug.fix, observed=list(observed or []))
+    return CheckResult(
+        False,
+        bug_id,
+        "bug",
+        checked,
+        f"found a known bug, {bug_id.replace('_', ' ')}",
+        what=bug.what,
+        shows=bug.shows,
+        fix=fix or bug.fix,
+        observed=list(observed or []),
+    )
 
 
 def not_implemented(checked: str, hint: str = "") -> CheckResult:
-    observed = [hint] if hint else []
-    return CheckResult(False, None, "not_implemented", checked,
-                       "not yet implemented. Replace the raise NotImplementedError line with your code, "
-                       "run that cell, then run this one again.", observed=observed)
+    observed = [hint] if hint and hint.strip() != "write your code here" else []  # the stub's default
+    return CheckResult(
+        False,
+        None,
+        "not_implemented",
+        checked,
+        "not yet implemented. Replace the raise NotImplementedError line with your code, "
+        "run that cell, then run this one again.",
+        observed=observed,
+    )
 
 
 def problem(checked: str, headline: str, observed, fix: str = "") -> CheckResult:

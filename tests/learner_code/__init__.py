@@ -1,0 +1,1 @@
+"""Independent learner implementations that judge the checkers (see README.md)."""

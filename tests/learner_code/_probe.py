@@ -1,0 +1,257 @@
+"""The corpus's own, independent probe: does a case really behave as its label says?
+
+Not a checker (it names no bug): it lists the symptoms an implementation shows against a float64
+reference written here, on inputs the exercises allow (no batch, batch, heads, n_q != n_k,
+d_k != d_v, a fully masked row, non-contiguous inputs, large scores, float16 and float64), plus a
+backward pass, a second call, and a look at the inputs afterwards. A correct case must show none;
+a buggy case at least one. tests/test_learner_corpus_sound.py holds the corpus to that.
+"""
+
+import functools
+import math
+
+import torch
+
+_GEN = 20260101
+
+
+def _rand(gen, *shape, scale=1.0):
+    return torch.randn(*shape, generator=gen, dtype=torch.float64) * scale
+
+
+def _mask(gen, lead, n_q, n_k, fully_masked_row=True):
+    mask = torch.rand(*lead, n_q, n_k, generator=gen) > 0.4
+    mask[..., :, 0] = True                       # every row keeps a key ...
+    if fully_masked_row:
+        mask[..., 0, :] = False                  # ... except query 0, which has none
+    return mask
+
+
+def _reference_attention(q, k, v, mask):
+    """float64, -inf fill; rows with no key come out NaN (they are not compared)."""
+    scores = q.double() @ k.double().transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is None:
+        return torch.softmax(scores, dim=-1) @ v.double()
+    mask = mask.expand(scores.shape)
+    has_key = mask.any(dim=-1, keepdim=True)
+    scores = scores.masked_fill(~mask, float("-inf")).masked_fill(~has_key, 0.0)   # finite gradients
+    out = torch.softmax(scores, dim=-1) @ v.double()
+    return torch.where(has_key, out, torch.nan)
+
+
+@functools.cache
+def attention_probes():
+    gen = torch.Generator().manual_seed(_GEN)
+    probes = [
+        ("2-D, n_q != n_k, d_k != d_v", _rand(gen, 3, 5), _rand(gen, 4, 5), _rand(gen, 4, 2), None, {}),
+        ("batch, rectangular mask", _rand(gen, 2, 3, 6), _rand(gen, 2, 5, 6), _rand(gen, 2, 5, 4),
+         _mask(gen, (), 3, 5), {}),
+        ("batch and heads, per-batch mask", _rand(gen, 2, 3, 4, 5), _rand(gen, 2, 3, 7, 5),
+         _rand(gen, 2, 3, 7, 6), _mask(gen, (2, 1), 4, 7), {}),
+        ("square, d_k == d_v, no masked row", _rand(gen, 2, 4, 4), _rand(gen, 2, 4, 4), _rand(gen, 2, 4, 4),
+         _mask(gen, (), 4, 4, fully_masked_row=False), {}),
+        ("large scores", _rand(gen, 2, 3, 5, scale=12), _rand(gen, 2, 6, 5, scale=12), _rand(gen, 2, 6, 3),
+         None, {}),
+        ("float16, masked row", _rand(gen, 2, 3, 8), _rand(gen, 2, 5, 8), _rand(gen, 2, 5, 4),
+         _mask(gen, (), 3, 5), {"dtype": torch.float16}),
+        ("float64", _rand(gen, 2, 2, 3, 6), _rand(gen, 2, 2, 5, 6), _rand(gen, 2, 2, 5, 7),
+         _mask(gen, (), 3, 5), {"dtype": torch.float64}),
+    ]
+    heads = _rand(gen, 2, 5, 3, 4)                              # (batch, n, heads, d_k): transposed in
+    probes.append(("non-contiguous (heads transposed in)", heads.transpose(1, 2), heads.transpose(1, 2),
+                   _rand(gen, 2, 5, 3, 6).transpose(1, 2), None, {}))
+    return probes
+
+
+def _output(result):
+    return result[0] if isinstance(result, tuple) else result
+
+
+def attention_symptoms(fn) -> list[str]:
+    """Symptoms of ``fn(q, k, v, mask=None)`` against the reference, on every probe."""
+    symptoms = []
+    for label, q, k, v, mask, options in attention_probes():
+        dtype = options.get("dtype", torch.float32)
+        grads = dtype != torch.float16
+        inputs = [t.to(dtype).clone().requires_grad_(grads) for t in (q, k, v)]   # strides kept
+        given = None if mask is None else mask.clone()          # fresh copies: the probes are cached
+        copies = [t.detach().clone() for t in inputs] + ([mask] if mask is not None else [])
+        args = (*inputs, given) if mask is not None else tuple(inputs)
+        try:
+            out = _output(fn(*args))
+            again = _output(fn(*args)) if mask is None else None
+        except Exception as err:  # noqa: BLE001
+            symptoms.append(f"{label}: raised {type(err).__name__}")
+            continue
+        expected = _reference_attention(q, k, v, mask)
+        if not isinstance(out, torch.Tensor) or out.shape != expected.shape:
+            got = getattr(out, "shape", type(out))
+            symptoms.append(f"{label}: output {got}, expected {tuple(expected.shape)}")
+            continue
+        if out.dtype != dtype:
+            symptoms.append(f"{label}: dtype {out.dtype} for {dtype} inputs")
+        if not torch.isfinite(out).all():
+            symptoms.append(f"{label}: non-finite output")
+        rows = ~torch.isnan(expected).any(-1)                    # rows with at least one key
+        tol = {torch.float16: 2e-2, torch.float32: 2e-4, torch.float64: 1e-9}[dtype]
+        if not torch.allclose(out.detach().double()[rows], expected[rows], atol=tol, rtol=tol):
+            symptoms.append(f"{label}: wrong values")
+        if again is not None and not torch.equal(out, again):
+            symptoms.append(f"{label}: a second call differs")
+        now = [t.detach() for t in inputs] + ([given] if mask is not None else [])
+        if any(a.shape != b.shape or not torch.equal(a, b) for a, b in zip(now, copies, strict=True)):
+            symptoms.append(f"{label}: inputs changed")
+        if grads:
+            symptoms += [f"{label}: {s}" for s in _attention_grad_symptoms(out, inputs, q, k, v, mask, rows)]
+    return symptoms
+
+
+def _attention_grad_symptoms(out, inputs, q, k, v, mask, rows):
+    weight = torch.linspace(-1, 1, out[rows].numel(), dtype=torch.float64).reshape(out[rows].shape)
+    if not out.requires_grad:
+        return ["no gradient reaches the inputs"]
+    got = torch.autograd.grad((out[rows].double() * weight).sum(), inputs, allow_unused=True)
+    ref_in = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+    ref_out = _reference_attention(*ref_in, mask)
+    want = torch.autograd.grad((ref_out[rows] * weight).sum(), ref_in)
+    problems = []
+    for name, g, w in zip("qkv", got, want, strict=True):
+        if g is None or not torch.allclose(g.double(), w, atol=1e-3, rtol=1e-3):
+            problems.append(f"gradient of {name} wrong or missing")
+    return problems
+
+
+# ---------------------------------------------------------------- multi-head --------------------------
+
+def _reference_multi_head(x, weights, n_heads, mask):
+    b, t, d_model = x.shape
+    d_k = d_model // n_heads
+    w_q, w_k, w_v, w_o = (w.double() for w in weights)
+    def split(z):
+        return z.view(b, t, n_heads, d_k).transpose(1, 2)
+    xd = x.double()
+    out = _reference_attention(split(xd @ w_q.T), split(xd @ w_k.T), split(xd @ w_v.T), mask)
+    return out.transpose(1, 2).reshape(b, t, d_model) @ w_o.T
+
+
+def multi_head_symptoms(cls) -> list[str]:
+    gen = torch.Generator().manual_seed(_GEN + 1)
+    configs = [(12, 3, 2, 5, torch.float32), (10, 5, 3, 4, torch.float32), (8, 2, 1, 6, torch.float32),
+               (16, 4, 2, 4, torch.float32), (12, 4, 2, 5, torch.float64), (8, 2, 2, 4, torch.float16)]
+    symptoms = []
+    for d_model, n_heads, b, t, dtype in configs:
+        label = f"d_model={d_model}, n_heads={n_heads}, batch={b}, n={t}, {dtype}"
+        weights = [_rand(gen, d_model, d_model) / math.sqrt(d_model) for _ in range(4)]
+        x = _rand(gen, b, t, d_model)
+        causal = torch.ones(t, t, dtype=torch.bool).tril()
+        causal[1] = False                                        # query 1 has no key
+        try:
+            module = cls(d_model, n_heads).to(dtype)
+            with torch.no_grad():
+                for layer, w in zip((module.W_q, module.W_k, module.W_v, module.W_o), weights, strict=True):
+                    layer.weight.copy_(w)
+                    if layer.bias is not None:
+                        layer.bias.zero_()
+        except Exception as err:  # noqa: BLE001
+            symptoms.append(f"{label}: building raised {type(err).__name__}")
+            continue
+        for mask in (None, causal):
+            xin = x.to(dtype).requires_grad_(dtype != torch.float16)
+            saved = (xin.detach().clone(), None if mask is None else mask.clone())
+            try:
+                out = _output(module(xin) if mask is None else module(xin, mask))
+                again = _output(module(xin) if mask is None else module(xin, mask))
+            except Exception as err:  # noqa: BLE001
+                symptoms.append(f"{label}, mask={mask is not None}: raised {type(err).__name__}")
+                continue
+            mask = saved[1]                                      # the learner's code may have changed it
+            expected = _reference_multi_head(x, weights, n_heads, mask)
+            where = f"{label}, mask={mask is not None}"
+            if not isinstance(out, torch.Tensor) or out.shape != expected.shape:
+                symptoms.append(f"{where}: output shape {getattr(out, 'shape', type(out))}")
+                continue
+            if out.dtype != dtype:
+                symptoms.append(f"{where}: dtype {out.dtype}")
+            if not torch.isfinite(out).all():
+                symptoms.append(f"{where}: non-finite output")
+            rows = torch.ones(t, dtype=torch.bool)
+            if mask is not None:
+                rows[1] = False
+            tol = {torch.float16: 3e-2, torch.float32: 2e-4, torch.float64: 1e-9}[dtype]
+            if not torch.allclose(out.detach().double()[:, rows], expected[:, rows], atol=tol, rtol=tol):
+                symptoms.append(f"{where}: wrong values")
+            if not torch.equal(out, again):
+                symptoms.append(f"{where}: a second call differs")
+            given = causal if mask is not None else None
+            if not torch.equal(xin.detach(), saved[0]) or (given is not None and (
+                    given.shape != saved[1].shape or not torch.equal(given, saved[1]))):
+                symptoms.append(f"{where}: inputs changed")
+            if dtype != torch.float16:
+                grad = _multi_head_grad(out, xin, x, weights, n_heads, mask, rows)
+                symptoms += [f"{where}: {s}" for s in grad]
+    return symptoms
+
+
+def _multi_head_grad(out, xin, x, weights, n_heads, mask, rows):
+    if not out.requires_grad:
+        return ["no gradient"]
+    weight = torch.linspace(-1, 1, out[:, rows].numel(), dtype=torch.float64).reshape(out[:, rows].shape)
+    (got,) = torch.autograd.grad((out[:, rows].double() * weight).sum(), [xin], allow_unused=True)
+    ref_x = x.clone().requires_grad_()
+    ref_out = _reference_multi_head(ref_x, weights, n_heads, mask)
+    (want,) = torch.autograd.grad((ref_out[:, rows] * weight).sum(), [ref_x])
+    if got is None or not torch.allclose(got.double(), want, atol=1e-3, rtol=1e-3):
+        return ["gradient of x wrong or missing"]
+    return []
+
+
+# ---------------------------------------------------------------- masks -------------------------------
+
+def causal_symptoms(fn) -> list[str]:
+    import inspect
+
+    sizes = [(n, None) for n in (1, 4, 7)]
+    try:
+        two_args = len(inspect.signature(fn).parameters) >= 2
+    except (TypeError, ValueError):
+        two_args = False
+    if two_args:
+        sizes += [(3, 5), (5, 3)]
+    symptoms = []
+    for n_q, n_k in sizes:
+        try:
+            mask = fn(n_q) if n_k is None else fn(n_q, n_k)
+        except Exception as err:  # noqa: BLE001
+            symptoms.append(f"n={n_q},{n_k}: raised {type(err).__name__}")
+            continue
+        want = torch.ones(n_q, n_k or n_q, dtype=torch.bool).tril()
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            symptoms.append(f"n={n_q},{n_k}: not a bool tensor ({type(mask).__name__})")
+        elif mask.shape != want.shape or not torch.equal(mask, want):
+            symptoms.append(f"n={n_q},{n_k}: not the causal triangle")
+    return symptoms
+
+
+def padding_symptoms(fn) -> list[str]:
+    symptoms = []
+    for lengths, n in (([3, 5, 0, 1], 5), ([2, 4], 6), ([4], 4), ([1, 3, 2], 7)):
+        given = torch.tensor(lengths)
+        try:
+            mask = fn(given, n)
+        except Exception as err:  # noqa: BLE001
+            symptoms.append(f"lengths={lengths}, n={n}: raised {type(err).__name__}")
+            continue
+        if given.shape != (len(lengths),) or given.tolist() != lengths:
+            symptoms.append(f"lengths={lengths}, n={n}: lengths changed to {given.tolist()}")
+        keys = torch.arange(n)[None, :] < torch.tensor(lengths)[:, None]       # (batch, n)
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            symptoms.append(f"lengths={lengths}, n={n}: not a bool tensor")
+        elif mask.shape == (len(lengths), 1, n):
+            if not torch.equal(mask, keys[:, None, :]):
+                symptoms.append(f"lengths={lengths}, n={n}: wrong mask")
+        elif mask.shape == (len(lengths), n, n):
+            if not torch.equal(mask, keys[:, None, :].expand(-1, n, -1)):
+                symptoms.append(f"lengths={lengths}, n={n}: rows do not repeat the key pattern")
+        else:
+            symptoms.append(f"lengths={lengths}, n={n}: shape {tuple(mask.shape)}")
+    return symptoms

@@ -1,0 +1,199 @@
+"""Learner versions of notebook 04's exercise 2 ``my_padding_mask(lengths, n)``, for check_padding_mask.
+
+``lengths`` (a 1-D int tensor) holds each sequence's number of real tokens, padding at the end,
+each at most ``n`` (and possibly all below ``n``, or 0). The result is a bool ``(batch, 1, n)`` mask,
+True on the real *key columns*; a full ``(batch, n, n)`` whose rows all repeat the key pattern is
+accepted too. ``lengths`` must not be changed.
+"""
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch.nn.utils.rnn import pad_sequence
+
+from ._case import FAIL, PASS, Case
+
+# ---------------------------------------------------------------- correct -----------------------------
+
+
+def solution(lengths, n):
+    lengths = torch.as_tensor(lengths)
+    return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]
+
+
+def unsqueeze_style(lengths, n):
+    return (torch.arange(n).unsqueeze(0) < lengths.unsqueeze(1)).unsqueeze(1)
+
+
+def loop_fill(lengths, n):
+    mask = torch.zeros(len(lengths), 1, n, dtype=torch.bool)
+    for b, length in enumerate(lengths.tolist()):
+        mask[b, 0, :length] = True
+    return mask
+
+
+def stacked_rows(lengths, n):
+    rows = [torch.arange(n) < int(length) for length in lengths]
+    return torch.stack(rows).view(-1, 1, n)
+
+
+def list_of_bools(lengths, n):
+    rows = [[True] * int(length) + [False] * (n - int(length)) for length in lengths]
+    return torch.tensor(rows, dtype=torch.bool).reshape(len(rows), 1, n)
+
+
+def full_square_expanded(lengths, n):
+    keys = torch.arange(n)[None, :] < lengths[:, None]          # (batch, n)
+    return keys[:, None, :].expand(-1, n, -1)                   # (batch, n, n), every row the same
+
+
+def numpy_version(lengths, n):
+    lengths_np = np.asarray(lengths)
+    return torch.from_numpy(np.arange(n)[None, None, :] < lengths_np[:, None, None])
+
+
+def ge_inverted_twice(lengths, n):
+    padding = torch.arange(n).expand(len(lengths), n) >= lengths.view(-1, 1)     # True on padding
+    return (~padding).unsqueeze(-2)
+
+
+def cumulative_ones(lengths, n):
+    ones = torch.ones(len(lengths), n, dtype=torch.long).cumsum(dim=-1)          # 1, 2, ..., n
+    return (ones <= lengths[:, None]).unsqueeze(1)
+
+
+def clone_then_unsqueeze_(lengths, n):
+    column = lengths.clone().unsqueeze_(1)                      # in place on a copy: fine
+    return (torch.arange(n) < column)[:, None]
+
+
+def pad_sequence_then_pad_to_n(lengths, n):
+    rows = [torch.ones(int(length), dtype=torch.bool) for length in lengths]
+    padded = pad_sequence(rows, batch_first=True, padding_value=False)       # (batch, max(lengths))
+    padded = F.pad(padded, (0, n - padded.shape[1]), value=False)             # ... up to n
+    return padded.unsqueeze(1)
+
+
+def expand_compare(lengths, n):
+    return (torch.arange(n).expand(len(lengths), n) < lengths.unsqueeze(-1))[:, None]
+
+
+# ---------------------------------------------------------------- buggy -------------------------------
+
+def masks_query_rows(lengths, n):
+    return (torch.arange(n)[None, :] < lengths[:, None])[:, :, None]          # (batch, n, 1)
+
+
+def masks_query_rows_expanded(lengths, n):
+    real = torch.arange(n)[None, :] < lengths[:, None]
+    return real[:, :, None].expand(-1, -1, n)
+
+
+def true_on_padding(lengths, n):
+    return (torch.arange(n)[None, :] >= lengths[:, None])[:, None, :]
+
+
+def true_on_padding_loop(lengths, n):
+    mask = torch.ones(len(lengths), 1, n, dtype=torch.bool)
+    for b, length in enumerate(lengths.tolist()):
+        mask[b, 0, :length] = False
+    return mask
+
+
+def off_by_one_le(lengths, n):
+    return (torch.arange(n)[None, :] <= lengths[:, None])[:, None, :]
+
+
+def off_by_one_loop(lengths, n):
+    mask = torch.zeros(len(lengths), 1, n, dtype=torch.bool)
+    for b, length in enumerate(lengths.tolist()):
+        mask[b, 0, : length - 1] = True
+    return mask
+
+
+def lengths_unsqueezed_in_place(lengths, n):
+    lengths.unsqueeze_(1)                                        # the caller's lengths become (batch, 1)
+    return (torch.arange(n)[None, :] < lengths)[:, None, :]
+
+
+def lengths_decremented_in_place(lengths, n):
+    lengths -= 1                                                 # "last real index", in place
+    return (torch.arange(n)[None, :] <= lengths[:, None])[:, None, :]
+
+
+def lengths_sub_out(lengths, n):
+    last = torch.sub(lengths, 1, out=lengths)                    # out= is the caller's tensor
+    return (torch.arange(n)[None, :] <= last[:, None])[:, None, :]
+
+
+def uses_max_length(lengths, n):
+    width = int(lengths.max())                                   # ignores n
+    return (torch.arange(width)[None, :] < lengths[:, None])[:, None, :]
+
+
+def max_length_loop(lengths, n):
+    longest = max(lengths.tolist())
+    return torch.stack([torch.arange(longest) < length for length in lengths])[:, None, :]
+
+def pad_sequence_only(lengths, n):
+    rows = [torch.ones(int(length), dtype=torch.bool) for length in lengths]
+    return pad_sequence(rows, batch_first=True, padding_value=False).unsqueeze(1)   # width max(lengths)
+
+
+def no_query_axis(lengths, n):
+    return torch.arange(n)[None, :] < lengths[:, None]           # (batch, n)
+
+
+def int_mask(lengths, n):
+    return (torch.arange(n)[None, :] < lengths[:, None]).long()[:, None, :]
+
+
+def first_sequence_only(lengths, n):
+    row = torch.arange(n) < lengths[0]
+    return row.expand(len(lengths), n)[:, None, :]
+
+
+def item_only(lengths, n):
+    return (torch.arange(n) < lengths.item())[None, None, :]     # works for a batch of one
+
+
+def rows_and_columns(lengths, n):
+    real = torch.arange(n)[None, :] < lengths[:, None]
+    return real[:, None, :] & real[:, :, None]                   # padded query rows fully masked too
+
+
+CASES = [
+    Case("solution", solution, PASS),
+    Case("unsqueeze_style", unsqueeze_style, PASS),
+    Case("loop_fill", loop_fill, PASS),
+    Case("stacked_rows", stacked_rows, PASS),
+    Case("list_of_bools", list_of_bools, PASS),
+    Case("full_square_expanded", full_square_expanded, PASS),
+    Case("numpy_version", numpy_version, PASS),
+    Case("ge_inverted_twice", ge_inverted_twice, PASS),
+    Case("cumulative_ones", cumulative_ones, PASS),
+    Case("clone_then_unsqueeze_", clone_then_unsqueeze_, PASS),
+    Case("pad_sequence_then_pad_to_n", pad_sequence_then_pad_to_n, PASS),
+    Case("expand_compare", expand_compare, PASS),
+    Case("masks_query_rows", masks_query_rows, "padding_masks_queries"),
+    Case("masks_query_rows_expanded", masks_query_rows_expanded, "padding_masks_queries"),
+    Case("true_on_padding", true_on_padding, "mask_inverted"),
+    Case("true_on_padding_loop", true_on_padding_loop, "mask_inverted"),
+    Case("off_by_one_le", off_by_one_le, FAIL),
+    Case("off_by_one_loop", off_by_one_loop, FAIL),
+    Case("lengths_unsqueezed_in_place", lengths_unsqueezed_in_place,
+         {"padding_lengths_modified", "inputs_modified", "modifies_inputs"}),
+    Case("lengths_decremented_in_place", lengths_decremented_in_place,
+         {"padding_lengths_modified", "inputs_modified", "modifies_inputs"}),
+    Case("lengths_sub_out", lengths_sub_out,
+         {"padding_lengths_modified", "inputs_modified", "modifies_inputs"}),
+    Case("uses_max_length", uses_max_length, FAIL, note="wrong width when max(lengths) < n"),
+    Case("max_length_loop", max_length_loop, FAIL, note="wrong width when max(lengths) < n"),
+    Case("pad_sequence_only", pad_sequence_only, FAIL, note="wrong width when max(lengths) < n"),
+    Case("no_query_axis", no_query_axis, FAIL),
+    Case("int_mask", int_mask, FAIL),
+    Case("first_sequence_only", first_sequence_only, "batch_one_only"),
+    Case("item_only", item_only, "batch_one_only"),
+    Case("rows_and_columns", rows_and_columns, FAIL,
+         note="a (batch, n, n) mask whose padded rows are fully masked: rows do not repeat the key pattern"),
+]
