@@ -17,7 +17,8 @@ import torch.nn.functional as F
 
 from ..gpt import TinyGPT
 from . import _verdict
-from ._run import TIME_LIMIT, call, describe_error, shape_str
+from ._run import TIME_LIMIT, Outcome, _exception, describe_error, rebuild, shape_str
+from ._sandbox import run_steps, to_plain
 
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS", "DECODING_WORDS"]
 
@@ -104,18 +105,38 @@ def _probe():
 
 
 def _run_steps(fn, model, tokens, time_limit):
-    """Feed the pieces in order; one entry per piece reached: logits, or the Outcome that failed."""
-    cache, results = None, []
-    for start, stop in PIECES:
-        outcome = call(fn, {"model": model, "tokens": tokens[:, start:stop], "cache": cache},
-                       positional=("model", "tokens", "cache"), time_limit=time_limit)
-        if outcome.timed_out or outcome.error is not None:
-            return results + [outcome]
-        value = outcome.value
-        if not (isinstance(value, (tuple, list)) and len(value) == 2 and isinstance(value[0], torch.Tensor)):
-            return results + [f"returned {type(value).__name__}; return (logits, cache), a tuple of two."]
-        results.append(value[0])
-        cache = value[1]
+    """Feed the pieces in order; one entry per piece reached: logits, or the Outcome that failed.
+
+    All pieces run in one isolated child (see :mod:`._sandbox`), so the learner's cache stays
+    whatever object the learner made: only the logits come back to the kernel.
+    """
+    state = {"cache": None}
+
+    def piece(start, stop):
+        def step():
+            with torch.no_grad():
+                value = fn(model, tokens[:, start:stop], state["cache"])
+            if not (isinstance(value, (tuple, list)) and len(value) == 2
+                    and isinstance(value[0], torch.Tensor)):
+                return {"wrong": f"returned {type(value).__name__}; return (logits, cache), a tuple of two."}
+            state["cache"] = value[1]
+            return {"logits": to_plain(value[0])}
+        return step
+
+    run = run_steps([piece(a, b) for a, b in PIECES], time_limit=time_limit, budget=time_limit)
+    results = []
+    for step in run.steps:
+        if step.status == "skipped":
+            break
+        if step.status in ("timeout", "over_budget"):
+            return results + [Outcome(timed_out=True, isolated=run.isolated)]
+        if step.status == "exited":
+            return results + [Outcome(error=RuntimeError(run.note), exited=run.note, isolated=run.isolated)]
+        if step.status == "error":
+            return results + [Outcome(error=_exception(step.error), isolated=run.isolated)]
+        if "wrong" in step.value:
+            return results + [step.value["wrong"]]
+        results.append(rebuild(step.value["logits"]))
     return results
 
 
