@@ -1,4 +1,4 @@
-"""attnviz.widgets: the static figures, and the explorers driven through their controls."""
+"""attnviz.widgets: the static figures, and the explorers driven through their controls (no kernel)."""
 
 import math
 
@@ -95,7 +95,12 @@ def test_line_and_bar_charts():
 
 
 # ---------------------------------------------------------------------------------------------
-# The explorers, driven through .controls, read back through .figures and .metrics.
+# The explorers, driven through .controls, read back through .panels (the arrays the canvas
+# paints) and .metrics.
+
+import ast  # noqa: E402
+import asyncio  # noqa: E402
+import pathlib  # noqa: E402
 
 from attnviz.widgets import (  # noqa: E402
     head_explorer,
@@ -104,80 +109,85 @@ from attnviz.widgets import (  # noqa: E402
     mask_explorer,
     saturation_explorer,
 )
-from attnviz.widgets.figures import HEATMAP_TRACES, unpacked  # noqa: E402
+from attnviz.widgets.canvas import KEY_TITLE as CANVAS_KEY_TITLE  # noqa: E402
+from attnviz.widgets.canvas import LEGEND, heatmap_panel  # noqa: E402
+from attnviz.widgets.canvas import QUERY_TITLE as CANVAS_QUERY_TITLE  # noqa: E402
+from attnviz.widgets.kv_cache import sharing_sentence  # noqa: E402
+from attnviz.widgets.lookup import lookup_verdict  # noqa: E402
+from attnviz.widgets.saturation import VERDICT_THRESHOLDS, saturation_verdict  # noqa: E402
+
+WIDGETS = pathlib.Path(__file__).parents[1] / "attnviz" / "widgets"
 
 
-def _data(fig, index, prop):
-    return unpacked(getattr(fig.data[index], prop))
-
-
-def _heatmap_panels(fig):
-    """First trace index of every attention panel (weights, masked, NaN, leak) in a figure."""
-    return [i for i, t in enumerate(fig.data)
-            if t.type == "heatmap" and i + HEATMAP_TRACES <= len(fig.data)
-            and fig.data[i + 1].name == "masked" and fig.data[i + 2].name == "NaN"]
+def _sections(explorer):
+    return explorer.canvas.scene["sections"]
 
 
 def _assert_no_unlabelled_nan(explorer):
-    """NaN may appear only as gaps covered by the grey 'masked' or the pink, labelled 'NaN' layer."""
-    for name, fig in explorer.figures.items():
-        panels = _heatmap_panels(fig)
-        if "raised" in (fig.layout.title.text or ""):
-            panels_checked = []                        # deliberately empty, and the title says why
+    """NaN may appear only in cells drawn grey (masked) or pink (NaN, and the legend says so)."""
+    legends = {name: {item["kind"] for item in section["legend"]}
+               for section in _sections(explorer) for name in section["panels"]}
+    for name, panel in explorer.panels.items():
+        assert panel.description, f"{name}: no text alternative"
+        if panel.kind == "heatmap":
+            assert panel.values.shape == panel.masked.shape == panel.nan.shape == panel.leak.shape
+            assert not np.any(np.isnan(panel.values) & ~panel.masked & ~panel.nan), f"{name}: unlabelled NaN"
+            assert np.array_equal(panel.nan, np.isnan(panel.values))
+            for kind in ("masked", "nan", "leak"):
+                if getattr(panel, kind).any():
+                    assert kind in legends[name], f"{name}: {kind} cells but no legend entry"
         else:
-            panels_checked = panels
-        for first in panels_checked:
-            shown = _data(fig, first, "z")
-            masked = _data(fig, first + 1, "z") == 1
-            nan_layer = _data(fig, first + 2, "z") == 1
-            assert not np.any(np.isnan(shown) & ~masked & ~nan_layer), f"{name}: unlabelled NaN gap"
-            if nan_layer.any():
-                assert any(t.showlegend and "NaN" in (t.name or "") for t in fig.data), \
-                    f"{name}: NaN cells without a NaN legend entry"
-        covered = {i for first in panels for i in range(first, first + HEATMAP_TRACES)}
-        for index, trace in enumerate(fig.data):
-            if index in covered:
-                continue
-            for prop in ("x", "y", "z"):
-                value = getattr(trace, prop, None)
-                if value is None or (isinstance(value, (tuple, list)) and value and value[0] is None):
-                    continue
-                try:
-                    array = unpacked(value)
-                except (TypeError, ValueError):
-                    continue                                   # category labels
-                assert not np.any(np.isnan(array)), f"{name}: trace {index} {prop} has NaN"
+            assert np.all(np.isfinite(panel.values)), f"{name}: NaN or inf in a {panel.kind} panel"
+    for section in _sections(explorer):
+        for name in section["panels"]:
+            assert name in explorer.panels or name in explorer.canvas.fixed, f"{name}: laid out, never sent"
+
+
+def _payload_at_first_display(explorer) -> int:
+    """What the browser receives for the explorer's canvas: the JS and CSS once, the scene, fixed panels."""
+    code = (WIDGETS / "canvas.js").stat().st_size + (WIDGETS / "canvas.css").stat().st_size
+    return code + explorer.canvas.payload_bytes("scene") + explorer.canvas.payload_bytes("fixed")
 
 
 def test_saturation_explorer_contract_and_display():
     ex = saturation_explorer()
     assert set(ex.controls) == {"d_k", "temperature", "scaled", "mask", "seed"}
-    assert set(ex.figures) == {"weights", "scores", "row"}
+    assert set(ex.panels) == {"scaled", "unscaled", "scores", "row"}
     assert set(ex.metrics) >= {"entropy", "max_weight", "grad_norm", "score_std"}
     bundle = ex._repr_mimebundle_()
     assert bundle["application/vnd.jupyter.widget-view+json"]["model_id"] == ex.widget.model_id
     assert ex.error is None
+    scaled = ex.panels["scaled"]
+    assert scaled.kind == "heatmap"
+    assert scaled.x_title == CANVAS_KEY_TITLE and scaled.y_title == CANVAS_QUERY_TITLE
+    assert scaled.options["scale"] == "weights" and (scaled.options["vmin"], scaled.options["vmax"]) == (0, 1)
+    assert np.allclose(scaled.values, ex.state["scaled"]["weights"].numpy())
+    # the scene carries exactly these arrays, as float32 bytes
+    sent = np.frombuffer(ex.canvas.scene["panels"]["scaled"]["values"], dtype=np.float32).reshape(8, 8)
+    assert np.allclose(sent, scaled.values, atol=1e-7)
+    assert "◀ metrics" in scaled.title and "◀ metrics" not in ex.panels["unscaled"].title
 
 
 @pytest.mark.parametrize("control, value, changes", [
-    ("d_k", 1024, {"weights", "scores"}),
-    ("temperature", 0.2, {"weights", "scores", "row"}),
+    ("d_k", 1024, {"scaled", "unscaled", "scores"}),
+    ("temperature", 0.2, {"scaled", "unscaled", "scores", "row"}),
     ("scaled", False, {"scores"}),
-    ("mask", "causal+padding", {"weights", "row"}),
-    ("seed", 3, {"weights", "scores", "row"}),
+    ("mask", "causal+padding", {"scaled", "unscaled", "row"}),
+    ("seed", 3, {"scaled", "unscaled", "scores", "row"}),
 ])
-def test_each_saturation_control_changes_its_figures_and_the_metrics(control, value, changes):
+def test_each_saturation_control_changes_its_panels_and_the_metrics(control, value, changes):
     ex = saturation_explorer()
-    probes = {"weights": (0, "z"), "scores": (1, "x"), "row": (1, "y")}
-    before = {name: _data(ex.figures[name], *probes[name]).copy() for name in probes}
-    metrics_before = dict(ex.metrics)
+    before = {name: panel.values.copy() for name, panel in ex.panels.items()}
+    metrics_before, paints_before = dict(ex.metrics), ex.canvas.scene
     ex.controls[control].value = value
-    for name in probes:
-        after = _data(ex.figures[name], *probes[name])
-        changed = before[name].shape != after.shape or not np.array_equal(before[name], after, equal_nan=True)
-        if name in changes:
-            assert changed, f"{control} did not change figure {name}"
-    assert ex.metrics != metrics_before
+    for name in changes:
+        after = ex.panels[name].values
+        assert before[name].shape != after.shape or not np.array_equal(before[name], after, equal_nan=True), \
+            f"{control} did not change panel {name}"
+    assert ex.metrics != metrics_before and ex.canvas.scene is not paints_before
+    if control == "mask":
+        assert ex.panels["scaled"].masked.any()
+        assert "masked" in {i["kind"] for i in _sections(ex)[0]["legend"]}
 
 
 def test_saturation_explorer_shows_the_physics():
@@ -209,15 +219,41 @@ def test_saturation_explorer_shows_the_physics():
     assert entropies[2] > 0.99 * ex.metrics["uniform_entropy"]
 
 
-def test_saturation_causal_weights_above_the_diagonal_are_exactly_zero_in_the_figure():
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_saturation_verdict_follows_the_numbers(seed):
+    ex = saturation_explorer(d_k=4096, temperature=0.05, scaled=True, seed=seed)
+    m = ex.metrics
+    # issue 11: at d_k 4096, scaled, temperature 0.05 the largest weight passes 0.6: not "Soft"
+    assert m["max_weight"] >= VERDICT_THRESHOLDS["saturating"]
+    assert "Saturat" in ex._text.value and "Soft" not in ex._text.value
+    assert f"{m['max_weight']:.2f}" in ex._text.value                  # the verdict quotes its number
+    ex.controls["temperature"].value = 1.0
+    assert "Soft" in ex._text.value
+    ex.controls["temperature"].value = 20.0
+    assert "Nearly flat" in ex._text.value
+
+
+@pytest.mark.parametrize("top, entropy, word", [
+    (0.95, 0.1, "Saturated"), (0.9, 0.3, "Saturated"), (0.89, 0.5, "Saturating"), (0.6, 0.9, "Saturating"),
+    (0.59, 1.0, "Soft"), (0.2, 1.99, "Nearly flat"),
+])
+def test_saturation_verdict_thresholds(top, entropy, word):
+    text = saturation_verdict({"max_weight": top, "entropy": entropy, "grad_norm": 0.1,
+                               "uniform_entropy": 2.0})
+    assert text.startswith(word)
+
+
+def test_saturation_causal_weights_above_the_diagonal_are_masked_not_zero_coloured():
     ex = saturation_explorer(n=8, mask="causal")
-    for first in _heatmap_panels(ex.figures["weights"]):
-        shown = _data(ex.figures["weights"], first, "z")
-        masked = _data(ex.figures["weights"], first + 1, "z")
-        above = np.triu(np.ones((8, 8), dtype=bool), 1)
-        assert np.all(masked[above] == 1) and np.all(np.isnan(shown[above]))   # grey, not a colour
+    above = np.triu(np.ones((8, 8), dtype=bool), 1)
     for side in ("scaled", "unscaled"):
+        panel = ex.panels[side]
+        assert np.all(panel.masked[above]) and not np.any(panel.masked[~above])   # grey, not a colour
+        assert not panel.leak.any() and not panel.nan.any()
         assert torch.all(ex.state[side]["weights"].triu(1) == 0)
+        flags = np.frombuffer(ex.canvas.scene["panels"][side]["flags"], dtype=np.uint8).reshape(8, 8)
+        assert np.array_equal(flags == 1, above)                                   # what the canvas gets
+    assert {"kind": "masked", "text": LEGEND["masked"]} in _sections(ex)[0]["legend"]
 
 
 def test_saturation_extremes_run_and_show_no_nan():
@@ -233,11 +269,13 @@ def test_saturation_extremes_run_and_show_no_nan():
                         assert ex.error is None
                         assert all(math.isfinite(v) for v in ex.metrics.values())
                         _assert_no_unlabelled_nan(ex)
+                        assert ex.canvas.payload_bytes() < 10_000
 
 
 def test_saturation_at_128_positions():
     ex = saturation_explorer(n=128, d_k=4096, scaled=False)
-    assert _data(ex.figures["weights"], 0, "z").shape == (128, 128)
+    assert ex.panels["scaled"].values.shape == (128, 128)
+    assert not ex.panels["scaled"].options["text"]               # no numbers written in 16384 cells
     ex.controls["temperature"].value = 0.05
     _assert_no_unlabelled_nan(ex)
 
@@ -249,14 +287,29 @@ def test_saturation_bad_start_is_named():
         saturation_explorer(mask="future")
 
 
+def test_saturation_scores_histogram_counts_every_pair():
+    ex = saturation_explorer(n=8, d_k=16)
+    scores = ex.panels["scores"]
+    assert scores.kind == "histogram" and scores.values.shape == (2, 60)
+    assert np.all(scores.values.sum(axis=1) == 64)                # every (query, key) pair counted once
+    assert [m["x"] for m in scores.options["marks"]] == [-4.0, 4.0]    # ±√d_k
+    row = ex.panels["row"]
+    assert np.allclose(row.values, [ex.state[s]["weights"][7].numpy() for s in ("scaled", "unscaled")])
+
+
 def test_lookup_explorer_controls():
     ex = lookup_explorer()
     assert set(ex.controls) == {"query_angle", "word", "temperature"}
-    query_before = _data(ex.figures["space"], ex._query_trace, "x").copy()
-    bars_before = _data(ex.figures["weights"], 0, "y").copy()
+    assert set(ex.panels) == {"keys", "values", "weights"}
+
+    def query_tip(explorer):
+        line = [s for s in explorer.panels["keys"].options["shapes"] if s.get("arrow")][0]
+        return line["x"][1], line["y"][1]
+    tip_before, bars_before = query_tip(ex), ex.panels["weights"].values.copy()
     ex.controls["query_angle"].value = 180
-    assert not np.array_equal(query_before, _data(ex.figures["space"], ex._query_trace, "x"))
-    assert not np.array_equal(bars_before, _data(ex.figures["weights"], 0, "y"))
+    assert query_tip(ex) != tip_before and np.allclose(query_tip(ex), (-1, 0), atol=1e-12)
+    assert not np.array_equal(bars_before, ex.panels["weights"].values)
+    assert np.allclose(ex.panels["weights"].values[0], ex.state["weights"].numpy())
     ex.controls["word"].value = "tree"
     assert ex.metrics["best_word"] == "tree" and ex.controls["query_angle"].value == 290
     ex.controls["query_angle"].value = 20          # moving the slider lets go of the word
@@ -264,44 +317,62 @@ def test_lookup_explorer_controls():
     ex.controls["temperature"].value = 0.01
     # near temperature 0 it is the exact lookup: the answer sits on the best key's value
     assert ex.metrics["max_weight"] > 0.99 and ex.metrics["distance_to_best"] < 0.01
+    star = [s for s in ex.panels["values"].options["shapes"] if s.get("shape") == "star"][0]
+    assert np.allclose((star["x"], star["y"]), ex.state["output"].numpy())
     ex.controls["temperature"].value = 100
     # at a high temperature it is the plain average
     assert ex.metrics["distance_to_average"] < 0.05
     _assert_no_unlabelled_nan(ex)
 
 
+def test_lookup_tie_is_called_a_tie_and_both_labels_are_drawn():
+    ex = lookup_explorer(query_angle=40.0, temperature=0.3)          # halfway between cat (20) and dog (60)
+    text = ex._text.value
+    assert "tie" in text and "'cat'" in text and "'dog'" in text and "leaning" not in text
+    labels = [s.get("label") for s in ex.panels["values"].options["shapes"]]
+    assert "cat" in labels and "dog" in labels                        # the canvas draws labels above markers
+    assert lookup_verdict({"max_weight": 0.5, "distance_to_average": 1.0},
+                          [0.5, 0.3, 0.1, 0.05, 0.05]).startswith("A blend, leaning towards 'cat'")
+
+
 def test_mask_explorer_metrics_show_the_traps():
     ex = mask_explorer(mask="padding", fill="-inf")
     assert set(ex.controls) == {"mask", "fill", "dtype"}
-    assert set(ex.figures) == {"mask", "scores", "weights"}
+    assert set(ex.panels) == {f"{kind}/{i}" for kind in ("weights", "scores", "mask") for i in range(3)}
     assert ex.metrics["nan_rows"] > 0                      # a fully masked row, -inf fill: NaN
-    assert "NaN" in ex.figures["weights"].layout.title.text
+    assert "NaN" in _sections(ex)[0]["title"]
+    assert ex.panels["weights/2"].nan.all()                # the empty sequence: every cell pink
+    assert "nan" in {item["kind"] for item in _sections(ex)[0]["legend"]}
+    assert ex.panels["scores/1"].options["masked_text"] == "-inf"
     ex.controls["fill"].value = "finfo.min"
-    assert ex.metrics["nan_rows"] == 0
+    assert ex.metrics["nan_rows"] == 0 and not any(ex.panels[f"weights/{i}"].nan.any() for i in range(3))
     ex.controls["fill"].value = "0"
     assert ex.metrics["leaked_weight"] > 0
-    leak = ex.figures["weights"].data[_heatmap_panels(ex.figures["weights"])[1] + 3]
-    assert len(leak.x) > 0                                 # the leaked cells carry a red x
+    assert ex.panels["weights/1"].leak.any()              # the leaked cells carry a red x
+    assert "leak" in {item["kind"] for item in _sections(ex)[0]["legend"]}
 
 
 def test_mask_explorer_shows_the_float16_error_in_words():
     ex = mask_explorer(mask="padding", fill="-1e9", dtype="float16")
     assert ex.metrics["error"] and "float16" in ex.metrics["error"]
     assert ex._problem.layout.display != "none" and "65504" in ex._problem.value
-    assert "raised" in ex.figures["weights"].layout.title.text
+    assert "raised" in _sections(ex)[0]["title"] and _sections(ex)[0]["panels"] == []
+    assert not any(name.startswith("weights") for name in ex.panels)      # no made-up weights
     ex.controls["dtype"].value = "bfloat16"                # bfloat16 holds -1e9: the error goes away
     assert ex.metrics["error"] is None and ex._problem.layout.display == "none"
+    assert len(_sections(ex)[0]["panels"]) == 3
 
 
 @pytest.mark.parametrize("control", ["mask", "fill", "dtype"])
-def test_each_mask_control_changes_the_figures(control):
+def test_each_mask_control_changes_the_panels(control):
     ex = mask_explorer(mask="causal", fill="0", dtype="float32")
     new = {"mask": "padding", "fill": "-inf", "dtype": "bfloat16"}[control]
-    weights_before = _data(ex.figures["weights"], 0, "z").copy()
+    weights_before = ex.panels["weights/0"].values.copy()
     ex.controls[control].value = new
-    assert not np.array_equal(weights_before, _data(ex.figures["weights"], 0, "z"), equal_nan=True)
+    assert not np.array_equal(weights_before, ex.panels["weights/0"].values, equal_nan=True)
     if control == "mask":
-        assert "padding" in ex.figures["mask"].layout.title.text
+        assert "padding" in _sections(ex)[2]["title"]
+        assert np.array_equal(ex.panels["mask/1"].values, ex.state["mask"][1].numpy())
 
 
 def test_mask_explorer_every_combination_runs():
@@ -314,6 +385,7 @@ def test_mask_explorer_every_combination_runs():
                 ex.controls["dtype"].value = dtype
                 assert ex.error is None                    # failures are states, not exceptions
                 _assert_no_unlabelled_nan(ex)
+                assert ex.canvas.payload_bytes() < 10_000
                 if ex.metrics["nan_rows"]:
                     assert fill == "-inf"
 
@@ -321,22 +393,23 @@ def test_mask_explorer_every_combination_runs():
 def test_head_explorer_picks_and_enlarges():
     weights = torch.softmax(torch.randn(2, 3, 4, 4, generator=torch.Generator().manual_seed(0)), -1)
     ex = head_explorer(weights, tokens=["the", "cat", "sat", "the"])
-    assert list(ex.figures["selected"].layout.yaxis.ticktext) == ["the", "cat", "sat", "the"]
+    assert ex.panels["selected"].y_labels == ["the", "cat", "sat", "the"]      # duplicates kept
+    assert set(ex.canvas.fixed) == {f"L{layer} H{head}" for layer in range(2) for head in range(3)}
     ex.controls["head"].value = 2
-    assert np.allclose(_data(ex.figures["selected"], 0, "z"), weights[0, 2].numpy())
-    assert ex.figures["grid"].layout.shapes[0].xref == "x3 domain"
-    grid = ex.figures["grid"]
-    from plotly.callbacks import Points
-    def points(index, clicked):
-        return Points(point_inds=[3] if clicked else [], xs=[1] if clicked else [],
-                      ys=[2] if clicked else [], trace_name="", trace_index=index)
-    # plotly calls every trace's handler for one click; only the clicked trace has points
-    ex._on_click(grid.data[4], points(4, True), None)     # layer 1, head 1 (row-major)
-    ex._on_click(grid.data[5], points(5, False), None)
+    assert np.allclose(ex.panels["selected"].values, weights[0, 2].numpy())
+    assert ex.canvas.scene["selected"] == "L0 H2"                            # the red frame
+    ex._on_pick([1, 1])                                    # what a click on the grid sends
     assert (ex.metrics["layer"], ex.metrics["head"]) == (1, 1)
-    assert np.allclose(_data(ex.figures["selected"], 0, "z"), weights[1, 1].numpy())
+    assert (ex.controls["layer"].value, ex.controls["head"].value) == (1, 1)
+    assert np.allclose(ex.panels["selected"].values, weights[1, 1].numpy())
+    assert ex.canvas.scene["selected"] == "L1 H1"
     assert math.isclose(ex.metrics["max_weight"], float(weights[1, 1].amax(-1).mean()), rel_tol=1e-6)
     assert "the" in ex._text.value
+    grid = ex.grid["L1 H1"]
+    assert grid.options["pick"] == [1, 1] and grid.options["small"]
+    assert np.allclose(grid.values, weights[1, 1])
+    ex._on_pick("nonsense")                                # a malformed message changes nothing
+    assert ex.canvas.scene["selected"] == "L1 H1"
 
 
 def test_head_explorer_accepts_numpy_and_three_dimensions():
@@ -349,26 +422,54 @@ def test_head_explorer_accepts_numpy_and_three_dimensions():
     (torch.zeros(1, 2, 2, 4, 4), None, "5 dimensions"),
     (torch.zeros(2, 4, 4), ["a", "b"], "tokens has 2 entries"),
     (torch.zeros(10, 10, 2, 2), None, "at most 96"),
+    (torch.tensor([[[0.5, float("inf")], [1.0, 0.0]]]), None, "1 infinite entries"),
+    (torch.tensor([[[1.5, -0.5], [1.0, 0.0]]]), None, "negative entries"),
+    (torch.tensor([[[3.0, 0.5], [1.0, 0.0]]]), None, "above 1.*pass the weights, not the scores"),
 ])
 def test_head_explorer_bad_input_is_named(weights, tokens, message):
     with pytest.raises(ValueError, match=message):
         head_explorer(weights, tokens=tokens)
 
 
+def test_head_explorer_shows_nan_weights_as_pink_cells():
+    weights = torch.full((1, 2, 3, 3), 1 / 3)
+    weights[0, 1, 2] = float("nan")                        # e.g. a fully masked row filled with -inf
+    ex = head_explorer(weights)
+    ex.controls["head"].value = 1
+    assert ex.panels["selected"].nan[2].all() and not ex.panels["selected"].nan[:2].any()
+    assert ex.grid["L0 H1"].nan[2].all()
+    assert ex.metrics["nan_rows"] == 1 and math.isfinite(ex.metrics["entropy"])
+    _assert_no_unlabelled_nan(ex)
+
+
 def test_kv_cache_explorer():
     ex = kv_cache_explorer(n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, seq_len=4096, dtype="float16")
     assert ex.metrics["bytes_mha"] == 2 * 32 * 32 * 128 * 4096 * 2
     assert "2.00 GiB" in ex._text.value
-    bars = _data(ex.figures["bytes"], 0, "y").copy()
+    bars = ex.panels["bytes"]
+    assert bars.x_labels == ["MHA (32 KV heads)", "GQA (8 KV heads)", "MQA (1 KV head)"]
+    assert bars.y_title == "KV cache (GiB)" and np.allclose(bars.values, [[2.0, 0.5, 0.0625]])
     ex.controls["seq_len"].value = 8192
     assert ex.metrics["bytes_gqa"] == ex.metrics["per_token_bytes"] * 8192
-    assert np.allclose(_data(ex.figures["bytes"], 0, "y"), 2 * bars)
+    assert np.allclose(ex.panels["bytes"].values, 2 * bars.values)
     ex.controls["dtype"].value = "float32"
     assert ex.metrics["bytes_mha"] == 2 * 32 * 32 * 128 * 8192 * 4
     ex.controls["n_kv_heads"].value = 5                    # does not divide 32: said, not raised
     assert "not divisible" in ex.error and ex._problem.layout.display != "none"
+    # issue 11: no stale description of the last valid setting
+    assert "share" not in ex._text.value and "do not work" in ex._text.value
     ex.controls["n_kv_heads"].value = 1
     assert ex.error is None and ex.metrics["bytes_gqa"] == ex.metrics["bytes_mqa"]
+    assert "share 1 KV head " in ex._text.value
+
+
+def test_kv_cache_sentences_are_grammatical():
+    assert sharing_sentence(32, 1, 64, 2) == ("32 query heads share 1 KV head (32 query heads per KV "
+                                              "head): the cache is 32x smaller than full multi-head "
+                                              "attention's.")
+    same = sharing_sentence(8, 8, 100, 100)
+    assert "same size as full multi-head" in same and "1x" not in same and "1 query head per" in same
+    assert "same size" in sharing_sentence(8, 8, 0, 0)                          # seq_len 0
 
 
 def test_lookup_and_kv_cache_extremes_run_without_nan():
@@ -393,10 +494,65 @@ def test_lookup_and_kv_cache_extremes_run_without_nan():
     _assert_no_unlabelled_nan(kv)
 
 
-def test_head_explorer_shows_nan_weights_as_gaps_and_pink_cells():
-    weights = torch.full((1, 2, 3, 3), 1 / 3)
-    weights[0, 1, 2] = float("nan")                        # e.g. a fully masked row filled with -inf
-    ex = head_explorer(weights)
-    ex.controls["head"].value = 1
-    assert np.all(_data(ex.figures["selected"], 2, "z")[2] == 1)   # the pink NaN layer, row 2
-    assert ex.figures["grid"].data[1].z[2][0] is None               # a blank gap in the grid
+def _every_explorer():
+    weights = torch.softmax(torch.randn(2, 4, 8, 8, generator=torch.Generator().manual_seed(1)), -1)
+    return [saturation_explorer(), lookup_explorer(), mask_explorer(),
+            head_explorer(weights, tokens=[f"t{i}" for i in range(8)]), kv_cache_explorer()]
+
+
+def test_payloads_are_kilobytes():
+    for ex in _every_explorer():
+        # issue 13 targets: under 10 kB per update at n = 8, under 200 kB at first display
+        assert ex.canvas.payload_bytes() < 10_000, type(ex).__name__
+        assert _payload_at_first_display(ex) < 200_000, type(ex).__name__
+        assert ex.canvas.explorer and ex.canvas.scene["explorer"] == ex.kind
+        for name, panel in ex.panels.items():
+            assert panel.description.strip() and panel.name == name
+
+
+def test_heatmap_panel_describes_itself():
+    panel = heatmap_panel("p", [[0.25, 0.75], [np.nan, np.nan]], [[True, True], [True, False]],
+                          query_labels=["a", "b"], key_labels=["x", "y"], title="demo")
+    assert "2 queries (rows) by 2 keys" in panel.description
+    assert "Largest weight 0.75, from query 0 'a' to key 1 'y'" in panel.description
+    assert "2 cells NaN" in panel.description
+    assert panel.legend() == ["nan"]                        # the NaN cell is pink, not grey
+    with pytest.raises(ValueError, match="key_labels has 1 labels"):
+        heatmap_panel("p", np.zeros((2, 2)), key_labels=["x"])
+
+
+def test_changes_coalesce_inside_a_running_loop():
+    ex = saturation_explorer()
+    first = ex.computations
+
+    async def drag():
+        for t in (0.1, 0.2, 0.5, 1.5, 3.0, 7.0):          # six slider messages before the loop runs again
+            ex.controls["temperature"].value = t
+        assert ex.computations == first                   # nothing computed yet: the loop has not run
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+    asyncio.run(drag())
+    assert ex.computations == first + 1                   # one computation, for the newest value
+    assert "temperature = 7" in _sections(ex)[0]["title"]
+
+    async def set_and_read():                             # a cell that sets a control and reads at once
+        ex.controls["d_k"].value = 4096
+        return dict(ex.metrics)
+    metrics = asyncio.run(set_and_read())
+    assert metrics["score_std"] == ex.metrics["score_std"] and ex.computations == first + 2
+
+
+def test_explorer_modules_never_touch_plotly():
+    for name in ("_base", "canvas", "saturation", "lookup", "masks", "heads", "kv_cache"):
+        tree = ast.parse((WIDGETS / f"{name}.py").read_text())
+        imported = {node.module or "" for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported |= {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import)
+                     for alias in node.names}
+        assert not any("plotly" in m or m.endswith("figures") for m in imported), name
+
+
+def test_the_front_end_is_one_small_file_that_marks_each_paint():
+    code = (WIDGETS / "canvas.js").read_text()
+    assert len(code.splitlines()) < 400 and len(code) < 30_000
+    assert "requestAnimationFrame" in code and "attnvizPaint" in code and "data-attnviz-panel" in code
+    assert "--jp-ui-font-color1" in code and "aria-label" in code

@@ -1,7 +1,8 @@
 """Interactive explorers and plotly figures for the course (the only part of attnviz using plotly/ipywidgets).
 
 Explorers (leave one as a cell's last expression to display it; each has ``.controls``,
-``.figures`` and ``.metrics``):
+``.panels`` (the arrays each picture shows, see :mod:`.canvas`) and ``.metrics``). They paint
+on one small canvas front-end (``canvas.js``), not plotly:
     ``saturation_explorer``, ``lookup_explorer``, ``mask_explorer``, ``head_explorer``,
     ``kv_cache_explorer``.
 

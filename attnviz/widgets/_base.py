@@ -1,44 +1,60 @@
-"""What every explorer shares: controls in, one computation, figures and metrics out.
+"""What every explorer shares: controls in, one computation, panels and metrics out.
 
 An explorer subclasses :class:`Explorer` and fills in
 
 * ``_compute(values) -> state``: pure numbers (from :mod:`attnviz.explore`), no drawing;
-* ``_draw(state)``: write the state into the FigureWidgets with
-  :func:`attnviz.widgets.figures.send_update`: one plotly update (one message) per figure
-  per change, like ``FigureWidget.batch_update()`` but without its per-property validation;
-* ``_describe(state) -> html``: the metrics in words, shown beside the figures.
+* ``_layout(state) -> (sections, panels)``: the :class:`~attnviz.widgets.canvas.Panel` objects
+  this state shows and how they are grouped; the base class sends them to the
+  :class:`~attnviz.widgets.canvas.Canvas` in one message;
+* ``_describe(state) -> html``: the metrics in words, shown beside the panels.
 
-A control change runs exactly that, once. If ``_compute`` raises, the message is shown in
-the explorer in plain words (the figures keep their last good picture) and nothing is
-raised into the notebook.
+Changes coalesce ("latest value wins"): inside a running kernel a control change only marks
+the explorer stale and asks the event loop for one recomputation, which reads the controls'
+*newest* values; ten slider messages that arrive together cost one computation. Reading
+``.metrics``, ``.panels``, ``.state`` or ``.error`` first brings the explorer up to date, so a
+cell that sets a control and then reads the metrics sees the new numbers. Outside a kernel
+(tests, scripts) a change recomputes at once.
+
+If ``_compute`` raises, the message is shown in the explorer in plain words, the panels keep
+their last good picture (and the text says so) and nothing is raised into the notebook.
 """
 
 from __future__ import annotations
 
+import asyncio
 import html
-from copy import deepcopy
 
 import ipywidgets as w
 
 from .._threads import one_thread
+from .canvas import Canvas
 
 __all__ = ["Explorer", "metrics_table", "note"]
 
 PANEL_CSS = (
-    "<style>.attnviz-metrics table{border-collapse:collapse;font-size:13px}"
+    "<style>.attnviz-metrics table{border-collapse:collapse;font-size:13px;"
+    "color:var(--jp-ui-font-color1,#222)}"
     ".attnviz-metrics td,.attnviz-metrics th{padding:2px 8px;text-align:right;white-space:nowrap}"
-    ".attnviz-metrics th{border-bottom:1px solid #888}"
+    ".attnviz-metrics th{border-bottom:1px solid var(--jp-border-color1,#888)}"
     ".attnviz-metrics td:first-child,.attnviz-metrics th:first-child{text-align:left}"
-    ".attnviz-metrics .selected{font-weight:bold;background:#eef3ff}"
-    ".attnviz-problem{border-left:4px solid #d9480f;background:#fff4e6;padding:6px 10px;"
-    "font-size:13px;color:#222}"
-    ".attnviz-note{font-size:13px;line-height:1.45;color:#222}</style>"
+    ".attnviz-metrics .selected{font-weight:bold;color:var(--jp-ui-font-color0,#000);"
+    "background:var(--jp-layout-color2,#eef3ff);outline:1px solid var(--jp-brand-color1,#1976d2)}"
+    ".attnviz-problem{border-left:4px solid #d9480f;background:var(--jp-warn-color3,#fff4e6);"
+    "padding:6px 10px;font-size:13px;color:var(--jp-ui-font-color1,#222)}"
+    ".attnviz-note{font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#222)}"
+    ".attnviz-heading{font-size:13px;color:var(--jp-ui-font-color1,#222)}</style>"
 )
 
 
 def note(text: str) -> str:
     """Wrap already-escaped html in the explorer's text style."""
     return f"<div class='attnviz-note'>{text}</div>"
+
+
+def heading(title: str, text: str) -> w.HTML:
+    """The explorer's first line: its name in bold and what it shows."""
+    return w.HTML(PANEL_CSS + "<div class='attnviz-heading'>"
+                  f"<b style='font-size:15px'>{title}</b>: {text}</div>")
 
 
 def metrics_table(header, rows, selected_column=None) -> str:
@@ -54,19 +70,53 @@ def metrics_table(header, rows, selected_column=None) -> str:
     return f"<div class='attnviz-metrics'><table><tr>{head}</tr>{body}</table></div>"
 
 
+def _running_loop():
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 class Explorer:
-    """Base class: ``.controls``, ``.figures``, ``.metrics``, ``.widget``; displays itself."""
+    """Base class: ``.controls``, ``.panels``, ``.metrics``, ``.widget``; displays itself."""
 
     title = ""
+    kind = ""
 
     def __init__(self):
         self.controls: dict[str, w.Widget] = {}
-        self.figures: dict = {}
-        self.metrics: dict = {}
-        self.error: str | None = None
-        self.state = None
+        self.canvas = Canvas(self.kind, on_pick=self._on_pick)
+        self._panels: dict = {}
+        self._metrics_now: dict = {}
+        self._error: str | None = None
+        self._state = None
+        self._stale = False
+        self._scheduled = False
+        self.computations = 0                 # how many times _compute ran (coalescing is visible)
         self._problem = w.HTML(layout=w.Layout(display="none"))
-        self._text = w.HTML(layout=w.Layout(width="300px", min_width="260px", margin="30px 0 0 8px"))
+        self._text = w.HTML(layout=w.Layout(width="300px", min_width="240px", margin="4px 0 0 8px"))
+
+    # -- up to date on every read ------------------------------------------------------------------
+    @property
+    def metrics(self) -> dict:
+        self._flush()
+        return self._metrics_now
+
+    @property
+    def panels(self) -> dict:
+        """Panel name -> :class:`~attnviz.widgets.canvas.Panel`: exactly the arrays the browser paints."""
+        self._flush()
+        return self._panels
+
+    @property
+    def state(self):
+        self._flush()
+        return self._state
+
+    @property
+    def error(self) -> str | None:
+        self._flush()
+        return self._error
 
     # -- wiring -------------------------------------------------------------------------------
     def _watch(self):
@@ -77,23 +127,40 @@ class Explorer:
         return {name: control.value for name, control in self.controls.items()}
 
     def _on_change(self, _change=None):
-        self.update()
+        self._stale = True
+        loop = _running_loop()
+        if loop is None:
+            self._flush()
+        elif not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self._flush)
+
+    def _on_pick(self, _pick):             # a click on a pickable panel (the head grid)
+        pass
+
+    def _flush(self):
+        self._scheduled = False
+        if self._stale:
+            self._stale = False
+            self.update()
 
     def update(self) -> bool:
-        """Recompute from the controls and redraw; return False (and show why) if the settings fail."""
+        """Recompute from the controls' newest values and repaint; False (and why, shown) if they fail."""
+        self._stale = False
+        self.computations += 1
         try:
             with one_thread():
                 state = self._compute(self._values())
+                sections, panels = self._layout(state)
         except (ValueError, TypeError) as err:
             self._show_problem(str(err))
             return False
         except Exception as err:  # noqa: BLE001 - a widget must never show a traceback
             self._show_problem(f"Something went wrong with these settings: {type(err).__name__}: {err}")
             return False
-        self.state = state
-        self.error = None
-        self._draw(state)
-        self.metrics = self._metrics(state)
+        self._state, self._error, self._panels = state, None, panels
+        self.canvas.show(sections, panels, selected=self._selected(state))
+        self._metrics_now = self._metrics(state)
         self._text.value = PANEL_CSS + self._describe(state)
         problem = self._state_problem(state)
         if problem:
@@ -105,7 +172,11 @@ class Explorer:
 
     def _show_problem(self, message: str, keep_state: bool = False):
         if not keep_state:
-            self.error = message
+            self._error = message
+            if self._state is not None:                     # no stale description of the old setting
+                self._text.value = PANEL_CSS + note(
+                    "These settings do not work (the message above says why). The pictures still "
+                    "show the last settings that did.")
         self._problem.value = PANEL_CSS + f"<div class='attnviz-problem'>{html.escape(message)}</div>"
         self._problem.layout.display = ""
 
@@ -113,8 +184,11 @@ class Explorer:
     def _compute(self, values):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _draw(self, state):  # pragma: no cover - abstract
+    def _layout(self, state):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _selected(self, state) -> str | None:
+        return None
 
     def _metrics(self, state) -> dict:
         return dict(state["metrics"])
@@ -127,21 +201,19 @@ class Explorer:
         return None
 
     # -- display ---------------------------------------------------------------------------------
+    def _box(self, controls: w.Widget, head: w.Widget) -> w.Widget:
+        """Heading, controls, the problem line, then the canvas with the text beside it (wrapping)."""
+        body = w.HBox([self.canvas, self._text],
+                      layout=w.Layout(flex_flow="row wrap", align_items="flex-start", max_width="100%"))
+        return w.VBox([head, controls, self._problem, body], layout=w.Layout(max_width="100%"))
+
     @property
     def widget(self) -> w.Widget:
         return self._widget
 
-    def _sync_figures(self):
-        # plotly refreshes a FigureWidget's initial state only when the figure itself is displayed;
-        # ours are displayed inside a box, so do the same here.
-        for fig in self.figures.values():
-            if hasattr(fig, "_widget_data"):
-                fig._widget_layout = deepcopy(fig._layout_obj._props)
-                fig._widget_data = deepcopy(fig._data)
-
     def _repr_mimebundle_(self, include=None, exclude=None, **kwargs):
-        self._sync_figures()
+        self._flush()
         return self._widget._repr_mimebundle_(include=include, exclude=exclude, **kwargs)
 
     def __repr__(self) -> str:
-        return f"<{type(self).__name__}: controls {sorted(self.controls)}, figures {sorted(self.figures)}>"
+        return f"<{type(self).__name__}: controls {sorted(self.controls)}, panels {sorted(self._panels)}>"

@@ -6,13 +6,11 @@ import html
 
 import ipywidgets as w
 import numpy as np
-import plotly.graph_objects as go
 import torch
-from plotly.subplots import make_subplots
 
 from ..diagnostics import attention_entropy
-from ._base import Explorer, metrics_table, note
-from .figures import WEIGHT_SCALE, add_heatmap, heatmap_changes, plain, send_update, style, to_numpy
+from ._base import Explorer, heading, metrics_table, note
+from .canvas import heatmap_panel
 
 __all__ = ["head_explorer", "HeadExplorer"]
 
@@ -20,7 +18,14 @@ MAX_PANELS = 96
 
 
 def _as_layers_heads(weights) -> np.ndarray:
-    array = to_numpy(weights, "weights")
+    if isinstance(weights, torch.Tensor):
+        array = weights.detach().to("cpu").double().numpy()
+    else:
+        try:
+            array = np.asarray(weights, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"weights must be a torch tensor, a numpy array or a list of numbers, "
+                            f"got {type(weights).__name__}.") from None
     if array.ndim == 3:
         array = array[None]
     if array.ndim != 4:
@@ -37,16 +42,26 @@ def _as_layers_heads(weights) -> np.ndarray:
             f"weights holds {n_layers} layers x {n_heads} heads = {n_layers * n_heads} heads; the grid "
             f"shows at most {MAX_PANELS}. Pass a few layers, e.g. weights[:4]."
         )
+    for bad, words in ((np.isinf(array), "infinite"), (array < 0, "negative"), (array > 1 + 1e-6, "above 1")):
+        if bad.any():
+            where = tuple(int(i) for i in np.argwhere(bad)[0])
+            raise ValueError(
+                f"weights has {int(bad.sum())} {words} entries (the first at index {where}, "
+                f"value {array[where]:g}). Attention weights come out of a softmax, so each lies "
+                f"between 0 and 1 and each row sums to 1; pass the weights, not the scores. "
+                f"(NaN is allowed: it is drawn pink.)")
     return array
 
 
 class HeadExplorer(Explorer):
-    """Controls ``layer`` and ``head``; figures ``grid`` (every head, small; click one to pick it)
-    and ``selected`` (the picked head, enlarged with token labels). ``metrics``: ``entropy`` and
-    ``max_weight`` of the picked head (means over its queries), ``layer``, ``head``.
+    """Controls ``layer`` and ``head``; panels ``L<layer> H<head>`` (every head, small; click
+    one, or focus it and press Enter, to pick it) and ``selected`` (the picked head, enlarged
+    with token labels). ``metrics``: ``entropy`` and ``max_weight`` of the picked head (means
+    over its queries), ``layer``, ``head``, ``nan_rows``.
     """
 
     title = "Attention heads"
+    kind = "head"
 
     def __init__(self, weights, tokens=None):
         super().__init__()
@@ -69,75 +84,43 @@ class HeadExplorer(Explorer):
             "head": w.IntSlider(value=0, min=0, max=n_heads - 1, description="head", style=wide,
                                 disabled=n_heads == 1, layout=w.Layout(width="280px")),
         }
-        self.figures = {"grid": self._grid_figure(), "selected": self._selected_figure()}
-        self._sent = {name: {} for name in self.figures}
-        heading = w.HTML(f"<b style='font-size:15px'>{self.title}</b>: {n_layers} layer(s) x {n_heads} "
-                         "head(s); click a small map or use the sliders to enlarge it")
-        self._widget = w.VBox([
-            heading, w.HBox([self.controls["layer"], self.controls["head"]]), self._problem,
-            self.figures["grid"],
-            w.HBox([self.figures["selected"], self._text],
-                   layout=w.Layout(flex_flow="row wrap", align_items="flex-start"))])
+        self.grid = {self._name(layer, head): self._small(layer, head)
+                     for layer in range(n_layers) for head in range(n_heads)}
+        self.canvas.set_fixed(self.grid)
+        self._widget = self._box(
+            w.HBox([self.controls["layer"], self.controls["head"]], layout=w.Layout(flex_flow="row wrap")),
+            heading(self.title, f"{n_layers} layer(s) x {n_heads} head(s); click a small map (or focus "
+                                "it and press Enter) or use the sliders to enlarge it"))
         self._watch()
-        for trace in self.figures["grid"].data:
-            if isinstance(trace, go.Heatmap):
-                trace.on_click(self._on_click)
         self.update()
 
-    def _on_click(self, trace, points, _state):
-        # plotly calls every trace's click handler for one click; only the clicked trace has points
-        if points is not None and not points.point_inds:
+    def _name(self, layer, head) -> str:
+        return f"L{layer} H{head}"
+
+    def _small(self, layer, head):
+        n_layers, n_heads, n_q, n_k = self.weights.shape
+        room = int(min(110, max(36, 760 // n_heads - 16)))
+        title = f"L{layer} H{head}" if n_layers > 1 else f"head {head}"
+        return heatmap_panel(self._name(layer, head), self.weights[layer, head], title=title, small=True,
+                             room=room, pick=[layer, head], what=f"layer {layer}, head {head}")
+
+    def _on_pick(self, pick):
+        try:
+            layer, head = (int(value) for value in pick)
+        except (TypeError, ValueError):
             return
-        layer, head = trace.meta
         if (self.controls["layer"].value, self.controls["head"].value) == (layer, head):
             return
-        # Two controls, one update: set the layer silently, then the head (which triggers the update).
+        # Two controls, one update: both values are set before the recomputation reads them.
         self.controls["layer"].unobserve(self._on_change, names="value")
         try:
             self.controls["layer"].value = layer
         finally:
             self.controls["layer"].observe(self._on_change, names="value")
         if self.controls["head"].value == head:
-            self.update()
+            self._on_change()
         else:
             self.controls["head"].value = head
-
-    # -- figures ---------------------------------------------------------------------------------
-    def _grid_figure(self):
-        n_layers, n_heads, n_q, n_k = self.weights.shape
-        titles = [f"L{layer} H{head}" if n_layers > 1 else f"head {head}"
-                  for layer in range(n_layers) for head in range(n_heads)]
-        fig = make_subplots(rows=n_layers, cols=n_heads, subplot_titles=titles,
-                            horizontal_spacing=min(0.04, 0.4 / n_heads),
-                            vertical_spacing=min(0.08, 0.5 / n_layers))
-        for layer in range(n_layers):
-            for head in range(n_heads):
-                fig.add_trace(go.Heatmap(
-                    z=plain(self.weights[layer, head]), zmin=0, zmax=1,          # NaN: a blank gap
-                    colorscale=WEIGHT_SCALE, showscale=(layer == 0 and head == n_heads - 1),
-                    colorbar={"title": {"text": "weight"}, "thickness": 12}, meta=[layer, head],
-                    hovertemplate=f"layer {layer}, head {head}<br>query %{{y}} → key %{{x}}"
-                                  "<br>weight %{z:.6g}<extra></extra>"),
-                    row=layer + 1, col=head + 1)
-        fig.update_xaxes(showticklabels=False, range=[-0.5, n_k - 0.5], showgrid=False, zeroline=False)
-        fig.update_yaxes(showticklabels=False, range=[n_q - 0.5, -0.5], showgrid=False, zeroline=False)
-        fig.add_shape(type="rect", xref="x domain", yref="y domain", x0=-0.04, x1=1.04, y0=-0.04, y1=1.04,
-                      line={"color": "#e4002b", "width": 3})
-        panel = max(60, min(140, 900 // n_heads))
-        style(fig, "Every head (rows: layers, columns: heads)<br>red frame = enlarged below",
-              height=n_layers * (panel + 30) + 130)
-        fig.update_layout(width=max(380, min(1000, n_heads * panel + 140)),
-                          margin={"l": 20, "r": 20, "t": 100, "b": 20})
-        return go.FigureWidget(fig)
-
-    def _selected_figure(self):
-        n_q, n_k = self.weights.shape[-2:]
-        fig = go.Figure()
-        add_heatmap(fig, self.weights[0, 0], query_labels=self.query_labels, key_labels=self.key_labels)
-        size = min(540, max(360, 26 * max(n_q, n_k) + 170))
-        style(fig, "", height=size)
-        fig.update_layout(width=size + 100)
-        return go.FigureWidget(fig)
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
@@ -159,16 +142,20 @@ class HeadExplorer(Explorer):
             },
         }
 
-    def _draw(self, state):
+    def _layout(self, state):
         layer, head = state["layer"], state["head"]
-        n_heads = self.weights.shape[1]
-        axis = layer * n_heads + head + 1
-        suffix = "" if axis == 1 else str(axis)
-        send_update(self.figures["grid"], cache=self._sent["grid"], layout={
-            "shapes[0].xref": f"x{suffix} domain", "shapes[0].yref": f"y{suffix} domain"})
-        changes, _ = heatmap_changes(0, state["weights"])
-        send_update(self.figures["selected"], changes, cache=self._sent["selected"],
-                    layout={"title.text": f"Layer {layer}, head {head}"})
+        n_q, n_k = state["weights"].shape
+        selected = heatmap_panel("selected", state["weights"], title=f"Layer {layer}, head {head}",
+                                 query_labels=self.query_labels, key_labels=self.key_labels,
+                                 room=min(420, max(240, 26 * max(n_q, n_k))),
+                                 what=f"the attention weights of layer {layer}, head {head}")
+        sections = [{"title": "Every head (rows: layers, columns: heads); red frame = enlarged below",
+                     "panels": list(self.grid), "grid": self.weights.shape[1]},
+                    {"title": "", "panels": ["selected"]}]
+        return sections, {"selected": selected}
+
+    def _selected(self, state):
+        return self._name(state["layer"], state["head"])
 
     def _describe(self, state):
         m = state["metrics"]

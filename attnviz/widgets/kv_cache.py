@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import ipywidgets as w
-import plotly.graph_objects as go
 
 from ..explore import KV_DTYPES, format_bytes, kv_cache_state
-from ._base import Explorer, metrics_table, note
-from .figures import send_update, style
+from ._base import Explorer, heading, metrics_table, note
+from .canvas import bars_panel
 
-__all__ = ["kv_cache_explorer", "KVCacheExplorer"]
+__all__ = ["kv_cache_explorer", "KVCacheExplorer", "sharing_sentence"]
 
 KINDS = ("MHA", "GQA", "MQA")
-COLOURS = ("#3b528b", "#21918c", "#5ec962")
+COLOURS = ("#3b75af", "#21918c", "#5ec962")
 
 
 def _unit(n_bytes: int) -> tuple[str, int]:
@@ -22,13 +21,28 @@ def _unit(n_bytes: int) -> tuple[str, int]:
     return "B", 1
 
 
+def _plural(count: int, word: str) -> str:
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def sharing_sentence(n_heads: int, n_kv_heads: int, bytes_mha: int, bytes_gqa: int) -> str:
+    """How the query heads share the KV heads, and what that saves, in words."""
+    per = n_heads // n_kv_heads
+    share = (f"{_plural(n_heads, 'query head')} share {_plural(n_kv_heads, 'KV head')} "
+             f"({per} query head{'' if per == 1 else 's'} per KV head)")
+    if bytes_gqa == 0 or bytes_mha == bytes_gqa:
+        return f"{share}: the cache is the same size as full multi-head attention's."
+    return f"{share}: the cache is {bytes_mha / bytes_gqa:g}x smaller than full multi-head attention's."
+
+
 class KVCacheExplorer(Explorer):
     """Controls ``n_layers``, ``n_heads``, ``n_kv_heads``, ``d_head``, ``seq_len``, ``dtype``,
-    ``batch``; figure ``bytes`` (MHA, GQA with ``n_kv_heads``, MQA). ``metrics``: ``bytes``,
+    ``batch``; panel ``bytes`` (MHA, GQA with ``n_kv_heads``, MQA). ``metrics``: ``bytes``,
     ``bytes_mha``, ``bytes_gqa``, ``bytes_mqa``, ``per_token_bytes``, ``text``.
     """
 
     title = "KV-cache calculator"
+    kind = "kv_cache"
 
     def __init__(self, n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, seq_len=4096, dtype="float16",
                  batch=1):
@@ -50,24 +64,13 @@ class KVCacheExplorer(Explorer):
             "dtype": w.Dropdown(options=list(KV_DTYPES), value=dtype, description="dtype", style=wide,
                                 layout=w.Layout(width="235px")),
         }
-        fig = go.Figure(go.Bar(x=list(KINDS), y=[0, 0, 0], marker_color=list(COLOURS), text=["", "", ""],
-                               textposition="outside", customdata=["", "", ""],
-                               hovertemplate="%{x}: %{customdata}<extra></extra>"))
-        fig.update_xaxes(title_text="attention variant (KV heads)")
-        fig.update_yaxes(title_text="KV cache")
-        style(fig, "", height=380)
-        fig.update_layout(width=600)
-        self.figures = {"bytes": go.FigureWidget(fig)}
-        self._sent = {"bytes": {}}
         c = self.controls
-        grid = w.GridBox([c[k] for k in ("n_layers", "n_heads", "n_kv_heads", "d_head", "seq_len", "batch",
-                                          "dtype")],
-                         layout=w.Layout(grid_template_columns="repeat(3, 220px)", grid_gap="4px 8px"))
-        heading = w.HTML(f"<b style='font-size:15px'>{self.title}</b>: bytes = 2 (K and V) x layers x "
-                         "KV heads x d_head x seq_len x bytes per number x batch")
-        self._widget = w.VBox([heading, grid, self._problem,
-                               w.HBox([self.figures["bytes"], self._text],
-                                      layout=w.Layout(flex_flow="row wrap", align_items="flex-start"))])
+        grid = w.Box([c[k] for k in ("n_layers", "n_heads", "n_kv_heads", "d_head", "seq_len", "batch",
+                                     "dtype")],
+                     layout=w.Layout(flex_flow="row wrap", max_width="700px", grid_gap="4px 8px"))
+        self._widget = self._box(grid, heading(
+            self.title,
+            "bytes = 2 (K and V) x layers x KV heads x d_head x seq_len x bytes per number x batch"))
         self._watch()
         self.update()
 
@@ -77,21 +80,25 @@ class KVCacheExplorer(Explorer):
         state["settings"] = dict(values)
         return state
 
-    def _draw(self, state):
+    def _layout(self, state):
         sizes = [state["bytes"][kind] for kind in KINDS]
         unit, scale = _unit(max(sizes))
         v = state["settings"]
         kv = (v["n_heads"], v["n_kv_heads"], 1)
-        send_update(self.figures["bytes"], cache=self._sent["bytes"], traces={0: {
-            "y": [size / scale for size in sizes],
-            "text": [format_bytes(size) for size in sizes],
-            "customdata": [f"{format_bytes(size)} ({size:,} bytes)" for size in sizes],
-            "x": [f"{kind} ({n} KV heads)" for kind, n in zip(KINDS, kv, strict=True)],
-        }}, layout={
-            "yaxis.title.text": f"KV cache ({unit})",
-            "title.text": (f"{v['n_layers']} layers, d_head {v['d_head']}, {v['seq_len']:,} positions, "
-                           f"{v['dtype']}, batch {v['batch']}"),
-        })
+        labels = [f"{kind} ({_plural(n, 'KV head')})" for kind, n in zip(KINDS, kv, strict=True)]
+        bars = bars_panel(
+            "bytes", labels, {"KV cache": ([size / scale for size in sizes], COLOURS[1])},
+            title=(f"{v['n_layers']} layers, d_head {v['d_head']}, {v['seq_len']:,} positions, "
+                   f"{v['dtype']}, batch {v['batch']}"),
+            x_title="attention variant (KV heads)", y_title=f"KV cache ({unit})",
+            ymax=max(sizes) / scale * 1.15 if max(sizes) else 1.0,
+            text=[[format_bytes(size) for size in sizes]],
+            hover=[[f"{label}: {format_bytes(size)} ({size:,} bytes)" for label, size in
+                    zip(labels, sizes, strict=True)]], width=380, height=220,
+            description="KV cache size: " + "; ".join(
+                f"{label} {format_bytes(size)}" for label, size in zip(labels, sizes, strict=True)))
+        bars.options["colours"] = list(COLOURS)
+        return [{"title": "", "panels": ["bytes"]}], {"bytes": bars}
 
     def _metrics(self, state):
         m = dict(state["metrics"])
@@ -103,11 +110,10 @@ class KVCacheExplorer(Explorer):
         v = state["settings"]
         rows = [[f"{kind}", format_bytes(state["bytes"][kind])] for kind in KINDS]
         rows.append(["per position (GQA, one sequence)", format_bytes(m["per_token_bytes"])])
-        saving = state["bytes"]["MHA"] / state["bytes"]["GQA"] if state["bytes"]["GQA"] else 1
+        sentence = sharing_sentence(v["n_heads"], v["n_kv_heads"], state["bytes"]["MHA"],
+                                    state["bytes"]["GQA"])
         return (metrics_table(["", "KV cache"], rows)
-                + note(f"{v['n_heads']} query heads share {v['n_kv_heads']} KV heads "
-                       f"({m['heads_per_kv_head']} each): the cache is {saving:g}x smaller than "
-                       "multi-head attention's. <small>Units are binary: 1 KiB = 1024 bytes.</small>"))
+                + note(f"{sentence} <small>Units are binary: 1 KiB = 1024 bytes.</small>"))
 
 
 def kv_cache_explorer(n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, seq_len=4096, dtype="float16",

@@ -6,31 +6,47 @@ import math
 
 import ipywidgets as w
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ..explore import _KEY_ANGLES_DEG, LOOKUP_WORDS, lookup_state
-from ._base import Explorer, metrics_table, note
-from .figures import send_update, style
+from ._base import Explorer, heading, metrics_table, note
+from .canvas import bars_panel, points_panel
 
-__all__ = ["lookup_explorer", "LookupExplorer"]
+__all__ = ["lookup_explorer", "LookupExplorer", "lookup_verdict"]
 
 ANY_ANGLE = "(use the angle slider)"
-KEY_COLOUR, QUERY_COLOUR, VALUE_COLOUR, OUTPUT_COLOUR = "#3b528b", "#e4572e", "#21918c", "#e4002b"
+KEY_COLOUR, QUERY_COLOUR, VALUE_COLOUR, OUTPUT_COLOUR = "#3b75af", "#e4572e", "#21918c", "#e4002b"
+TIE = 1e-9           # two weights closer than this are a tie
+
+
+def lookup_verdict(metrics: dict, weights) -> str:
+    """The lookup in words: an exact lookup, the plain average, a tie, or a blend leaning one way."""
+    weights = np.asarray(weights, dtype=np.float64)
+    order = np.argsort(-weights, kind="stable")
+    first, second = order[0], order[1]
+    if metrics["max_weight"] > 0.95:
+        return (f"Nearly an exact lookup: {metrics['max_weight']:.3f} of the weight is on "
+                f"'{LOOKUP_WORDS[first]}', and the answer sits almost on its value.")
+    if metrics["distance_to_average"] < 0.1:
+        return "Nearly the plain average: every value gets about the same weight."
+    if weights[first] - weights[second] < TIE:
+        return (f"A tie: '{LOOKUP_WORDS[first]}' and '{LOOKUP_WORDS[second]}' get the same weight "
+                f"({weights[first]:.3f} each), so the answer lands between their values.")
+    return f"A blend, leaning towards '{LOOKUP_WORDS[first]}' ({weights[first]:.3f} of the weight)."
 
 
 class LookupExplorer(Explorer):
     """Controls ``query_angle`` (degrees), ``word`` (aim the query exactly at one word's key),
-    ``temperature``; figures ``space`` (keys and query | values and the blended output) and
-    ``weights`` (bars, one per word). ``metrics``: ``entropy``, ``max_weight``, ``best_word``,
-    ``distance_to_best``, ``distance_to_average``.
+    ``temperature``; panels ``keys`` (keys and the query), ``values`` (values, sized by weight,
+    and the blended answer) and ``weights`` (bars, one per word). ``metrics``: ``entropy``,
+    ``max_weight``, ``best_word``, ``distance_to_best``, ``distance_to_average``.
     """
 
     title = "Attention as a soft dictionary lookup"
+    kind = "lookup"
 
     def __init__(self, query_angle=30.0, temperature=1.0):
         super().__init__()
-        first = lookup_state(query_angle, temperature)
+        lookup_state(query_angle, temperature)
         wide = {"description_width": "90px"}
         self.controls = {
             "query_angle": w.FloatSlider(value=query_angle, min=0, max=360, step=1, description="query angle",
@@ -41,17 +57,11 @@ class LookupExplorer(Explorer):
                                             readout_format=".3g", description="temperature", style=wide,
                                             layout=w.Layout(width="360px")),
         }
-        self.figures = {"space": self._space_figure(first), "weights": self._weights_figure()}
-        self._sent = {name: {} for name in self.figures}
         c = self.controls
         controls = w.HBox([w.VBox([c["query_angle"], c["temperature"]]), c["word"]],
                           layout=w.Layout(flex_flow="row wrap"))
-        heading = w.HTML(f"<b style='font-size:15px'>{self.title}</b>: the query is compared with every "
-                         "key; the answer is a blend of every value")
-        self._widget = w.VBox([heading, controls, self._problem,
-                               w.HBox([self.figures["space"], self._text],
-                                      layout=w.Layout(flex_flow="row wrap", align_items="flex-start")),
-                               self.figures["weights"]])
+        self._widget = self._box(controls, heading(
+            self.title, "the query is compared with every key; the answer is a blend of every value"))
         # Picking a word moves the angle slider to that key; moving the slider clears the word.
         c["word"].observe(self._on_word, names="value")
         c["query_angle"].observe(self._on_angle, names="value")
@@ -64,7 +74,7 @@ class LookupExplorer(Explorer):
             return
         angle = _KEY_ANGLES_DEG[LOOKUP_WORDS.index(change["new"])]
         if self.controls["query_angle"].value == angle:
-            self.update()
+            self._on_change()
             return
         self._setting_angle = True
         try:
@@ -77,98 +87,84 @@ class LookupExplorer(Explorer):
             self.controls["word"].unobserve(self._on_word, names="value")
             self.controls["word"].value = ANY_ANGLE
             self.controls["word"].observe(self._on_word, names="value")
-        self.update()
-
-    # -- figures ---------------------------------------------------------------------------------
-    def _space_figure(self, state):
-        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                            subplot_titles=("keys (what a word advertises) and query",
-                                            "values (what a word gives) and answer"))
-        keys, values = state["keys"].numpy(), state["values"].numpy()
-        circle = np.linspace(0, 2 * math.pi, 121)
-        fig.add_trace(go.Scatter(x=np.cos(circle), y=np.sin(circle), mode="lines", hoverinfo="skip",
-                                 line={"color": "#dddddd"}, showlegend=False), row=1, col=1)
-        for x, y in keys:
-            fig.add_trace(go.Scatter(x=[0, x], y=[0, y], mode="lines", line={"color": KEY_COLOUR, "width": 2},
-                                     hoverinfo="skip", showlegend=False), row=1, col=1)
-        fig.add_trace(go.Scatter(x=keys[:, 0], y=keys[:, 1], mode="markers+text", text=list(LOOKUP_WORDS),
-                                 textposition="top center", name="keys",
-                                 marker={"color": KEY_COLOUR, "size": 9},
-                                 hovertemplate="key of '%{text}'<br>(%{x:.3f}, %{y:.3f})<extra></extra>"),
-                      row=1, col=1)
-        self._query_trace = len(fig.data)
-        fig.add_trace(go.Scatter(x=[0, 1], y=[0, 0], mode="lines+markers", name="query",
-                                 line={"color": QUERY_COLOUR, "width": 4},
-                                 marker={"symbol": "arrow", "angleref": "previous", "size": [0, 16]},
-                                 hovertemplate="query (%{x:.3f}, %{y:.3f})<extra></extra>"), row=1, col=1)
-        self._values_trace = len(fig.data)
-        fig.add_trace(go.Scatter(x=values[:, 0], y=values[:, 1], mode="markers+text", text=list(LOOKUP_WORDS),
-                                 textposition="bottom center", name="values (size = weight)",
-                                 marker={"color": VALUE_COLOUR, "size": 10, "opacity": 0.8},
-                                 hovertemplate="value of '%{text}'<br>(%{x:.3f}, %{y:.3f})<extra></extra>"),
-                      row=1, col=2)
-        average = values.mean(axis=0)
-        fig.add_trace(go.Scatter(x=[average[0]], y=[average[1]], mode="markers", name="plain average",
-                                 marker={"symbol": "circle-open", "size": 14, "color": "#555555",
-                                         "line": {"width": 2}},
-                                 hovertemplate="plain average (%{x:.3f}, %{y:.3f})<extra></extra>"),
-                      row=1, col=2)
-        self._output_trace = len(fig.data)
-        fig.add_trace(go.Scatter(x=[0], y=[0], mode="markers", name="answer: Σ weight · value",
-                                 marker={"symbol": "star", "size": 18, "color": OUTPUT_COLOUR},
-                                 hovertemplate="answer (%{x:.3f}, %{y:.3f})<extra></extra>"), row=1, col=2)
-        fig.update_xaxes(range=[-1.4, 1.4], zeroline=True, row=1, col=1, title_text="key feature 1")
-        fig.update_yaxes(range=[-1.4, 1.4], zeroline=True, row=1, col=1, title_text="key feature 2",
-                         scaleanchor="x", scaleratio=1)
-        fig.update_xaxes(range=[-0.5, 5.5], row=1, col=2, title_text="value feature 1")
-        fig.update_yaxes(range=[-0.5, 4.5], row=1, col=2, title_text="value feature 2")
-        style(fig, "", height=440)
-        fig.update_layout(width=640, legend={"y": -0.18}, margin={"l": 60, "r": 20})
-        fig.update_annotations(font_size=13)
-        return go.FigureWidget(fig)
-
-    def _weights_figure(self):
-        fig = go.Figure(go.Bar(x=list(range(len(LOOKUP_WORDS))), y=[0] * len(LOOKUP_WORDS),
-                               customdata=list(LOOKUP_WORDS), marker_color=KEY_COLOUR,
-                               text=[""] * len(LOOKUP_WORDS), textposition="outside",
-                               hovertemplate="'%{customdata}'<br>weight %{y:.6g}<extra></extra>"))
-        fig.update_xaxes(title_text="key (attended to)", tickmode="array",
-                         tickvals=list(range(len(LOOKUP_WORDS))), ticktext=list(LOOKUP_WORDS))
-        fig.update_yaxes(title_text="weight", range=[0, 1.1])
-        style(fig, "", height=320)
-        fig.update_layout(width=560)
-        return go.FigureWidget(fig)
+        self._on_change()
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
-        return lookup_state(values["query_angle"], values["temperature"])
+        state = lookup_state(values["query_angle"], values["temperature"])
+        state["temperature"] = float(values["temperature"])
+        return state
 
-    def _draw(self, state):
+    def _layout(self, state):
+        keys, values = state["keys"].numpy(), state["values"].numpy()
         query, weights, output = state["query"].numpy(), state["weights"].numpy(), state["output"].numpy()
-        t = self.controls["temperature"].value
-        send_update(self.figures["space"], cache=self._sent["space"], traces={
-            self._query_trace: {"x": np.array([0.0, query[0]]), "y": np.array([0.0, query[1]])},
-            self._values_trace: {"marker.size": 8 + 40 * weights},
-            self._output_trace: {"x": output[:1].copy(), "y": output[1:].copy()},
-        }, layout={"title.text": f"Query at {state['query_angle']:.0f}°, temperature {t:.3g}"})
-        send_update(self.figures["weights"], cache=self._sent["weights"], traces={
-            0: {"y": weights, "text": [f"{value:.2f}" for value in weights]},
-        }, layout={"title.text": f"Weight on each key (softmax of key · query / {t:.3g})"})
+        average = state["average"].numpy()
+        t = state["temperature"]
+        circle = np.linspace(0, 2 * math.pi, 61)
+        key_shapes = [{"type": "line", "x": np.cos(circle).round(4).tolist(),
+                       "y": np.sin(circle).round(4).tolist(), "colour": "fg", "width": 1, "faint": True}]
+        for word, (x, y) in zip(LOOKUP_WORDS, keys, strict=True):
+            key_shapes.append({"type": "line", "x": [0, float(x)], "y": [0, float(y)], "colour": KEY_COLOUR})
+            key_shapes.append({"type": "marker", "x": float(x), "y": float(y), "r": 5, "colour": KEY_COLOUR,
+                               "label": word, "hover": f"key of '{word}'\n({x:.3f}, {y:.3f})"})
+        key_shapes.append({"type": "line", "x": [0, float(query[0])], "y": [0, float(query[1])],
+                           "colour": QUERY_COLOUR, "width": 4, "arrow": True})
+        key_shapes.append({"type": "marker", "x": float(query[0]), "y": float(query[1]), "r": 6,
+                           "colour": QUERY_COLOUR, "shape": "ring",
+                           "hover": f"query ({query[0]:.3f}, {query[1]:.3f})"})
+        value_shapes = []
+        for word, (x, y), weight in zip(LOOKUP_WORDS, values, weights, strict=True):
+            value_shapes.append({"type": "marker", "x": float(x), "y": float(y), "r": 4 + 20 * float(weight),
+                                 "colour": VALUE_COLOUR, "label": word,
+                                 "hover": f"value of '{word}' ({x:.3f}, {y:.3f})\nweight {weight:.6g}"})
+        value_shapes.append({"type": "marker", "x": float(average[0]), "y": float(average[1]), "r": 8,
+                             "colour": "fg", "shape": "ring",
+                             "hover": f"plain average ({average[0]:.3f}, {average[1]:.3f})"})
+        value_shapes.append({"type": "marker", "x": float(output[0]), "y": float(output[1]), "r": 10,
+                             "colour": OUTPUT_COLOUR, "shape": "star",
+                             "hover": f"answer: Σ weight · value\n({output[0]:.3f}, {output[1]:.3f})"})
+        table = {"header": ["word", "key", "value", "weight"],
+                 "rows": [[word, f"({k[0]:.3f}, {k[1]:.3f})", f"({v[0]:.3f}, {v[1]:.3f})", f"{wt:.4f}"]
+                          for word, k, v, wt in zip(LOOKUP_WORDS, keys, values, weights, strict=True)]
+                 + [["answer", "", f"({output[0]:.3f}, {output[1]:.3f})", ""],
+                    ["query", f"({query[0]:.3f}, {query[1]:.3f})", "", ""]]}
+        panels = {
+            "keys": points_panel(
+                "keys", key_shapes, x_range=(-1.4, 1.4), y_range=(-1.4, 1.4), width=260, height=260,
+                title="keys (what a word advertises) and the query", x_title="key feature 1",
+                y_title="key feature 2", table=table,
+                description=(f"Keys of {len(LOOKUP_WORDS)} words on the unit circle; the query points at "
+                             f"{state['query_angle']:.0f} degrees.")),
+            "values": points_panel(
+                "values", value_shapes, x_range=(-0.5, 5.5), y_range=(-0.5, 4.5), width=300, height=250,
+                title="values (what a word gives), sized by weight, and the answer ★",
+                x_title="value feature 1", y_title="value feature 2", table=table,
+                description=(f"Values of the words; the answer (a star) is at ({output[0]:.2f}, "
+                             f"{output[1]:.2f}), the plain average (a ring) at ({average[0]:.2f}, "
+                             f"{average[1]:.2f}).")),
+            "weights": bars_panel(
+                "weights", LOOKUP_WORDS, {"weight": (weights, KEY_COLOUR)},
+                title=f"Weight on each key (softmax of key · query / {t:.3g})", x_title="key (attended to)",
+                y_title="weight", ymax=1.1, text=[[f"{v:.2f}" for v in weights]], width=360, height=200),
+        }
+        legend = [{"kind": "series", "colour": KEY_COLOUR, "text": "keys"},
+                  {"kind": "series", "colour": QUERY_COLOUR, "text": "query"},
+                  {"kind": "series", "colour": VALUE_COLOUR, "text": "values (size = weight)"},
+                  {"kind": "series", "colour": OUTPUT_COLOUR, "text": "★ answer: Σ weight · value"},
+                  {"kind": "ring", "text": "plain average"}]
+        sections = [{"title": f"Query at {state['query_angle']:.0f}°, temperature {t:.3g}",
+                     "panels": ["keys", "values"], "legend": legend},
+                    {"title": "", "panels": ["weights"]}]
+        return sections, panels
 
     def _describe(self, state):
         m = state["metrics"]
-        t = self.controls["temperature"].value
-        if m["max_weight"] > 0.95:
-            verdict = (f"Nearly an exact lookup: {m['max_weight']:.3f} of the weight is on "
-                       f"'{m['best_word']}', and the answer sits almost on its value.")
-        elif m["distance_to_average"] < 0.1:
-            verdict = "Nearly the plain average: every value gets about the same weight."
-        else:
-            verdict = f"A blend, leaning towards '{m['best_word']}'."
+        verdict = lookup_verdict(m, state["weights"].numpy())
         rows = [["entropy (nats)", m["entropy"]], ["max_weight", m["max_weight"]],
                 ["answer to best value", m["distance_to_best"]],
                 ["answer to average", m["distance_to_average"]]]
-        return (note(f"temperature {t:.3g}<br>{verdict}") + metrics_table(["", "now"], rows)
+        return (note(f"temperature {state['temperature']:.3g}<br>{verdict}")
+                + metrics_table(["", "now"], rows)
                 + note("<small>Lower the temperature: one key takes all the weight. "
                        "Raise it: the answer drifts to the plain average (open circle).</small>"))
 

@@ -6,24 +6,12 @@ import html
 
 import ipywidgets as w
 import numpy as np
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ..explore import DTYPES, FILLS, MASK_LENGTHS, MASKS, mask_state
-from ._base import Explorer, metrics_table, note
-from .figures import (
-    MASKED_GREY,
-    SCORE_SCALE,
-    add_heatmap,
-    add_heatmap_legend,
-    heatmap_changes,
-    send_update,
-    style,
-)
+from ._base import Explorer, heading, metrics_table, note
+from .canvas import heatmap_panel
 
 __all__ = ["mask_explorer", "MaskExplorer"]
-
-ALLOWED_COLOUR = "#3b528b"
 
 
 def _sequence_title(index: int, n_real: int, n: int) -> str:
@@ -35,14 +23,15 @@ def _sequence_title(index: int, n_real: int, n: int) -> str:
 
 
 class MaskExplorer(Explorer):
-    """Controls ``mask``, ``fill``, ``dtype``; figures ``mask``, ``scores`` (after filling) and
-    ``weights``, one panel per sequence of a small padded batch (the last sequence is empty, so
-    its rows are fully masked). ``metrics``: ``nan_rows``, ``dead_rows``, ``leaked_weight``,
-    ``error`` (see :func:`attnviz.explore.mask_state`). A fill PyTorch refuses is shown in
-    words in the explorer, never raised.
+    """Controls ``mask``, ``fill``, ``dtype``; panels ``weights/i``, ``scores/i`` (after filling)
+    and ``mask/i``, one of each per sequence ``i`` of a small padded batch (the last sequence is
+    empty, so its rows are fully masked). ``metrics``: ``nan_rows``, ``dead_rows``,
+    ``leaked_weight``, ``error`` (see :func:`attnviz.explore.mask_state`). A fill PyTorch
+    refuses is shown in words in the explorer, never raised.
     """
 
     title = "Masking: the fill value and the dtype"
+    kind = "mask"
 
     def __init__(self, mask="padding", fill="-inf", dtype="float32"):
         super().__init__()
@@ -58,139 +47,68 @@ class MaskExplorer(Explorer):
             "dtype": w.Dropdown(options=list(DTYPES), value=dtype, description="dtype", style=wide,
                                 layout=w.Layout(width="200px")),
         }
-        titles = [_sequence_title(i, n_real, self.n) for i, n_real in enumerate(MASK_LENGTHS)]
-        self.figures = {
-            "mask": self._mask_figure(first, titles),
-            "scores": self._panels_figure(first["scores"], first["mask"], titles, scores=True),
-            "weights": self._panels_figure(first["scores"] * 0, first["mask"], titles, scores=False),
-        }
-        self._sent = {name: {} for name in self.figures}
+        self.titles = [_sequence_title(i, n_real, self.n) for i, n_real in enumerate(MASK_LENGTHS)]
         c = self.controls
-        heading = w.HTML(
-            f"<b style='font-size:15px'>{self.title}</b>: scores.masked_fill(~mask, fill) in the chosen "
-            "dtype, then torch.softmax")
-        self._widget = w.VBox([
-            heading, w.HBox([c["mask"], c["fill"], c["dtype"]], layout=w.Layout(flex_flow="row wrap")),
-            self._problem,
-            w.HBox([self.figures["weights"], self._text],
-                   layout=w.Layout(flex_flow="row wrap", align_items="flex-start")),
-            self.figures["scores"], self.figures["mask"]])
+        self._widget = self._box(
+            w.HBox([c["mask"], c["fill"], c["dtype"]], layout=w.Layout(flex_flow="row wrap")),
+            heading(self.title, "scores.masked_fill(~mask, fill) in the chosen dtype, then torch.softmax"))
         self._watch()
         self.update()
 
-    # -- figures ---------------------------------------------------------------------------------
-    def _mask_figure(self, state, titles):
-        fig = make_subplots(rows=1, cols=self.batch, subplot_titles=titles, horizontal_spacing=0.06)
-        for index in range(self.batch):
-            fig.add_trace(go.Heatmap(
-                z=np.zeros((self.n, self.n)).tolist(), zmin=0, zmax=1, showscale=False, xgap=2, ygap=2,
-                colorscale=[[0, MASKED_GREY], [0.5, MASKED_GREY], [0.5, ALLOWED_COLOUR], [1, ALLOWED_COLOUR]],
-                hovertemplate="query %{y} → key %{x}<br>%{z} (1 = may attend, 0 = blocked)<extra></extra>"),
-                row=1, col=index + 1)
-        self._tidy_axes(fig)
-        style(fig, "The mask (blue: may attend; grey: blocked)", height=330)
-        fig.update_layout(width=900)
-        return go.FigureWidget(fig)
-
-    def _panels_figure(self, values, allowed, titles, scores: bool):
-        fig = make_subplots(rows=1, cols=self.batch, subplot_titles=titles, horizontal_spacing=0.06)
-        first = []
-        for index in range(self.batch):
-            if scores:
-                first.append(add_heatmap(fig, values[index], mask=allowed[index], row=1, col=index + 1,
-                                         showscale=(index == 0), value_name="score",
-                                         colorscale=SCORE_SCALE, zmin=-3, zmax=3))
-            else:
-                first.append(add_heatmap(fig, values[index], mask=allowed[index], row=1, col=index + 1,
-                                         showscale=(index == 0)))
-        legend = add_heatmap_legend(fig)
-        if scores:
-            self._score_panels, self._score_legend = first, legend
-        else:
-            self._weight_panels, self._weight_legend = first, legend
-        self._tidy_axes(fig)
-        style(fig, "", height=360)
-        fig.update_layout(width=900 if scores else 640, legend={"y": -0.2})
-        return go.FigureWidget(fig)
-
-    def _tidy_axes(self, fig):
-        ticks = list(range(self.n))
-        fig.update_xaxes(tickmode="array", tickvals=ticks, range=[-0.5, self.n - 0.5], title_text="key")
-        fig.update_yaxes(tickmode="array", tickvals=ticks, range=[self.n - 0.5, -0.5], title_text="")
-        fig.update_yaxes(title_text="query (asking)", row=1, col=1)
-        fig.update_xaxes(title_text="key (attended to)", row=1, col=2)
-
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
-        return mask_state(values["mask"], values["fill"], values["dtype"])
+        state = mask_state(values["mask"], values["fill"], values["dtype"])
+        state["settings"] = dict(values)
+        return state
 
-    def _draw(self, state):
+    def _layout(self, state):
         allowed = state["mask"].numpy()
-        fill, dtype = self.controls["fill"].value, state["dtype"]
+        mask, fill, dtype = (state["settings"][k] for k in ("mask", "fill", "dtype"))
         m = state["metrics"]
-        send_update(self.figures["mask"], cache=self._sent["mask"],
-                    traces={i: {"z": allowed[i].astype(np.float64)} for i in range(self.batch)},
-                    layout={"title.text": f"The mask '{self.controls['mask'].value}' "
-                                          "(blue: may attend; grey: blocked)"})
-
-        # scores after masked_fill: real scores on the diverging scale, filled cells grey and labelled
         raw = state["scores"].numpy()
         filled = state["filled_scores"]
-        shown = np.where(allowed, raw if filled is None else filled.numpy(), 0)   # masked cells: grey
-        bound = float(np.abs(raw).max())
-        traces = {}
-        label = "no fill" if self.controls["mask"].value == "none" else fill
-        if filled is None:
-            label = None                                   # the fill never happened
-        for i, first in enumerate(self._score_panels):
-            changes, _ = heatmap_changes(first, shown[i], allowed[i], masked_label=label)
-            traces.update(changes)
-            traces[first]["zmin"], traces[first]["zmax"] = -bound, bound
-            traces[first + 1]["hovertemplate"] = (
-                "query %{y} → key %{x}<br>masked: holds the fill " + html.escape(label or "(none)")
-                + "<extra></extra>")
-        traces[self._score_legend[0]] = {"showlegend": bool((~allowed).any()),
-                                         "name": f"grey: masked, score set to the fill {label}" if label
-                                         else "grey: masked (not filled: masked_fill failed)"}
-        traces[self._score_legend[1]] = {"showlegend": False}
-        traces[self._score_legend[2]] = {"showlegend": False}
-        title = (f"Scores after masked_fill(~mask, {fill}) in {dtype}" if filled is not None
-                 else f"Scores before filling: masked_fill(~mask, {fill}) failed in {dtype}")
-        send_update(self.figures["scores"], traces, cache=self._sent["scores"], layout={"title.text": title})
-
-        # weights: torch.softmax of the filled scores; NaN rows pink and labelled, leaks marked
+        label = None if filled is None else ("no fill" if mask == "none" else fill)
+        shown_scores = raw if filled is None else filled.numpy().astype(np.float64)
+        bound = float(np.abs(raw).max()) or 1.0
+        panels = {}
+        for i, title in enumerate(self.titles):
+            if state["weights"] is not None:           # PyTorch refused: no weight panels, the title says why
+                panels[f"weights/{i}"] = heatmap_panel(
+                    f"weights/{i}", state["weights"][i].numpy().astype(np.float64), allowed[i], title=title,
+                    room=190, what=f"attention weights of sequence {i}")
+            panels[f"scores/{i}"] = heatmap_panel(
+                f"scores/{i}", shown_scores[i], allowed[i], title=title, scale="scores", room=190,
+                value_name="score", vmin=-bound, vmax=bound, masked_text=label or "",
+                masked_hover=("masked: holds the fill " + label) if label else "masked (not filled: "
+                "masked_fill failed)", what=f"scores of sequence {i} after the fill")
+            panels[f"mask/{i}"] = heatmap_panel(
+                f"mask/{i}", allowed[i].astype(np.float64), None, title=title, scale="mask", room=150,
+                value_name="may attend (1) or blocked (0)", what=f"the mask of sequence {i}")
         if state["weights"] is None:
-            weights = np.full((self.batch, self.n, self.n), np.nan)
-            any_flags = {"any_masked": False, "any_nan": False, "any_leak": False}
-            traces = {}
-            for first in self._weight_panels:
-                traces.update({first: {"z": weights[0]}, first + 1: {"z": weights[0]},
-                               first + 2: {"z": weights[0]},
-                               first + 3: {"x": np.zeros(0), "y": np.zeros(0)},
-                               first + 4: {"x": np.zeros(0), "y": np.zeros(0), "text": []}})
-            title = "No weights: PyTorch raised an error for this fill and dtype (see the message above)"
+            weights_title = ("No weights: PyTorch raised an error for this fill and dtype "
+                             "(see the message above)")
         else:
-            weights = state["weights"].numpy()
-            traces, any_flags = {}, {"any_masked": False, "any_nan": False, "any_leak": False}
-            for i, first in enumerate(self._weight_panels):
-                changes, layers = heatmap_changes(first, weights[i], allowed[i])
-                traces.update(changes)
-                for key in any_flags:
-                    any_flags[key] |= layers[key]
-            title = f"Weights = torch.softmax(filled scores) in {dtype}"
+            weights_title = f"Weights = torch.softmax(filled scores) in {dtype}"
             if m["nan_rows"]:
-                title += f": {m['nan_rows']} rows are NaN (pink)"
-        for index, key in zip(self._weight_legend, ("any_masked", "any_nan", "any_leak"), strict=True):
-            traces[index] = {"showlegend": bool(any_flags[key])}
-        send_update(self.figures["weights"], traces, cache=self._sent["weights"],
-                    layout={"title.text": title})
+                weights_title += f": {m['nan_rows']} rows are NaN (pink)"
+        scores_title = (f"Scores after masked_fill(~mask, {fill}) in {dtype}" if filled is not None
+                        else f"Scores before filling: masked_fill(~mask, {fill}) failed in {dtype}")
+        names = range(self.batch)
+        sections = [
+            {"title": weights_title, "panels": [f"weights/{i}" for i in names if f"weights/{i}" in panels]},
+            {"title": scores_title, "panels": [f"scores/{i}" for i in names]},
+            {"title": f"The mask '{mask}'", "panels": [f"mask/{i}" for i in names],
+             "legend": [{"kind": "allowed", "text": "blue: may attend"},
+                        {"kind": "masked", "text": "grey: blocked"}]},
+        ]
+        return sections, panels
 
     def _state_problem(self, state):
         return state["metrics"]["error"]
 
     def _describe(self, state):
         m = state["metrics"]
-        mask, fill, dtype = (self.controls[k].value for k in ("mask", "fill", "dtype"))
+        mask, fill, dtype = (state["settings"][k] for k in ("mask", "fill", "dtype"))
         if m["error"]:
             return note(f"<b>{html.escape(fill)} in {dtype}</b>: PyTorch raised, so there are no weights. "
                         "The message above says why.")

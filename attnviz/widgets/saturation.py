@@ -9,33 +9,43 @@ from __future__ import annotations
 import math
 
 import ipywidgets as w
-import plotly.graph_objects as go
-from plotly.subplots import make_subplots
 
 from ..explore import MASKS, saturation_state, saturation_states
-from ._base import Explorer, metrics_table, note
-from .figures import add_heatmap, add_heatmap_legend, heatmap_changes, send_update, style
+from ._base import Explorer, heading, metrics_table, note
+from .canvas import bars_panel, heatmap_panel, histogram_panel
 
-__all__ = ["saturation_explorer", "SaturationExplorer"]
+__all__ = ["saturation_explorer", "SaturationExplorer", "saturation_verdict", "VERDICT_THRESHOLDS"]
 
 D_K_OPTIONS = [2**p for p in range(13)]          # 1 .. 4096
 TEMPERATURE_RANGE = (0.05, 20.0)                 # the slider spans 10**-1.3 .. 10**1.3, 1.0 on its grid
-SCALED_COLOUR, UNSCALED_COLOUR = "#3b528b", "#e4572e"
-BIN_HOVER = "score %{x}<br>%{y} (query, key) pairs<extra></extra>"
-
-
-def _bold(text: str, bold: bool) -> str:
-    return f"<b>{text} (metrics)</b>" if bold else text
+SCALED_COLOUR, UNSCALED_COLOUR, RAW_COLOUR = "#3b75af", "#e4572e", "#999999"
+# the verdict reads the numbers: mean largest weight per query, entropy against a flat row's
+VERDICT_THRESHOLDS = {"saturated": 0.9, "saturating": 0.6, "flat": 0.95}
 
 
 def _side(scaled: bool) -> str:
     return "scaled" if scaled else "unscaled"
 
 
+def saturation_verdict(metrics: dict) -> str:
+    """One sentence that follows the numbers (thresholds in :data:`VERDICT_THRESHOLDS`)."""
+    top, grad = metrics["max_weight"], metrics["grad_norm"]
+    if top >= VERDICT_THRESHOLDS["saturated"]:
+        return (f"Saturated: the largest weight averages {top:.2f}, nearly one-hot rows, and the "
+                f"softmax passes almost no gradient back (grad_norm {grad:.2g}).")
+    if top >= VERDICT_THRESHOLDS["saturating"]:
+        return (f"Saturating: the largest weight averages {top:.2f}, so most rows are close to "
+                f"one-hot, and the gradient is shrinking (grad_norm {grad:.2g}).")
+    if metrics["entropy"] >= VERDICT_THRESHOLDS["flat"] * metrics["uniform_entropy"]:
+        return "Nearly flat: every allowed key gets about the same weight, a plain average."
+    return (f"Soft: a blend of several keys (largest weight {top:.2f} on average), and the "
+            f"gradient flows (grad_norm {grad:.2g}).")
+
+
 class SaturationExplorer(Explorer):
-    """Controls ``d_k``, ``temperature``, ``scaled``, ``mask``, ``seed``; figures ``weights``
-    (scaled | unscaled heatmaps), ``scores`` (histogram of raw scores with ±√d_k marked, and of
-    the selected softmax input), ``row`` (the last query's weights, scaled and unscaled).
+    """Controls ``d_k``, ``temperature``, ``scaled``, ``mask``, ``seed``; panels ``scaled`` and
+    ``unscaled`` (weight heatmaps), ``scores`` (histogram of raw scores with ±√d_k marked, and
+    of the selected softmax input), ``row`` (the last query's weights, scaled and unscaled).
 
     ``metrics`` holds ``entropy``, ``max_weight``, ``grad_norm``, ``score_std`` (and
     ``uniform_entropy``, ``raw_score_std``) for the setting ``scaled`` selects;
@@ -43,6 +53,7 @@ class SaturationExplorer(Explorer):
     """
 
     title = "Softmax saturation"
+    kind = "saturation"
 
     def __init__(self, n=8, d_k=64, temperature=1.0, scaled=True, mask="none", seed=0):
         super().__init__()
@@ -54,7 +65,6 @@ class SaturationExplorer(Explorer):
         if not low <= temperature <= high:
             raise ValueError(f"temperature must be between {low:.3g} and {high:.3g} here, got {temperature}.")
         self.n = n
-        self.metrics_by_setting = {}
         wide = {"description_width": "90px"}
         self.controls = {
             "d_k": w.SelectionSlider(options=D_K_OPTIONS, value=d_k, description="d_k",
@@ -70,71 +80,23 @@ class SaturationExplorer(Explorer):
             "seed": w.BoundedIntText(value=seed, min=0, max=10**6, description="seed", style=wide,
                                      layout=w.Layout(width="200px")),
         }
-        first = saturation_state(d_k, temperature, True, mask, seed, n)
-        self.figures = {
-            "weights": self._weights_figure(first),
-            "scores": self._scores_figure(),
-            "row": self._row_figure(),
-        }
-        self._sent = {name: {} for name in self.figures}
-        self._build_layout()
+        c = self.controls
+        controls = w.HBox([w.VBox([c["d_k"], c["temperature"]]),
+                           w.VBox([c["scaled"], w.HBox([c["mask"], c["seed"]],
+                                                       layout=w.Layout(flex_flow="row wrap"))])],
+                          layout=w.Layout(flex_flow="row wrap"))
+        self._widget = self._box(controls, heading(
+            self.title, "same queries and keys, with and without the division by √d_k"))
         self._watch()
         self.update()
 
-    # -- figures ---------------------------------------------------------------------------------
-    def _weights_figure(self, state):
-        fig = make_subplots(rows=1, cols=2, horizontal_spacing=0.12,
-                            subplot_titles=("scaled: softmax(q·k / √d_k)", "unscaled: softmax(q·k)"))
-        self._panel = {}
-        for col, side in ((1, "scaled"), (2, "unscaled")):
-            self._panel[side] = add_heatmap(fig, state["weights"], mask=state["mask"], row=1, col=col,
-                                            showscale=(col == 2))
-        self._legend = add_heatmap_legend(fig)
-        style(fig, "", height=430)
-        fig.update_layout(width=640, margin={"t": 90, "r": 20, "l": 60})
-        return go.FigureWidget(fig)
-
-    def _scores_figure(self):
-        fig = go.Figure()
-        fig.add_trace(go.Histogram(x=[], name="raw scores q·k", marker_color="#999999", opacity=0.65,
-                                   nbinsx=60, bingroup="scores", hovertemplate=BIN_HOVER))
-        fig.add_trace(go.Histogram(x=[], name="softmax input", marker_color=SCALED_COLOUR, opacity=0.65,
-                                   nbinsx=60, bingroup="scores", hovertemplate=BIN_HOVER))
-        for _ in range(2):
-            fig.add_shape(type="line", x0=0, x1=0, y0=0, y1=1, yref="paper",
-                          line={"color": "#222222", "dash": "dash", "width": 1.5})
-        fig.add_annotation(x=0, y=1.0, yref="paper", text="", showarrow=False, yanchor="bottom")
-        fig.update_layout(barmode="overlay")
-        fig.update_xaxes(title_text="score")
-        fig.update_yaxes(title_text="how many (query, key) pairs")
-        style(fig, "", height=380)
-        fig.update_layout(width=470, margin={"r": 10})
-        return go.FigureWidget(fig)
-
-    def _row_figure(self):
-        fig = go.Figure()
-        for side, colour in (("scaled", SCALED_COLOUR), ("unscaled", UNSCALED_COLOUR)):
-            fig.add_trace(go.Bar(x=list(range(self.n)), y=[0] * self.n, name=side, marker_color=colour,
-                                 hovertemplate=f"{side}<br>key %{{x}}<br>weight %{{y:.6g}}<extra></extra>"))
-        fig.update_layout(barmode="group")
-        fig.update_xaxes(title_text="key (attended to)")
-        fig.update_yaxes(title_text="weight", range=[0, 1.02])
-        style(fig, "", height=380)
-        fig.update_layout(width=470, margin={"r": 10})
-        return go.FigureWidget(fig)
-
-    def _build_layout(self):
-        c = self.controls
-        controls = w.HBox([w.VBox([c["d_k"], c["temperature"]]),
-                           w.VBox([c["scaled"], w.HBox([c["mask"], c["seed"]])])],
-                          layout=w.Layout(flex_flow="row wrap"))
-        top = w.HBox([self.figures["weights"], self._text],
-                     layout=w.Layout(flex_flow="row wrap", align_items="flex-start"))
-        bottom = w.HBox([self.figures["scores"], self.figures["row"]],
-                        layout=w.Layout(flex_flow="row wrap"))
-        heading = w.HTML(f"<b style='font-size:15px'>{self.title}</b>: same queries and keys, "
-                         "with and without the division by √d_k")
-        self._widget = w.VBox([heading, controls, self._problem, top, bottom])
+    @property
+    def metrics_by_setting(self) -> dict:
+        self._flush()
+        state = self._state
+        if state is None:
+            return {}
+        return {side: dict(state[side]["metrics"]) for side in ("scaled", "unscaled")}
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
@@ -143,27 +105,16 @@ class SaturationExplorer(Explorer):
         pair = saturation_states(settings=(True, False), **args)      # one stack, the same vectors
         return {"scaled": pair[True], "unscaled": pair[False], "selected": bool(values["scaled"]), **args}
 
-    def _draw(self, state):
+    def _layout(self, state):
         d_k, t = state["d_k"], state["temperature"]
         selected = _side(state["selected"])
-
-        # weights: both heatmap panels, their subplot titles and the legend, one update
-        traces, layers = {}, {}
-        for side in ("scaled", "unscaled"):
-            changes, layers[side] = heatmap_changes(self._panel[side], state[side]["weights"],
-                                                    state[side]["mask"])
-            traces.update(changes)
-        traces[self._legend[0]] = {"showlegend": layers["scaled"]["any_masked"]}
-        traces[self._legend[1]] = {"showlegend": False}      # no NaN and no leak here: -inf masking
-        traces[self._legend[2]] = {"showlegend": False}
         titles = {"scaled": "scaled: softmax(q·k / √d_k)", "unscaled": "unscaled: softmax(q·k)"}
-        send_update(self.figures["weights"], traces, cache=self._sent["weights"], layout={
-            "title.text": f"Attention weights: d_k = {d_k}, temperature = {t:.3g}, mask = {state['mask']}",
-            "annotations[0].text": _bold(titles["scaled"], selected == "scaled"),
-            "annotations[1].text": _bold(titles["unscaled"], selected == "unscaled"),
-        })
-
-        # scores: raw q·k and the selected softmax input, ±√d_k marked
+        panels = {}
+        for side in ("scaled", "unscaled"):
+            mark = " ◀ metrics" if side == selected else ""
+            panels[side] = heatmap_panel(side, state[side]["weights"].numpy(), state[side]["mask"],
+                                         title=titles[side] + mark, room=300,
+                                         what=f"{side} attention weights")
         chosen = state[selected]
         raw = chosen["raw_scores"].numpy().ravel()
         softmax_input = chosen["scores"].numpy().ravel()
@@ -172,28 +123,34 @@ class SaturationExplorer(Explorer):
         high = max(float(raw.max()), float(softmax_input.max()), root)
         pad = 0.05 * (high - low or 1.0)
         divided = f", ÷ temperature {t:.3g}" if t != 1 else ""
-        send_update(self.figures["scores"], cache=self._sent["scores"], traces={
-            0: {"x": raw},
-            1: {"x": softmax_input, "name": f"softmax input ({selected}{divided})",
-                "marker.color": SCALED_COLOUR if selected == "scaled" else UNSCALED_COLOUR},
-        }, layout={
-            "shapes[0].x0": -root, "shapes[0].x1": -root, "shapes[1].x0": root, "shapes[1].x1": root,
-            "annotations[0].x": root, "annotations[0].text": f"±√d_k = ±{root:.3g}",
-            "xaxis.range": [low - pad, high + pad],
-            "title.text": (f"Scores: raw q·k spread ≈ √d_k = {root:.3g}; "
-                           f"softmax input std {chosen['metrics']['score_std']:.3g}"),
-        })
-
-        # row: the last query's weights, scaled and unscaled
+        panels["scores"] = histogram_panel(
+            "scores", {"raw scores q·k": (raw, RAW_COLOUR),
+                       f"softmax input ({selected}{divided})":
+                           (softmax_input, SCALED_COLOUR if selected == "scaled" else UNSCALED_COLOUR)},
+            low=low - pad, high=high + pad,
+            marks=[{"x": -root, "label": ""}, {"x": root, "label": f"±√d_k = ±{root:.3g}"}],
+            title=(f"Scores: raw q·k spread ≈ √d_k = {root:.3g}; softmax input std "
+                   f"{chosen['metrics']['score_std']:.3g}"),
+            x_title="score", y_title="(query, key) pairs")
         last = self.n - 1
-        send_update(self.figures["row"], cache=self._sent["row"], traces={
-            index: {"y": state[side]["weights"][last].numpy().copy()}
-            for index, side in enumerate(("scaled", "unscaled"))
-        }, layout={"title.text": f"Query {last} (the last): its weight on each key"})
+        panels["row"] = bars_panel(
+            "row", [str(j) for j in range(self.n)],
+            {"scaled": (state["scaled"]["weights"][last].numpy(), SCALED_COLOUR),
+             "unscaled": (state["unscaled"]["weights"][last].numpy(), UNSCALED_COLOUR)},
+            title=f"Query {last} (the last): its weight on each key", x_title="key (attended to)",
+            y_title="weight", ymax=1.0)
+        sections = [
+            {"title": f"Attention weights: d_k = {d_k}, temperature = {t:.3g}, mask = {state['mask']}",
+             "panels": ["scaled", "unscaled"]},
+            {"title": "", "panels": ["scores", "row"],
+             "legend": [{"kind": "series", "colour": RAW_COLOUR, "text": "raw scores q·k"},
+                        {"kind": "series", "colour": SCALED_COLOUR, "text": "scaled"},
+                        {"kind": "series", "colour": UNSCALED_COLOUR, "text": "unscaled"}]},
+        ]
+        return sections, panels
 
     def _metrics(self, state):
-        self.metrics_by_setting = {side: dict(state[side]["metrics"]) for side in ("scaled", "unscaled")}
-        return dict(self.metrics_by_setting[_side(state["selected"])])
+        return dict(state[_side(state["selected"])]["metrics"])
 
     def _describe(self, state):
         s, u = state["scaled"]["metrics"], state["unscaled"]["metrics"]
@@ -206,18 +163,15 @@ class SaturationExplorer(Explorer):
         selected_column = 1 if state["selected"] else 2
         table = metrics_table(["mean over queries", "scaled", "unscaled"], rows, selected_column)
         chosen = state[_side(state["selected"])]["metrics"]
-        if chosen["max_weight"] > 0.9:
-            verdict = ("Saturated: each query puts nearly all its weight on one key, a hard pick, and "
-                       "the softmax passes almost no gradient back.")
-        elif chosen["entropy"] > 0.95 * chosen["uniform_entropy"]:
-            verdict = "Nearly flat: every allowed key gets about the same weight, a plain average."
-        else:
-            verdict = "Soft: a blend of several keys, and the gradient flows."
+        th = VERDICT_THRESHOLDS
         return note(
             f"<b>{_side(state['selected'])}</b>, d_k = {state['d_k']}, temperature = "
-            f"{state['temperature']:.3g}<br>{verdict}") + table + note(
+            f"{state['temperature']:.3g}<br>{saturation_verdict(chosen)}") + table + note(
             f"<small>A flat row would have entropy {chosen['uniform_entropy']:.3g}; one-hot has 0. "
-            "grad_norm is the size of the softmax's Jacobian: 0 when a row is one-hot.</small>")
+            "grad_norm is the size of the softmax's Jacobian: 0 when a row is one-hot. "
+            f"The verdict: saturated when max_weight ≥ {th['saturated']}, saturating when ≥ "
+            f"{th['saturating']}, nearly flat when the entropy is ≥ {th['flat']:.0%} of a flat row's, "
+            "soft otherwise.</small>")
 
 
 def saturation_explorer(n=8, d_k=64, temperature=1.0, scaled=True, mask="none", seed=0) -> SaturationExplorer:

@@ -1,0 +1,315 @@
+// The one front-end of every attnviz explorer: panels painted on <canvas> from the `scene` trait.
+//
+// Python (attnviz/widgets/canvas.py) computes everything: the arrays, labels, titles, the text
+// alternative and the legend. This file only paints. Heatmap arrays arrive as binary buffers
+// (float32 values, uint8 flags: 1 masked, 2 NaN, 4 leak); ipywidgets hands them over as DataViews.
+//
+// Repaints coalesce: a change only asks for a frame (requestAnimationFrame); the frame paints the
+// newest scene, so ten changes within one frame cost one paint and nothing queues.
+//
+// DOM contract (for tests and benchmarks):
+//   root element           .attnviz-canvas[data-attnviz-explorer="<explorer>"][data-attnviz-paint="<n>"]
+//                          n counts repaints; it is incremented after every paint has finished.
+//   each panel's canvas    canvas[data-attnviz-panel="<panel name>"], role="img" (or "button" if it can
+//                          be picked), aria-label = what it shows (from Python); CSS size = drawn size.
+//   a heatmap cell         query i, key j of a heatmap is the rectangle at x = data-x0 + j*data-cell,
+//                          y = data-y0 + i*data-cell (CSS pixels inside its canvas), data-cell wide.
+//   numbers toggle         button.attnviz-numbers beside each panel shows its values as an html <table>.
+//   picked panel           the panel box of scene.selected has the class "attnviz-selected".
+
+const VIRIDIS = ["#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884", "#44bf70",
+  "#7ad151", "#bddf26", "#fde725"];
+const RDBU = ["#053061", "#2166ac", "#4393c3", "#92c5de", "#d1e5f0", "#f7f7f7", "#fddbc7", "#f4a582",
+  "#d6604d", "#b2182b", "#67001f"];                      // diverging, blue < 0 < red (RdBu reversed)
+const MASKED = "#c8c8c8", NAN = "#ff66cc", LEAK = "#e4002b", MAY_ATTEND = "#3b528b";
+const FONT = "12px var(--jp-ui-font-family, system-ui, sans-serif)";
+const rgb = (h) => [1, 3, 5].map((i) => parseInt(h.slice(i, i + 2), 16));
+const STOPS = { weights: VIRIDIS.map(rgb), scores: RDBU.map(rgb) };
+
+function ramp(scale, t) {                               // t in [0, 1] -> "rgb(r,g,b)" and brightness
+  const stops = STOPS[scale], x = Math.min(1, Math.max(0, t)) * (stops.length - 1);
+  const i = Math.min(stops.length - 2, Math.floor(x)), f = x - i;
+  const c = stops[i].map((v, k) => Math.round(v + f * (stops[i + 1][k] - v)));
+  return [`rgb(${c})`, (0.299 * c[0] + 0.587 * c[1] + 0.114 * c[2]) / 255];
+}
+
+function themeColours(el) {                             // JupyterLab theme variables, with fallbacks
+  const s = getComputedStyle(el), v = (name, fallback) => s.getPropertyValue(name).trim() || fallback;
+  return { fg: v("--jp-ui-font-color1", "#222"), fg2: v("--jp-ui-font-color2", "#555"),
+    bg: v("--jp-layout-color1", "#fff"), border: v("--jp-border-color1", "#999") };
+}
+
+const fmt = (v, digits = 6) => (Number.isFinite(v) ? String(Number(v.toPrecision(digits))) : String(v));
+const floats = (view) => new Float32Array(view.buffer, view.byteOffset, view.byteLength / 4);
+const bytes = (view) => new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+
+function niceTicks(low, high, count = 5) {              // round numbers spanning [low, high]
+  const span = high - low || 1, raw = span / count, p = 10 ** Math.floor(Math.log10(raw));
+  const step = [1, 2, 5, 10].map((m) => m * p).find((s) => s >= raw);
+  const ticks = [];
+  for (let t = Math.ceil(low / step) * step; t <= high + step * 1e-9; t += step) ticks.push(+t.toPrecision(6));
+  return ticks;
+}
+
+function make(tag, cls, parent, text) {
+  const node = document.createElement(tag);
+  if (cls) node.className = cls;
+  if (text !== undefined) node.textContent = text;
+  if (parent) parent.appendChild(node);
+  return node;
+}
+
+// -- geometry of one panel: where its plot area sits inside the canvas ---------------------------
+function frameFor(ctx, p) {
+  ctx.font = FONT;
+  const widest = (labels) => Math.max(0, ...(labels || []).map((l) => ctx.measureText(l).width));
+  if (p.kind === "heatmap") {
+    const small = p.small, ticks = !small && (p.n_q <= 40);
+    const left = small ? 2 : 22 + (ticks ? Math.max(14, widest(p.y_labels)) + 6 : 0);
+    const rotate = !small && p.n_k <= 40 && widest(p.x_labels) > p.cell - 2;
+    const bottom = small ? 2 : 26 + (p.n_k <= 40 ? (rotate ? Math.min(70, widest(p.x_labels)) : 12) + 6 : 0);
+    const bar = p.scale === "mask" || small ? 0 : 56;
+    return { left, top: small ? 2 : 6, w: p.cell * p.n_k, h: p.cell * p.n_q, right: bar + 4, bottom, rotate };
+  }
+  const left = 48 + (p.kind === "bars" ? 0 : 6), w = p.width || 420, h = p.height || 240;
+  return { left, top: 18, w, h, right: 12, bottom: p.kind === "bars" && widest(p.x_labels) > w / (p.x_labels || [1]).length ? 84 : 44 };
+}
+
+function axes(ctx, c, f, p, xTicks, yTicks, xPos, yPos) {
+  ctx.strokeStyle = c.border; ctx.fillStyle = c.fg2; ctx.lineWidth = 1; ctx.font = FONT;
+  ctx.strokeRect(f.left + 0.5, f.top + 0.5, f.w, f.h);
+  ctx.textAlign = "right"; ctx.textBaseline = "middle";
+  for (const t of yTicks) {
+    const y = yPos(t); ctx.fillText(fmt(t, 4), f.left - 4, y);
+    ctx.globalAlpha = 0.25; ctx.beginPath(); ctx.moveTo(f.left, y + 0.5); ctx.lineTo(f.left + f.w, y + 0.5); ctx.stroke();
+    ctx.globalAlpha = 1;
+  }
+  ctx.textAlign = "center"; ctx.textBaseline = "top";
+  xTicks.forEach((t, i) => {
+    const label = typeof t === "string" ? t : fmt(t, 4), x = xPos(t, i);
+    if (f.bottom > 60) { ctx.save(); ctx.translate(x, f.top + f.h + 4); ctx.rotate(-Math.PI / 4); ctx.textAlign = "right"; ctx.fillText(label, 0, 0); ctx.restore(); } else ctx.fillText(label, x, f.top + f.h + 4);
+  });
+  titles(ctx, c, f, p);
+}
+
+function titles(ctx, c, f, p) {
+  ctx.fillStyle = c.fg; ctx.font = FONT; ctx.textAlign = "center";
+  ctx.textBaseline = "bottom"; if (p.x_title) ctx.fillText(p.x_title, f.left + f.w / 2, f.top + f.h + f.bottom - 2);
+  if (p.y_title) {
+    ctx.save(); ctx.translate(12, f.top + f.h / 2); ctx.rotate(-Math.PI / 2); ctx.textBaseline = "middle";
+    ctx.fillText(p.y_title, 0, 0); ctx.restore();
+  }
+}
+
+// -- painters: each draws one panel and returns hover(x, y) -> text or null -----------------------
+function paintHeatmap(ctx, c, f, p) {
+  const v = floats(p.values), flags = bytes(p.flags), n = p.n_k, cell = p.cell, gap = cell >= 8 ? 1 : 0;
+  const colour = (x) => (p.scale === "mask" ? [x > 0.5 ? MAY_ATTEND : MASKED, 0]
+    : ramp(p.scale, (x - p.vmin) / (p.vmax - p.vmin || 1)));
+  ctx.font = `${Math.min(12, Math.max(8, cell / 3.2))}px var(--jp-ui-font-family, sans-serif)`;
+  ctx.textAlign = "center"; ctx.textBaseline = "middle";
+  for (let i = 0; i < p.n_q; i++) for (let j = 0; j < n; j++) {
+    const k = i * n + j, x = f.left + j * cell, y = f.top + i * cell, flag = flags[k];
+    const [fill, light] = flag & 2 ? [NAN, 0.7] : flag & 1 ? [MASKED, 0.8] : colour(v[k]);
+    ctx.fillStyle = fill; ctx.fillRect(x, y, cell - gap, cell - gap);
+    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? fmt(v[k], 2) : "");
+    if (p.text && words && cell >= 18) { ctx.fillStyle = light > 0.55 ? "#111" : "#fff"; ctx.fillText(words, x + cell / 2, y + cell / 2); }
+    if (flag & 4) {                                     // leak: a red x across the cell
+      ctx.strokeStyle = LEAK; ctx.lineWidth = Math.max(1, cell / 10); ctx.beginPath();
+      ctx.moveTo(x + cell * 0.2, y + cell * 0.2); ctx.lineTo(x + cell * 0.8, y + cell * 0.8);
+      ctx.moveTo(x + cell * 0.8, y + cell * 0.2); ctx.lineTo(x + cell * 0.2, y + cell * 0.8); ctx.stroke();
+    }
+  }
+  if (!p.small) {
+    ctx.font = FONT; ctx.fillStyle = c.fg2; ctx.textBaseline = "middle"; ctx.textAlign = "right";
+    const ys = p.y_labels || [...Array(p.n_q).keys()].map(String), xs = p.x_labels || [...Array(n).keys()].map(String);
+    if (p.n_q <= 40) ys.forEach((l, i) => ctx.fillText(l, f.left - 4, f.top + (i + 0.5) * cell));
+    if (n <= 40) xs.forEach((l, j) => {
+      const x = f.left + (j + 0.5) * cell, y = f.top + f.h + 4;
+      ctx.save(); ctx.translate(x, y); if (f.rotate) { ctx.rotate(-Math.PI / 4); ctx.textAlign = "right"; } else { ctx.textAlign = "center"; }
+      ctx.textBaseline = f.rotate ? "middle" : "top"; ctx.fillText(l, 0, 0); ctx.restore();
+    });
+    titles(ctx, c, { ...f, left: f.left, w: f.w }, p);
+    if (p.scale !== "mask") colourBar(ctx, c, f, p);
+  }
+  return (x, y) => {
+    const j = Math.floor((x - f.left) / cell), i = Math.floor((y - f.top) / cell);
+    if (i < 0 || j < 0 || i >= p.n_q || j >= n) return null;
+    const k = i * n + j, q = p.y_labels ? ` '${p.y_labels[i]}'` : "", key = p.x_labels ? ` '${p.x_labels[j]}'` : "";
+    const what = flags[k] & 2 ? p.nan_hover : flags[k] & 1 ? p.masked_hover : `${p.value_name} ${fmt(v[k])}`;
+    return `${p.hover_prefix || ""}query ${i}${q} → key ${j}${key}\n${what}${flags[k] & 4 ? "\nmasked, yet weight > 0 (leak)" : ""}`;
+  };
+}
+
+function colourBar(ctx, c, f, p) {
+  const x = f.left + f.w + 10, h = Math.max(60, Math.min(f.h, 220));
+  for (let y = 0; y < h; y++) { ctx.fillStyle = ramp(p.scale, 1 - y / h)[0]; ctx.fillRect(x, f.top + y, 12, 1); }
+  ctx.fillStyle = c.fg2; ctx.textAlign = "left"; ctx.textBaseline = "middle"; ctx.font = FONT;
+  for (const t of [p.vmax, (p.vmin + p.vmax) / 2, p.vmin]) ctx.fillText(fmt(t, 3), x + 15, f.top + h * (p.vmax - t) / (p.vmax - p.vmin || 1));
+  ctx.textBaseline = "top"; ctx.fillText(p.value_name, x - 2, f.top + h + 6);
+}
+
+function paintBars(ctx, c, f, p) {                      // grouped bars; histogram: bins side by side
+  const series = p.series, values = floats(p.values), nb = p.kind === "bars" ? p.x_labels.length : p.edges.length - 1;
+  const ymax = p.ymax || Math.max(1e-12, ...values) * 1.1, yPos = (t) => f.top + f.h * (1 - t / ymax);
+  if (p.kind === "bars") {
+    const slot = f.w / nb, bw = (slot * 0.8) / series.length;
+    axes(ctx, c, f, p, p.x_labels, niceTicks(0, ymax), (_t, i) => f.left + (i + 0.5) * slot, yPos);
+    const hit = [];
+    series.forEach((s, si) => p.x_labels.forEach((_l, i) => {
+      const val = values[si * nb + i], x = f.left + i * slot + slot * 0.1 + si * bw, y = yPos(Math.min(val, ymax));
+      ctx.fillStyle = (p.colours && p.colours[i]) || s.colour; ctx.fillRect(x, y, bw - 1, f.top + f.h - y);
+      const text = p.text && p.text[si][i];
+      if (text) { ctx.fillStyle = c.fg; ctx.textAlign = "center"; ctx.textBaseline = "bottom"; ctx.fillText(text, x + bw / 2, y - 2); }
+      hit.push([x, x + bw, si, i]);
+    }));
+    return (x, y) => {
+      const h = hit.find(([a, b]) => x >= a && x < b); if (!h || y < f.top || y > f.top + f.h) return null;
+      return p.hover ? p.hover[h[2]][h[3]] : `${series[h[2]].name}\n${p.x_labels[h[3]]}: ${fmt(values[h[2] * nb + h[3]])}`;
+    };
+  }
+  const e = floats(p.edges), lo = e[0], hi = e[nb], xPos = (t) => f.left + f.w * (t - lo) / (hi - lo || 1);
+  axes(ctx, c, f, p, niceTicks(lo, hi, 6).filter((t) => t >= lo && t <= hi), niceTicks(0, ymax), xPos, yPos);
+  ctx.globalAlpha = 0.65;
+  series.forEach((s, si) => { ctx.fillStyle = s.colour; for (let b = 0; b < nb; b++) { const y = yPos(values[si * nb + b]); ctx.fillRect(xPos(e[b]), y, Math.max(1, xPos(e[b + 1]) - xPos(e[b]) - 0.5), f.top + f.h - y); } });
+  ctx.globalAlpha = 1; ctx.setLineDash([5, 4]); ctx.strokeStyle = c.fg; ctx.fillStyle = c.fg; ctx.textAlign = "center"; ctx.textBaseline = "bottom";
+  for (const m of p.marks || []) { const x = xPos(m.x); ctx.beginPath(); ctx.moveTo(x, f.top); ctx.lineTo(x, f.top + f.h); ctx.stroke(); if (m.label) ctx.fillText(m.label, x, f.top - 2); }
+  ctx.setLineDash([]);
+  return (x, y) => {
+    if (x < f.left || x > f.left + f.w || y < f.top || y > f.top + f.h) return null;
+    const b = Math.min(nb - 1, Math.floor(((x - f.left) / f.w) * nb));
+    return `score ${fmt(e[b], 3)} to ${fmt(e[b + 1], 3)}\n` + series.map((s, si) => `${s.name}: ${values[si * nb + b]} pairs`).join("\n");
+  };
+}
+
+function paintPoints(ctx, c, f, p) {                    // lines, arrows and markers in data coordinates
+  const [x0, x1] = p.x_range, [y0, y1] = p.y_range;
+  const X = (x) => f.left + f.w * (x - x0) / (x1 - x0), Y = (y) => f.top + f.h * (1 - (y - y0) / (y1 - y0));
+  axes(ctx, c, f, p, niceTicks(x0, x1), niceTicks(y0, y1), X, Y);
+  const hits = [], labels = [];
+  for (const s of p.shapes) {
+    ctx.strokeStyle = ctx.fillStyle = s.colour === "fg" ? c.fg2 : s.colour; ctx.lineWidth = s.width || 2;
+    if (s.type === "line") {
+      ctx.globalAlpha = s.faint ? 0.35 : 1; ctx.beginPath();
+      s.x.forEach((x, i) => (i ? ctx.lineTo(X(x), Y(s.y[i])) : ctx.moveTo(X(x), Y(s.y[i])))); ctx.stroke(); ctx.globalAlpha = 1;
+      if (s.arrow) {
+        const n = s.x.length - 1, ax = X(s.x[n]), ay = Y(s.y[n]), a = Math.atan2(ay - Y(s.y[n - 1]), ax - X(s.x[n - 1]));
+        ctx.beginPath(); ctx.moveTo(ax, ay);
+        for (const d of [2.6, -2.6]) ctx.lineTo(ax - 12 * Math.cos(a + d / 6), ay - 12 * Math.sin(a + d / 6));
+        ctx.closePath(); ctx.fill();
+      }
+      continue;
+    }
+    const x = X(s.x), y = Y(s.y), r = s.r || 5;
+    ctx.beginPath();
+    if (s.shape === "star") for (let k = 0; k < 10; k++) { const rr = k % 2 ? r * 0.45 : r, a = -Math.PI / 2 + k * Math.PI / 5; ctx.lineTo(x + rr * Math.cos(a), y + rr * Math.sin(a)); }
+    else ctx.arc(x, y, r, 0, 2 * Math.PI);
+    ctx.closePath(); ctx.globalAlpha = s.shape === "ring" ? 1 : 0.85;
+    if (s.shape === "ring") ctx.stroke(); else ctx.fill();
+    ctx.globalAlpha = 1;
+    if (s.label) labels.push([s.label, x, s.below ? y + r + 3 : y - r - 3, s.below]);
+    hits.push([x, y, Math.max(r, 6), s.hover]);
+  }
+  ctx.font = FONT; ctx.textAlign = "center"; ctx.lineWidth = 3; ctx.strokeStyle = c.bg; ctx.fillStyle = c.fg;
+  for (const [t, x, y, below] of labels) { ctx.textBaseline = below ? "top" : "bottom"; ctx.strokeText(t, x, y); ctx.fillText(t, x, y); }
+  return (x, y) => { const h = hits.filter(([a, b, r]) => (x - a) ** 2 + (y - b) ** 2 <= r * r).pop(); return h ? h[3] : null; };
+}
+
+// -- the "numbers" table: a panel's values as html ----------------------------------------------
+function numbersTable(box, p) {
+  const table = make("table", "attnviz-table"), row = (cells, tag) => { const tr = make("tr", "", table); cells.forEach((t) => make(tag, "", tr, t)); };
+  if (p.kind === "heatmap") {
+    const v = floats(p.values), flags = bytes(p.flags), rows = Math.min(p.n_q, 32), cols = Math.min(p.n_k, 32);
+    const xs = p.x_labels || [...Array(p.n_k).keys()].map(String), ys = p.y_labels || [...Array(p.n_q).keys()].map(String);
+    row(["query \\ key", ...xs.slice(0, cols)], "th");
+    for (let i = 0; i < rows; i++) row([ys[i], ...[...Array(cols).keys()].map((j) => { const k = i * p.n_k + j; return flags[k] & 2 ? "NaN" : flags[k] & 1 ? "masked" : fmt(v[k], 4); })], "td");
+    if (rows < p.n_q || cols < p.n_k) make("caption", "", table, `first ${rows} x ${cols} of ${p.n_q} x ${p.n_k}`);
+  } else { row(p.table.header, "th"); p.table.rows.forEach((r) => row(r, "td")); }
+  box.replaceChildren(table);
+}
+
+const PAINT = { heatmap: paintHeatmap, bars: paintBars, histogram: paintBars, points: paintPoints };
+
+function render({ model, el }) {
+  el.classList.add("attnviz-canvas");
+  el.dataset.attnvizPaint = "0";
+  const tip = make("div", "attnviz-tip"), boxes = new Map();
+  let frame = 0, paints = 0, layout = "";
+  const schedule = () => { if (!frame) frame = requestAnimationFrame(paint); };
+
+  function panelBox(name) {                             // title, canvas, numbers toggle, table; kept
+    if (boxes.has(name)) return boxes.get(name);
+    const box = make("figure", "attnviz-panel"), title = make("figcaption", "attnviz-title", box);
+    const canvas = make("canvas", "", box), button = make("button", "attnviz-numbers", box, "numbers");
+    const numbers = make("div", "attnviz-table-box", box);
+    canvas.dataset.attnvizPanel = name; button.type = "button"; button.setAttribute("aria-expanded", "false");
+    numbers.hidden = true;
+    button.onclick = () => { numbers.hidden = !numbers.hidden; button.setAttribute("aria-expanded", String(!numbers.hidden)); schedule(); };
+    const pick = () => { const p = scene().panels[name]; if (p && p.pick) model.send({ pick: p.pick }); };
+    canvas.onclick = pick;
+    canvas.onkeydown = (e) => { if (e.key === "Enter" || e.key === " ") { e.preventDefault(); pick(); } };
+    canvas.onmousemove = (e) => {
+      const r = canvas.getBoundingClientRect(), text = canvas.hover && canvas.hover(e.clientX - r.left, e.clientY - r.top);
+      tip.hidden = !text; if (text) { tip.textContent = text; tip.style.left = `${e.clientX + 14}px`; tip.style.top = `${e.clientY + 12}px`; }
+    };
+    canvas.onmouseleave = () => { tip.hidden = true; };
+    const entry = { box, title, canvas, button, numbers };
+    boxes.set(name, entry);
+    return entry;
+  }
+
+  const scene = () => { const s = model.get("scene") || {}, fixed = model.get("fixed") || {}; return { ...s, panels: { ...fixed, ...(s.panels || {}) } }; };
+
+  function paint() {
+    frame = 0;
+    const s = scene(), c = themeColours(el), sections = s.sections || [];
+    const signature = JSON.stringify(sections.map((x) => [x.title, x.panels]));
+    if (signature !== layout) {                         // rebuild the sections only when they change
+      layout = signature;
+      el.replaceChildren(...sections.map((sec) => {
+        const node = make("section", "attnviz-section");
+        if (sec.title) make("div", "attnviz-section-title", node);
+        const row = make("div", sec.grid ? "attnviz-grid" : "attnviz-row", node);
+        if (sec.grid) row.style.gridTemplateColumns = `repeat(${sec.grid}, max-content)`;
+        sec.panels.forEach((name) => row.appendChild(panelBox(name).box));
+        make("div", "attnviz-legend", node);
+        return node;
+      }), tip);
+    }
+    el.querySelectorAll(".attnviz-section").forEach((node, k) => {
+      const sec = sections[k], title = node.querySelector(".attnviz-section-title");
+      if (title) title.textContent = sec.title;
+      node.querySelector(".attnviz-legend").replaceChildren(...(sec.legend || []).map((item) => {
+        const chip = make("span", "attnviz-chip"), sw = make("i", `attnviz-swatch attnviz-${item.kind}`, chip);
+        if (item.colour) sw.style.background = item.colour;
+        chip.append(item.text); return chip;
+      }));
+    });
+    for (const [name, b] of boxes) {
+      const p = s.panels[name]; if (!p) continue;
+      b.title.textContent = p.title; b.box.classList.toggle("attnviz-selected", s.selected === name);
+      b.title.style.maxWidth = b.canvas.style.width;
+      b.canvas.setAttribute("role", p.pick ? "button" : "img"); b.canvas.setAttribute("aria-label", p.description);
+      b.canvas.tabIndex = p.pick ? 0 : -1; b.button.hidden = !!p.small;
+      const ctx = b.canvas.getContext("2d"), f = frameFor(ctx, p), dpr = window.devicePixelRatio || 1;
+      const w = Math.ceil(f.left + f.w + f.right), h = Math.ceil(f.top + f.h + f.bottom);
+      b.canvas.width = w * dpr; b.canvas.height = h * dpr; b.canvas.style.width = `${w}px`; b.canvas.style.height = `${h}px`;
+      Object.assign(b.canvas.dataset, { x0: f.left, y0: f.top, cell: p.cell || "" });
+      ctx.setTransform(dpr, 0, 0, dpr, 0, 0); ctx.clearRect(0, 0, w, h);
+      b.canvas.hover = PAINT[p.kind](ctx, c, f, p);
+      b.title.style.maxWidth = `${Math.max(w, 120)}px`;
+      if (!b.numbers.hidden) numbersTable(b.numbers, p);
+    }
+    el.dataset.attnvizExplorer = s.explorer || "";
+    el.dataset.attnvizPaint = String(++paints);
+  }
+
+  model.on("change:scene", schedule);
+  model.on("change:fixed", schedule);
+  const watcher = new MutationObserver(schedule);      // theme switched: repaint in the new colours
+  watcher.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-name", "data-jp-theme-light"] });
+  schedule();
+  return () => { cancelAnimationFrame(frame); watcher.disconnect(); tip.remove(); };
+}
+
+export default { render };
