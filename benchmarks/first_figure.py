@@ -64,7 +64,8 @@ def main(argv=None) -> int:
         for name, show in SHOW.items():
             rows[name].append(one_run(show))
     print(f"First figure in a fresh kernel: the display cell (median of {args.repeats} kernels)")
-    print(f"{'display path':<36} {'wall (s)':>9} {'CPU (s)':>8} {'output':>9}  mime types; modules it imported")
+    print(f"{'display path':<36} {'wall (s)':>9} {'CPU (s)':>8} {'output':>9}  "
+          "mime types; modules it imported")
     print("-" * 110)
     for name, runs in rows.items():
         wall = statistics.median(r["wall"] for r in runs)
