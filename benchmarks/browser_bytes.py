@@ -39,6 +39,7 @@ from _lab import (  # noqa: E402
     explorers,
     find_slider,
     lab_server,
+    move_slider_and_wait,
     press_slider_key,
     wait_repaint,
 )
@@ -89,15 +90,19 @@ def update_bytes(server, browser, name: str, presses: int = 9) -> list[int]:
         page.open()
         page.run_all()
         page.inspect()
-        index = explorers(page)[0]["index"]
+        found = explorers(page)
         sizes = []
         for press in range(presses + 1):
             find_slider(page, "d_k")
             page.page.wait_for_timeout(400)
             counter.reset()
-            before = explorer_state(page, index)
-            press_slider_key(page, "d_k", "ArrowRight" if press % 2 == 0 else "ArrowLeft")
-            if wait_repaint(page, index, before) is None:
+            if found:
+                before = explorer_state(page, found[0]["index"])
+                press_slider_key(page, "d_k", "ArrowRight" if press % 2 == 0 else "ArrowLeft")
+                repainted = wait_repaint(page, found[0]["index"], before) is not None
+            else:      # an older explorer drawn by plotly (no data-attnviz-paint): watch its images
+                repainted = move_slider_and_wait(page, "d_k")["changed"]
+            if not repainted:
                 raise RuntimeError(f"{name}: the explorer did not repaint after a d_k keypress")
             page.page.wait_for_timeout(400)    # the kernel's idle status and any trailing message
             if press:                          # the first press is a warm-up

@@ -666,6 +666,8 @@ def _operate(page: NotebookPage, control: dict, undo: dict | None = None) -> dic
     if kind == "slider":
         handle = where.locator('[role="slider"]').first
         now, top = handle.get_attribute("aria-valuenow"), handle.get_attribute("aria-valuemax")
+        if top == handle.get_attribute("aria-valuemin"):
+            return {"did": "nothing (its only value)", "fixed": True}
         key = undo["key"] if undo else ("ArrowLeft" if now == top else "ArrowRight")
         handle.scroll_into_view_if_needed()
         handle.focus()
@@ -734,7 +736,8 @@ def move_every_control(page: NotebookPage, timeout: float = 30.0) -> list[dict]:
     """Move each control of each explorer once; record whether its explorer repainted (or said why not).
 
     A control whose setting is rejected shows a problem instead of repainting; it is then put
-    back (so the next control starts from working settings), which must clear the problem.
+    back (so the next control starts from working settings), which must clear the problem. A
+    slider with a single value (e.g. "layer" for a one-layer model) has nothing to move: "fixed".
     """
     results = []
     for explorer in explorers(page):
@@ -742,7 +745,7 @@ def move_every_control(page: NotebookPage, timeout: float = 30.0) -> list[dict]:
         for control in explorer["controls"]:
             before = explorer_state(page, index)
             undo = _operate(page, control)
-            outcome = wait_repaint(page, index, before, timeout)
+            outcome = "fixed" if undo.get("fixed") else wait_repaint(page, index, before, timeout)
             entry = {"explorer": explorer["explorer"], "cell": explorer["cell"], "control": control["label"],
                      "kind": control["kind"], "did": undo["did"], "outcome": outcome}
             if outcome == "problem shown" and not undo.get("no_undo"):
