@@ -468,7 +468,9 @@ _JS_HEATMAP_SIGNATURE = r"""() => {
   if (!root) return null;
   const images = Array.from(root.querySelectorAll('.hm image')).map(img => img.getAttribute('href') || '');
   const titles = Array.from(root.querySelectorAll('.gtitle, .annotation-text')).map(t => t.textContent);
-  return images.join('|') + '#' + titles.join('|');
+  // the canvas explorers (attnviz/widgets/canvas.js) count their repaints on their root element
+  const paints = Array.from(root.querySelectorAll('[data-attnviz-paint]')).map(e => e.dataset.attnvizPaint);
+  return images.join('|') + '#' + titles.join('|') + '#' + paints.join('|');
 }"""
 
 # Timestamps a keypress (capture phase, before the slider sees it) and the first animation frame

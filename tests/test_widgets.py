@@ -529,8 +529,7 @@ def test_changes_coalesce_inside_a_running_loop():
         for t in (0.1, 0.2, 0.5, 1.5, 3.0, 7.0):          # six slider messages before the loop runs again
             ex.controls["temperature"].value = t
         assert ex.computations == first                   # nothing computed yet: the loop has not run
-        await asyncio.sleep(0)
-        await asyncio.sleep(0)
+        await asyncio.sleep(0.05)                         # a few frames later
     asyncio.run(drag())
     assert ex.computations == first + 1                   # one computation, for the newest value
     assert "temperature = 7" in _sections(ex)[0]["title"]

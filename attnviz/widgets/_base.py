@@ -9,8 +9,9 @@ An explorer subclasses :class:`Explorer` and fills in
 * ``_describe(state) -> html``: the metrics in words, shown beside the panels.
 
 Changes coalesce ("latest value wins"): inside a running kernel a control change only marks
-the explorer stale and asks the event loop for one recomputation, which reads the controls'
-*newest* values; ten slider messages that arrive together cost one computation. Reading
+the explorer stale and asks the event loop for one recomputation, at once if the last one was
+more than a frame (1/60 s) ago, else when that frame ends; it reads the controls' *newest*
+values, so twelve slider messages that arrive within a frame cost at most two computations. Reading
 ``.metrics``, ``.panels``, ``.state`` or ``.error`` first brings the explorer up to date, so a
 cell that sets a control and then reads the metrics sees the new numbers. Outside a kernel
 (tests, scripts) a change recomputes at once.
@@ -23,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import html
+import time
 
 import ipywidgets as w
 
@@ -30,6 +32,8 @@ from .._threads import one_thread
 from .canvas import Canvas
 
 __all__ = ["Explorer", "metrics_table", "note"]
+
+FRAME_SECONDS = 1 / 60          # at most one computation per frame while controls keep changing
 
 PANEL_CSS = (
     "<style>.attnviz-metrics table{border-collapse:collapse;font-size:13px;"
@@ -85,13 +89,16 @@ class Explorer:
 
     def __init__(self):
         self.controls: dict[str, w.Widget] = {}
-        self.canvas = Canvas(self.kind, on_pick=self._on_pick)
+        # may shrink below its pictures' width (then it scrolls sideways) instead of being cut off
+        self.canvas = Canvas(self.kind, on_pick=self._on_pick,
+                             layout=w.Layout(max_width="100%", min_width="0", overflow="auto"))
         self._panels: dict = {}
         self._metrics_now: dict = {}
         self._error: str | None = None
         self._state = None
         self._stale = False
         self._scheduled = False
+        self._last_update = 0.0
         self.computations = 0                 # how many times _compute ran (coalescing is visible)
         self._problem = w.HTML(layout=w.Layout(display="none"))
         self._text = w.HTML(layout=w.Layout(width="300px", min_width="240px", margin="4px 0 0 8px"))
@@ -132,8 +139,14 @@ class Explorer:
         if loop is None:
             self._flush()
         elif not self._scheduled:
+            # at once if the last computation was over a frame ago, else at the end of that frame:
+            # messages that arrive meanwhile only set values, and one computation reads the newest
             self._scheduled = True
-            loop.call_soon(self._flush)
+            wait = self._last_update + FRAME_SECONDS - time.monotonic()
+            if wait <= 0:
+                loop.call_soon(self._flush)
+            else:
+                loop.call_later(wait, self._flush)
 
     def _on_pick(self, _pick):             # a click on a pickable panel (the head grid)
         pass
@@ -148,6 +161,7 @@ class Explorer:
         """Recompute from the controls' newest values and repaint; False (and why, shown) if they fail."""
         self._stale = False
         self.computations += 1
+        self._last_update = time.monotonic()
         try:
             with one_thread():
                 state = self._compute(self._values())

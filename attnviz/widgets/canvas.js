@@ -14,6 +14,10 @@
 //                          be picked), aria-label = what it shows (from Python); CSS size = drawn size.
 //   a heatmap cell         query i, key j of a heatmap is the rectangle at x = data-x0 + j*data-cell,
 //                          y = data-y0 + i*data-cell (CSS pixels inside its canvas), data-cell wide.
+//                          Read its colour 25% across and 15% down the cell (times devicePixelRatio):
+//                          clear of the value written in its middle and of a leak's red frame.
+//                          Colours: weights = VIRIDIS below, linear between its 11 stops over 0..1;
+//                          scores = RDBU over vmin..vmax; masked #c8c8c8; NaN #ff66cc.
 //   numbers toggle         button.attnviz-numbers beside each panel shows its values as an html <table>.
 //   picked panel           the panel box of scene.selected has the class "attnviz-selected".
 
@@ -68,7 +72,7 @@ function frameFor(ctx, p) {
     const left = small ? 2 : 22 + (ticks ? Math.max(14, widest(p.y_labels)) + 6 : 0);
     const rotate = !small && p.n_k <= 40 && widest(p.x_labels) > p.cell - 2;
     const bottom = small ? 2 : 26 + (p.n_k <= 40 ? (rotate ? Math.min(70, widest(p.x_labels)) : 12) + 6 : 0);
-    const bar = p.scale === "mask" || small ? 0 : 56;
+    const bar = p.scale === "mask" || small || p.bar === false ? 0 : 56;
     return { left, top: small ? 2 : 6, w: p.cell * p.n_k, h: p.cell * p.n_q, right: bar + 4, bottom, rotate };
   }
   const left = 48 + (p.kind === "bars" ? 0 : 6), w = p.width || 420, h = p.height || 240;
@@ -112,12 +116,14 @@ function paintHeatmap(ctx, c, f, p) {
     const k = i * n + j, x = f.left + j * cell, y = f.top + i * cell, flag = flags[k];
     const [fill, light] = flag & 2 ? [NAN, 0.7] : flag & 1 ? [MASKED, 0.8] : colour(v[k]);
     ctx.fillStyle = fill; ctx.fillRect(x, y, cell - gap, cell - gap);
-    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? fmt(v[k], 2) : "");
+    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? v[k].toFixed(p.scale === "scores" ? 1 : 2) : "");
     if (p.text && words && cell >= 18) { ctx.fillStyle = light > 0.55 ? "#111" : "#fff"; ctx.fillText(words, x + cell / 2, y + cell / 2); }
-    if (flag & 4) {                                     // leak: a red x across the cell
-      ctx.strokeStyle = LEAK; ctx.lineWidth = Math.max(1, cell / 10); ctx.beginPath();
-      ctx.moveTo(x + cell * 0.2, y + cell * 0.2); ctx.lineTo(x + cell * 0.8, y + cell * 0.8);
-      ctx.moveTo(x + cell * 0.8, y + cell * 0.2); ctx.lineTo(x + cell * 0.2, y + cell * 0.8); ctx.stroke();
+    if (flag & 4) {                                     // leak: a red frame and a red x (in the corner)
+      const big = cell >= 14, lw = Math.max(1, cell / 14), x0 = big ? x + cell * 0.66 : x + cell * 0.2;
+      const y0 = y + cell * (big ? 0.08 : 0.2), s = big ? cell * 0.26 : cell * 0.6;
+      ctx.strokeStyle = LEAK; ctx.lineWidth = lw; ctx.beginPath();
+      if (big) ctx.rect(x + lw / 2, y + lw / 2, cell - gap - lw, cell - gap - lw);
+      ctx.moveTo(x0, y0); ctx.lineTo(x0 + s, y0 + s); ctx.moveTo(x0 + s, y0); ctx.lineTo(x0, y0 + s); ctx.stroke();
     }
   }
   if (!p.small) {
@@ -130,7 +136,7 @@ function paintHeatmap(ctx, c, f, p) {
       ctx.textBaseline = f.rotate ? "middle" : "top"; ctx.fillText(l, 0, 0); ctx.restore();
     });
     titles(ctx, c, { ...f, left: f.left, w: f.w }, p);
-    if (p.scale !== "mask") colourBar(ctx, c, f, p);
+    if (p.scale !== "mask" && p.bar !== false) colourBar(ctx, c, f, p);
   }
   return (x, y) => {
     const j = Math.floor((x - f.left) / cell), i = Math.floor((y - f.top) / cell);
@@ -150,7 +156,7 @@ function colourBar(ctx, c, f, p) {
 }
 
 function paintBars(ctx, c, f, p) {                      // grouped bars; histogram: bins side by side
-  const series = p.series, values = floats(p.values), nb = p.kind === "bars" ? p.x_labels.length : p.edges.length - 1;
+  const series = p.series, values = floats(p.values), nb = p.kind === "bars" ? p.x_labels.length : p.edges.byteLength / 4 - 1;
   const ymax = p.ymax || Math.max(1e-12, ...values) * 1.1, yPos = (t) => f.top + f.h * (1 - t / ymax);
   if (p.kind === "bars") {
     const slot = f.w / nb, bw = (slot * 0.8) / series.length;
@@ -234,6 +240,7 @@ function render({ model, el }) {
   el.classList.add("attnviz-canvas");
   el.dataset.attnvizPaint = "0";
   const tip = make("div", "attnviz-tip"), boxes = new Map();
+  tip.hidden = true;
   let frame = 0, paints = 0, layout = "";
   const schedule = () => { if (!frame) frame = requestAnimationFrame(paint); };
 
@@ -285,10 +292,14 @@ function render({ model, el }) {
         chip.append(item.text); return chip;
       }));
     });
+    const look = JSON.stringify(c);
     for (const [name, b] of boxes) {
       const p = s.panels[name]; if (!p) continue;
-      b.title.textContent = p.title; b.box.classList.toggle("attnviz-selected", s.selected === name);
-      b.title.style.maxWidth = b.canvas.style.width;
+      b.box.classList.toggle("attnviz-selected", s.selected === name);
+      const key = [look, !b.numbers.hidden];                // unchanged panel (e.g. the head grid): keep
+      if (b.spec === p && b.key === JSON.stringify(key)) continue;
+      b.spec = p; b.key = JSON.stringify(key);
+      b.title.textContent = p.title;
       b.canvas.setAttribute("role", p.pick ? "button" : "img"); b.canvas.setAttribute("aria-label", p.description);
       b.canvas.tabIndex = p.pick ? 0 : -1; b.button.hidden = !!p.small;
       const ctx = b.canvas.getContext("2d"), f = frameFor(ctx, p), dpr = window.devicePixelRatio || 1;
@@ -296,7 +307,9 @@ function render({ model, el }) {
       b.canvas.width = w * dpr; b.canvas.height = h * dpr; b.canvas.style.width = `${w}px`; b.canvas.style.height = `${h}px`;
       Object.assign(b.canvas.dataset, { x0: f.left, y0: f.top, cell: p.cell || "" });
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0); ctx.clearRect(0, 0, w, h);
-      b.canvas.hover = PAINT[p.kind](ctx, c, f, p);
+      try { b.canvas.hover = PAINT[p.kind](ctx, c, f, p); } catch (err) {   // say so, keep painting the rest
+        b.title.textContent = `${p.title} (could not be drawn: ${err.message})`; b.canvas.hover = null;
+      }
       b.title.style.maxWidth = `${Math.max(w, 120)}px`;
       if (!b.numbers.hidden) numbersTable(b.numbers, p);
     }

@@ -61,7 +61,8 @@ class Panel:
         spec = {"kind": self.kind, "title": self.title, "description": self.description,
                 "x_labels": self.x_labels, "y_labels": self.y_labels,
                 "x_title": self.x_title, "y_title": self.y_title, **self.options}
-        spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
+        with np.errstate(over="ignore"):       # a float64 fill beyond float32's range is sent as -inf
+            spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
         if self.kind == "heatmap":
             flags = self.masked * 1 + self.nan * 2 + self.leak * 4
             spec["flags"] = np.ascontiguousarray(flags, dtype=np.uint8).tobytes()
@@ -84,7 +85,7 @@ def _cell_size(n: int, room: int = 300) -> int:
 def heatmap_panel(name, values, mask=None, *, title="", scale="weights", query_labels=None,
                   key_labels=None, value_name="weight", vmin=None, vmax=None, masked_text=None,
                   masked_hover="masked: may not attend", small=False, pick=None, room=300,
-                  what="attention weights") -> Panel:
+                  what="attention weights", colour_bar=True) -> Panel:
     """A heatmap of ``values`` ``(n_q, n_k)``; ``mask`` broadcasts to it (bool, True = may attend).
 
     ``scale``: ``"weights"`` (fixed 0-1 viridis), ``"scores"`` (diverging, centred at 0, bound
@@ -120,7 +121,8 @@ def heatmap_panel(name, values, mask=None, *, title="", scale="weights", query_l
         x_title="" if small else KEY_TITLE, y_title="" if small else QUERY_TITLE,
         options={"scale": scale, "vmin": float(vmin), "vmax": float(vmax), "value_name": value_name,
                  "cell": cell, "small": bool(small), "pick": pick,
-                 "text": max(n_q, n_k) <= TEXT_UP_TO and not small and cell >= 18,
+                 "text": max(n_q, n_k) <= TEXT_UP_TO and not small and cell >= 18 and scale != "mask",
+                 "bar": bool(colour_bar),
                  "masked_text": masked_text or "", "masked_hover": masked_hover,
                  "nan_hover": "NaN: the softmax of a row of -inf is 0/0"})
 

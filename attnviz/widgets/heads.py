@@ -99,7 +99,7 @@ class HeadExplorer(Explorer):
 
     def _small(self, layer, head):
         n_layers, n_heads, n_q, n_k = self.weights.shape
-        room = int(min(110, max(36, 760 // n_heads - 16)))
+        room = int(min(96, max(30, 440 // n_heads - 24)))      # 4 heads fit in 440 px; more scroll
         title = f"L{layer} H{head}" if n_layers > 1 else f"head {head}"
         return heatmap_panel(self._name(layer, head), self.weights[layer, head], title=title, small=True,
                              room=room, pick=[layer, head], what=f"layer {layer}, head {head}")
@@ -147,7 +147,7 @@ class HeadExplorer(Explorer):
         n_q, n_k = state["weights"].shape
         selected = heatmap_panel("selected", state["weights"], title=f"Layer {layer}, head {head}",
                                  query_labels=self.query_labels, key_labels=self.key_labels,
-                                 room=min(420, max(240, 26 * max(n_q, n_k))),
+                                 room=min(440, max(260, 34 * max(n_q, n_k))),
                                  what=f"the attention weights of layer {layer}, head {head}")
         sections = [{"title": "Every head (rows: layers, columns: heads); red frame = enlarged below",
                      "panels": list(self.grid), "grid": self.weights.shape[1]},

@@ -109,8 +109,8 @@ class LookupExplorer(Explorer):
                                "label": word, "hover": f"key of '{word}'\n({x:.3f}, {y:.3f})"})
         key_shapes.append({"type": "line", "x": [0, float(query[0])], "y": [0, float(query[1])],
                            "colour": QUERY_COLOUR, "width": 4, "arrow": True})
-        key_shapes.append({"type": "marker", "x": float(query[0]), "y": float(query[1]), "r": 6,
-                           "colour": QUERY_COLOUR, "shape": "ring",
+        key_shapes.append({"type": "marker", "x": float(query[0]), "y": float(query[1]), "r": 3,
+                           "colour": QUERY_COLOUR,
                            "hover": f"query ({query[0]:.3f}, {query[1]:.3f})"})
         value_shapes = []
         for word, (x, y), weight in zip(LOOKUP_WORDS, values, weights, strict=True):

@@ -75,14 +75,15 @@ class MaskExplorer(Explorer):
             if state["weights"] is not None:           # PyTorch refused: no weight panels, the title says why
                 panels[f"weights/{i}"] = heatmap_panel(
                     f"weights/{i}", state["weights"][i].numpy().astype(np.float64), allowed[i], title=title,
-                    room=190, what=f"attention weights of sequence {i}")
+                    room=150, what=f"attention weights of sequence {i}", colour_bar=i == self.batch - 1)
             panels[f"scores/{i}"] = heatmap_panel(
-                f"scores/{i}", shown_scores[i], allowed[i], title=title, scale="scores", room=190,
+                f"scores/{i}", shown_scores[i], allowed[i], title=title, scale="scores", room=150,
+                colour_bar=i == self.batch - 1,
                 value_name="score", vmin=-bound, vmax=bound, masked_text=label or "",
                 masked_hover=("masked: holds the fill " + label) if label else "masked (not filled: "
                 "masked_fill failed)", what=f"scores of sequence {i} after the fill")
             panels[f"mask/{i}"] = heatmap_panel(
-                f"mask/{i}", allowed[i].astype(np.float64), None, title=title, scale="mask", room=150,
+                f"mask/{i}", allowed[i].astype(np.float64), None, title=title, scale="mask", room=120,
                 value_name="may attend (1) or blocked (0)", what=f"the mask of sequence {i}")
         if state["weights"] is None:
             weights_title = ("No weights: PyTorch raised an error for this fill and dtype "

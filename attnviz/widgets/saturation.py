@@ -113,7 +113,7 @@ class SaturationExplorer(Explorer):
         for side in ("scaled", "unscaled"):
             mark = " ◀ metrics" if side == selected else ""
             panels[side] = heatmap_panel(side, state[side]["weights"].numpy(), state[side]["mask"],
-                                         title=titles[side] + mark, room=300,
+                                         title=titles[side] + mark, room=260,
                                          what=f"{side} attention weights")
         chosen = state[selected]
         raw = chosen["raw_scores"].numpy().ravel()
@@ -131,14 +131,14 @@ class SaturationExplorer(Explorer):
             marks=[{"x": -root, "label": ""}, {"x": root, "label": f"±√d_k = ±{root:.3g}"}],
             title=(f"Scores: raw q·k spread ≈ √d_k = {root:.3g}; softmax input std "
                    f"{chosen['metrics']['score_std']:.3g}"),
-            x_title="score", y_title="(query, key) pairs")
+            x_title="score", y_title="(query, key) pairs", width=340)
         last = self.n - 1
         panels["row"] = bars_panel(
             "row", [str(j) for j in range(self.n)],
             {"scaled": (state["scaled"]["weights"][last].numpy(), SCALED_COLOUR),
              "unscaled": (state["unscaled"]["weights"][last].numpy(), UNSCALED_COLOUR)},
             title=f"Query {last} (the last): its weight on each key", x_title="key (attended to)",
-            y_title="weight", ymax=1.0)
+            y_title="weight", ymax=1.0, width=340)
         sections = [
             {"title": f"Attention weights: d_k = {d_k}, temperature = {t:.3g}, mask = {state['mask']}",
              "panels": ["scaled", "unscaled"]},
