@@ -117,8 +117,8 @@ def _log_ticks(values: np.ndarray, each: bool = False) -> dict:
     """Tick settings for a log axis showing ``values``: labelled ticks a reader can use.
 
     ``each`` (the x of a short sweep, e.g. n = 256 ... 2048): a tick at each of up to 12 distinct
-    values. Otherwise 1-2-5 ticks when the data spans at most 3 decades, powers of ten beyond
-    that; never plotly's bare minor labels ("2", "5") between them.
+    values. Otherwise 1-2-5 ticks when the data spans at most 3 decades, about six powers of ten
+    beyond that; never plotly's bare minor labels ("2", "5") between them.
     """
     values = np.unique(values[np.isfinite(values) & (values > 0)])
     if values.size == 0:
@@ -126,8 +126,8 @@ def _log_ticks(values: np.ndarray, each: bool = False) -> dict:
     if each and values.size <= 12:
         return {"tickmode": "array", "tickvals": values.tolist(), "ticktext": [f"{v:g}" for v in values]}
     low, high = math.floor(math.log10(values[0])), math.ceil(math.log10(values[-1]))
-    if high - low > 3:
-        return {"dtick": 1}
+    if high - low > 3:          # powers of ten, at most about six of them
+        return {"dtick": max(1, math.ceil((high - low) / 6))}
     ticks = [m * 10.0**e for e in range(low, high + 1) for m in (1, 2, 5)]
     return {"tickmode": "array", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}
 

@@ -154,7 +154,7 @@ def test_log_axes_label_the_ticks_that_matter():
     assert {0.5, 1, 2, 5, 10}.issubset(fig.layout.yaxis.tickvals)
     assert "0.5" in fig.layout.yaxis.ticktext
     wide = line_chart([1, 2], {"g": [1e-12, 1.0]}, x_title="n", y_title="g", log_y=True)
-    assert wide.layout.yaxis.dtick == 1 and wide.layout.yaxis.tickvals is None
+    assert wide.layout.yaxis.dtick == 2 and wide.layout.yaxis.tickvals is None   # 10⁻¹², 10⁻¹⁰, ... 1
 
 
 def test_long_axis_titles_break_onto_two_lines():
