@@ -628,15 +628,15 @@ _JS_WAIT_REPAINT = r"""([index, before]) => {
   return false;
 }"""
 
-# The colour painted at the middle-left of heatmap cell (query i, key j): away from the value text
-# written in the cell's centre and from the leak cross.
+# The colour painted in heatmap cell (query i, key j), read 25% across and 15% down the cell (the
+# spot canvas.js promises is clear of the value written in the middle and of a leak's red frame).
 _JS_CELL_COLOUR = r"""([index, panel, i, j]) => {
   const root = document.querySelector(`[data-attnviz-root="${index}"]`);
   const canvas = root && root.querySelector(`canvas[data-attnviz-panel="${panel}"]`);
   if (!canvas || !canvas.dataset.cell) return null;
   const cell = Number(canvas.dataset.cell), scale = canvas.width / canvas.getBoundingClientRect().width;
-  const x = (Number(canvas.dataset.x0) + j * cell + Math.min(3, cell / 4)) * scale;
-  const y = (Number(canvas.dataset.y0) + i * cell + cell / 2) * scale;
+  const x = (Number(canvas.dataset.x0) + (j + 0.25) * cell) * scale;
+  const y = (Number(canvas.dataset.y0) + (i + 0.15) * cell) * scale;
   const [r, g, b] = canvas.getContext('2d').getImageData(Math.round(x), Math.round(y), 1, 1).data;
   return '#' + [r, g, b].map(v => v.toString(16).padStart(2, '0')).join('');
 }"""
@@ -779,3 +779,64 @@ class WebsocketBytes:
     def reset(self) -> int:
         got, self.received, self.frames = self.received, 0, 0
         return got
+
+
+VIRIDIS = ["#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884", "#44bf70",
+           "#7ad151", "#bddf26", "#fde725"]      # matplotlib's viridis at 0, 0.1, ..., 1
+
+
+def viridis(value: float) -> str:
+    """The course's weight colour for ``value`` in [0, 1]: linear between viridis's 11 stops."""
+    x = min(1.0, max(0.0, value)) * (len(VIRIDIS) - 1)
+    i = min(len(VIRIDIS) - 2, int(x))
+    low, high = (tuple(int(c[k:k + 2], 16) for k in (1, 3, 5)) for c in VIRIDIS[i:i + 2])
+    return "#" + "".join(f"{round(a + (x - i) * (b - a)):02x}" for a, b in zip(low, high, strict=True))
+
+
+_JS_TABLE_CELL = r"""([index, panel, i, j]) => {
+  const root = document.querySelector(`[data-attnviz-root="${index}"]`);
+  const canvas = root && root.querySelector(`canvas[data-attnviz-panel="${panel}"]`);
+  const table = canvas && canvas.closest('.attnviz-panel').querySelector('.attnviz-table');
+  const row = table && table.rows[i + 1];
+  return row && row.cells[j + 1] ? row.cells[j + 1].textContent.trim() : null;
+}"""
+
+
+def table_value(page: NotebookPage, index: int, panel: str, i: int, j: int,
+                timeout: float = 15.0) -> str | None:
+    """What the panel's "numbers" table says for cell (i, j) (opens the table by its button)."""
+    root = page.page.locator(f'[data-attnviz-root="{index}"]')
+    box = root.locator(f'canvas[data-attnviz-panel="{panel}"]').locator("xpath=ancestor::figure[1]")
+    button = box.locator("button.attnviz-numbers")
+    if button.get_attribute("aria-expanded") != "true":
+        button.click()
+    try:
+        page.page.wait_for_function(f"(args) => ({_JS_TABLE_CELL})(args) !== null", arg=[index, panel, i, j],
+                                    timeout=timeout * 1000)
+    except Exception:  # noqa: BLE001 - no table: say so with None
+        return None
+    return page.page.evaluate(_JS_TABLE_CELL, [index, panel, i, j])
+
+
+WEIGHT_PANELS = ("scaled", "unscaled", "weights/0", "weights/1", "weights/2", "selected")
+
+
+def weight_cell_failures(page: NotebookPage, name: str, i: int = 0, j: int = 0) -> list[str]:
+    """Each explorer's weight heatmaps, cell (i, j): the pixel has the colour its number says."""
+    failures = []
+    for explorer in explorers(page):
+        for panel in (p for p in explorer["panels"] if p in WEIGHT_PANELS):
+            text = table_value(page, explorer["index"], panel, i, j)
+            painted = cell_colour(page, explorer["index"], panel, i, j)
+            if text is None or painted is None:
+                failures.append(f"{name}: {explorer['explorer']} explorer, panel {panel}: no numbers table "
+                                f"or no cell ({i}, {j}) to read")
+                continue
+            want = {"masked": "#c8c8c8", "NaN": "#ff66cc"}.get(text) or viridis(float(text))
+            if colour_distance(painted, want) > 4:
+                failures.append(f"{name}: {explorer['explorer']} explorer, panel {panel}, cell ({i}, {j}) "
+                                f"says {text} but is painted {painted}, not {want}")
+            page.page.locator(f'[data-attnviz-root="{explorer["index"]}"]').locator(
+                f'canvas[data-attnviz-panel="{panel}"]').locator("xpath=ancestor::figure[1]").locator(
+                "button.attnviz-numbers").click()                      # close the table again
+    return failures

@@ -36,6 +36,7 @@ from _lab import (
     log_entries,
     log_text,
     move_every_control,
+    weight_cell_failures,
 )
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
@@ -186,6 +187,8 @@ def test_the_browser_check_catches_what_it_should(notebook_page):
     assert colour_distance(cell_colour(page, 0, "weights/0", 0, 0), VIRIDIS_1) <= 3
     assert colour_distance(cell_colour(page, 0, "weights/0", 0, 1), MASKED_GREY) <= 3
     assert cell_colour(page, 0, "no such panel", 0, 0) is None
+    # a weight strictly between 0 and 1 (causal row 1 shares its weight over keys 0 and 1)
+    assert weight_cell_failures(page, SELF_CHECK, 1, 0) == []
 
     moves = move_every_control(page, timeout=5)
     dead = [m["control"] for m in moves if m["outcome"] is None]
@@ -233,6 +236,7 @@ def test_notebook_in_browser(notebook_page, path):
         _set_theme(page, "JupyterLab Dark")
         _screenshot(page, f"{path.stem}_dark.png")
         _set_theme(page, "JupyterLab Light")
+        failures += weight_cell_failures(page, path.name)
         moves = move_every_control(page)
         failures += _sweep_failures(path.name, moves)
         failures += _log_failures(path.name, page, "after every explorer control was moved")
