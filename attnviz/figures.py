@@ -97,8 +97,9 @@ def style(fig: go.Figure, title: str = "", height: int = 420) -> Figure:
         title={"text": title, "x": 0.01, "xanchor": "left", "font": {"size": 15}},
         font={"size": 13},
         height=height,
-        margin={"l": 80, "r": 30, "t": 70, "b": 95},
-        legend={"orientation": "h", "yanchor": "top", "y": -0.24, "x": 0},
+        margin={"l": 80, "r": 30, "t": 70, "b": 115},
+        # the legend at the figure's bottom edge, below the x-axis title however it wraps
+        legend={"orientation": "h", "yref": "container", "yanchor": "bottom", "y": 0.01, "x": 0},
         hoverlabel={"font": {"size": 13}},
     )
     return fig
@@ -224,8 +225,7 @@ def _square_cells(fig: Figure, n_q: int, n_k: int, title: str) -> Figure:
     cell = min(48.0, max(4.0, 480 / max(n_q, n_k)))
     top, bottom, legend = 70, 75, 30 if any(t.showlegend for t in fig.data) else 0
     style(fig, title, height=round(cell * n_q) + top + bottom + legend)
-    fig.update_layout(width=max(460, round(cell * n_k) + 200), margin={"t": top, "b": bottom + legend},
-                      legend={"yref": "container", "y": 0, "yanchor": "bottom"})
+    fig.update_layout(width=max(460, round(cell * n_k) + 200), margin={"t": top, "b": bottom + legend})
     return fig
 
 
