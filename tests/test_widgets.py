@@ -318,7 +318,7 @@ def test_lookup_explorer_controls():
     # near temperature 0 it is the exact lookup: the answer sits on the best key's value
     assert ex.metrics["max_weight"] > 0.99 and ex.metrics["distance_to_best"] < 0.01
     star = [s for s in ex.panels["values"].options["shapes"] if s.get("shape") == "star"][0]
-    assert np.allclose((star["x"], star["y"]), ex.state["output"].numpy())
+    assert np.allclose((star["x"], star["y"]), ex.state["output"].numpy(), atol=1e-4)
     ex.controls["temperature"].value = 100
     # at a high temperature it is the plain average
     assert ex.metrics["distance_to_average"] < 0.05

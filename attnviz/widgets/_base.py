@@ -35,19 +35,8 @@ __all__ = ["Explorer", "metrics_table", "note"]
 
 FRAME_SECONDS = 1 / 60          # at most one computation per frame while controls keep changing
 
-PANEL_CSS = (
-    "<style>.attnviz-metrics table{border-collapse:collapse;font-size:13px;"
-    "color:var(--jp-ui-font-color1,#222)}"
-    ".attnviz-metrics td,.attnviz-metrics th{padding:2px 8px;text-align:right;white-space:nowrap}"
-    ".attnviz-metrics th{border-bottom:1px solid var(--jp-border-color1,#888)}"
-    ".attnviz-metrics td:first-child,.attnviz-metrics th:first-child{text-align:left}"
-    ".attnviz-metrics .selected{font-weight:bold;color:var(--jp-ui-font-color0,#000);"
-    "background:var(--jp-layout-color2,#eef3ff);outline:1px solid var(--jp-brand-color1,#1976d2)}"
-    ".attnviz-problem{border-left:4px solid #d9480f;background:var(--jp-warn-color3,#fff4e6);"
-    "padding:6px 10px;font-size:13px;color:var(--jp-ui-font-color1,#222)}"
-    ".attnviz-note{font-size:13px;line-height:1.45;color:var(--jp-ui-font-color1,#222)}"
-    ".attnviz-heading{font-size:13px;color:var(--jp-ui-font-color1,#222)}</style>"
-)
+# The html text (metrics, notes, problems) is styled by canvas.css, which the canvas loads once for
+# the page, in the theme's colours; each update sends only the html itself.
 
 
 def note(text: str) -> str:
@@ -57,7 +46,7 @@ def note(text: str) -> str:
 
 def heading(title: str, text: str) -> w.HTML:
     """The explorer's first line: its name in bold and what it shows."""
-    return w.HTML(PANEL_CSS + "<div class='attnviz-heading'>"
+    return w.HTML("<div class='attnviz-heading'>"
                   f"<b style='font-size:15px'>{title}</b>: {text}</div>")
 
 
@@ -175,7 +164,7 @@ class Explorer:
         self._state, self._error, self._panels = state, None, panels
         self.canvas.show(sections, panels, selected=self._selected(state))
         self._metrics_now = self._metrics(state)
-        self._text.value = PANEL_CSS + self._describe(state)
+        self._text.value = self._describe(state)
         problem = self._state_problem(state)
         if problem:
             self._show_problem(problem, keep_state=True)
@@ -188,10 +177,10 @@ class Explorer:
         if not keep_state:
             self._error = message
             if self._state is not None:                     # no stale description of the old setting
-                self._text.value = PANEL_CSS + note(
+                self._text.value = note(
                     "These settings do not work (the message above says why). The pictures still "
                     "show the last settings that did.")
-        self._problem.value = PANEL_CSS + f"<div class='attnviz-problem'>{html.escape(message)}</div>"
+        self._problem.value = f"<div class='attnviz-problem'>{html.escape(message)}</div>"
         self._problem.layout.display = ""
 
     # -- to override -----------------------------------------------------------------------------

@@ -116,7 +116,7 @@ function paintHeatmap(ctx, c, f, p) {
     const k = i * n + j, x = f.left + j * cell, y = f.top + i * cell, flag = flags[k];
     const [fill, light] = flag & 2 ? [NAN, 0.7] : flag & 1 ? [MASKED, 0.8] : colour(v[k]);
     ctx.fillStyle = fill; ctx.fillRect(x, y, cell - gap, cell - gap);
-    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? v[k].toFixed(p.scale === "scores" ? 1 : 2) : "");
+    const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? (+v[k].toFixed(p.scale === "scores" ? 1 : 2) || 0).toFixed(p.scale === "scores" ? 1 : 2) : "");
     if (p.text && words && cell >= 18) { ctx.fillStyle = light > 0.55 ? "#111" : "#fff"; ctx.fillText(words, x + cell / 2, y + cell / 2); }
     if (flag & 4) {                                     // leak: a red frame and a red x (in the corner)
       const big = cell >= 14, lw = Math.max(1, cell / 14), x0 = big ? x + cell * 0.66 : x + cell * 0.2;
@@ -142,7 +142,7 @@ function paintHeatmap(ctx, c, f, p) {
     const j = Math.floor((x - f.left) / cell), i = Math.floor((y - f.top) / cell);
     if (i < 0 || j < 0 || i >= p.n_q || j >= n) return null;
     const k = i * n + j, q = p.y_labels ? ` '${p.y_labels[i]}'` : "", key = p.x_labels ? ` '${p.x_labels[j]}'` : "";
-    const what = flags[k] & 2 ? p.nan_hover : flags[k] & 1 ? p.masked_hover : `${p.value_name} ${fmt(v[k])}`;
+    const what = flags[k] & 2 ? "NaN: the softmax of a row of -inf is 0/0" : flags[k] & 1 ? p.masked_hover : `${p.value_name} ${fmt(v[k])}`;
     return `${p.hover_prefix || ""}query ${i}${q} → key ${j}${key}\n${what}${flags[k] & 4 ? "\nmasked, yet weight > 0 (leak)" : ""}`;
   };
 }
@@ -195,6 +195,11 @@ function paintPoints(ctx, c, f, p) {                    // lines, arrows and mar
   const hits = [], labels = [];
   for (const s of p.shapes) {
     ctx.strokeStyle = ctx.fillStyle = s.colour === "fg" ? c.fg2 : s.colour; ctx.lineWidth = s.width || 2;
+    if (s.type === "circle") {
+      ctx.globalAlpha = s.faint ? 0.35 : 1; ctx.beginPath();
+      ctx.ellipse(X(s.x), Y(s.y), Math.abs(X(s.radius) - X(0)), Math.abs(Y(s.radius) - Y(0)), 0, 0, 2 * Math.PI);
+      ctx.stroke(); ctx.globalAlpha = 1; continue;
+    }
     if (s.type === "line") {
       ctx.globalAlpha = s.faint ? 0.35 : 1; ctx.beginPath();
       s.x.forEach((x, i) => (i ? ctx.lineTo(X(x), Y(s.y[i])) : ctx.moveTo(X(x), Y(s.y[i])))); ctx.stroke(); ctx.globalAlpha = 1;
@@ -230,10 +235,21 @@ function numbersTable(box, p) {
     row(["query \\ key", ...xs.slice(0, cols)], "th");
     for (let i = 0; i < rows; i++) row([ys[i], ...[...Array(cols).keys()].map((j) => { const k = i * p.n_k + j; return flags[k] & 2 ? "NaN" : flags[k] & 1 ? "masked" : fmt(v[k], 4); })], "td");
     if (rows < p.n_q || cols < p.n_k) make("caption", "", table, `first ${rows} x ${cols} of ${p.n_q} x ${p.n_k}`);
+  } else if (p.kind === "bars") {
+    const v = floats(p.values), nb = p.x_labels.length;
+    row(["", ...p.series.map((x) => x.name)], "th");
+    p.x_labels.forEach((l, i) => row([l, ...p.series.map((_x, si) => fmt(v[si * nb + i]))], "td"));
+  } else if (p.kind === "histogram") {
+    const v = floats(p.values), e = floats(p.edges), nb = e.length - 1;
+    row(["bin", ...p.series.map((x) => x.name)], "th");
+    for (let b = 0; b < nb; b++) if (p.series.some((_x, si) => v[si * nb + b])) row([`${fmt(e[b], 3)} to ${fmt(e[b + 1], 3)}`, ...p.series.map((_x, si) => String(v[si * nb + b]))], "td");
   } else { row(p.table.header, "th"); p.table.rows.forEach((r) => row(r, "td")); }
   box.replaceChildren(table);
 }
 
+// what canvas.py's HEATMAP_DEFAULTS leaves out of the scene
+const HEATMAP = { x_title: "key (attended to)", y_title: "query (asking)", value_name: "weight", scale: "weights",
+  masked_hover: "masked: may not attend", small: false, bar: true, text: false, vmin: 0, vmax: 1 };
 const PAINT = { heatmap: paintHeatmap, bars: paintBars, histogram: paintBars, points: paintPoints };
 
 function render({ model, el }) {
@@ -294,13 +310,14 @@ function render({ model, el }) {
     });
     const look = JSON.stringify(c);
     for (const [name, b] of boxes) {
-      const p = s.panels[name]; if (!p) continue;
+      const raw = s.panels[name]; if (!raw) continue;
+      const p = raw.kind === "heatmap" ? { ...HEATMAP, ...raw } : raw;
       b.box.classList.toggle("attnviz-selected", s.selected === name);
       const key = [look, !b.numbers.hidden];                // unchanged panel (e.g. the head grid): keep
-      if (b.spec === p && b.key === JSON.stringify(key)) continue;
-      b.spec = p; b.key = JSON.stringify(key);
-      b.title.textContent = p.title;
-      b.canvas.setAttribute("role", p.pick ? "button" : "img"); b.canvas.setAttribute("aria-label", p.description);
+      if (b.spec === raw && b.key === JSON.stringify(key)) continue;
+      b.spec = raw; b.key = JSON.stringify(key);
+      b.title.textContent = p.title || "";
+      b.canvas.setAttribute("role", p.pick ? "button" : "img"); b.canvas.setAttribute("aria-label", p.description || p.title || p.kind);
       b.canvas.tabIndex = p.pick ? 0 : -1; b.button.hidden = !!p.small;
       const ctx = b.canvas.getContext("2d"), f = frameFor(ctx, p), dpr = window.devicePixelRatio || 1;
       const w = Math.ceil(f.left + f.w + f.right), h = Math.ceil(f.top + f.h + f.bottom);

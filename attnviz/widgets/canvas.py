@@ -32,10 +32,14 @@ __all__ = ["Panel", "Canvas", "heatmap_panel", "bars_panel", "histogram_panel", 
 KEY_TITLE = "key (attended to)"
 QUERY_TITLE = "query (asking)"
 TEXT_UP_TO = 12          # write each cell's value inside heatmaps up to this many positions
+# heatmap settings the front-end assumes when the scene leaves them out (keeps each update small)
+HEATMAP_DEFAULTS = {"x_title": KEY_TITLE, "y_title": QUERY_TITLE, "value_name": "weight", "scale": "weights",
+                    "masked_hover": "masked: may not attend", "small": False, "bar": True, "text": False,
+                    "vmin": 0.0, "vmax": 1.0}
 LEGEND = {               # what the grey, pink and red-cross cells mean, in words
     "masked": "grey: masked (may not attend)",
     "nan": "pink: NaN weight",
-    "leak": "red ×: masked, yet weight > 0 (leak)",
+    "leak": "red frame and ×: masked, yet weight > 0 (leak)",
 }
 
 
@@ -61,6 +65,10 @@ class Panel:
         spec = {"kind": self.kind, "title": self.title, "description": self.description,
                 "x_labels": self.x_labels, "y_labels": self.y_labels,
                 "x_title": self.x_title, "y_title": self.y_title, **self.options}
+        defaults = HEATMAP_DEFAULTS if self.kind == "heatmap" else {}
+        spec = {key: value for key, value in spec.items()       # absent means the front-end's default
+                if value is not None and not (isinstance(value, str) and value == "")
+                and not (key in defaults and value == defaults[key] and type(value) is type(defaults[key]))}
         with np.errstate(over="ignore"):       # a float64 fill beyond float32's range is sent as -inf
             spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
         if self.kind == "heatmap":
@@ -123,8 +131,7 @@ def heatmap_panel(name, values, mask=None, *, title="", scale="weights", query_l
                  "cell": cell, "small": bool(small), "pick": pick,
                  "text": max(n_q, n_k) <= TEXT_UP_TO and not small and cell >= 18 and scale != "mask",
                  "bar": bool(colour_bar),
-                 "masked_text": masked_text or "", "masked_hover": masked_hover,
-                 "nan_hover": "NaN: the softmax of a row of -inf is 0/0"})
+                 "masked_text": masked_text or "", "masked_hover": masked_hover})
 
 
 def _describe_heatmap(title, what, values, masked, nan, leak, query_labels, key_labels, scale) -> str:
@@ -153,15 +160,13 @@ def bars_panel(name, labels, series: dict, *, title="", x_title="", y_title="", 
     values = np.array([np.asarray(v, dtype=np.float64) for v, _ in series.values()]).reshape(len(series), -1)
     if values.shape[1] != len(labels):
         raise ValueError(f"each series needs {len(labels)} values, one per label; got {values.shape[1]}.")
-    rows = [[label, *(f"{values[s, i]:.6g}" for s in range(len(series)))] for i, label in enumerate(labels)]
     return Panel(name=name, kind="bars", title=title, values=values, x_labels=labels,
                  x_title=x_title, y_title=y_title,
                  description=description or f"{title}: bars, " + "; ".join(
                      f"{label} {', '.join(f'{values[s, i]:.3g}' for s in range(len(series)))}"
                      for i, label in enumerate(labels)),
                  options={"series": [{"name": n, "colour": c} for n, (_, c) in series.items()],
-                          "ymax": ymax, "text": text, "hover": hover, "width": width, "height": height,
-                          "table": _table(["", *series], rows)})
+                          "ymax": ymax, "text": text, "hover": hover, "width": width, "height": height})
 
 
 def histogram_panel(name, samples: dict, *, bins=60, low=None, high=None, marks=(), title="",
@@ -172,15 +177,12 @@ def histogram_panel(name, samples: dict, *, bins=60, low=None, high=None, marks=
     high = max(float(a.max()) for a in arrays) if high is None else high
     edges = np.linspace(low, high if high > low else low + 1.0, bins + 1)
     counts = np.array([np.histogram(a, bins=edges)[0] for a in arrays], dtype=np.float64)
-    rows = [[f"{edges[b]:.3g} to {edges[b + 1]:.3g}", *(str(int(c[b])) for c in counts)]
-            for b in range(bins) if counts[:, b].any()]
     peak = [f"{n}: {a.size} values from {a.min():.3g} to {a.max():.3g}" for n, a in zip(samples, arrays,
                                                                                      strict=True)]
     return Panel(name=name, kind="histogram", title=title, values=counts, x_title=x_title, y_title=y_title,
                  description=f"{title}: histogram. " + "; ".join(peak) + ".",
                  options={"series": [{"name": n, "colour": c} for n, (_, c) in samples.items()],
-                          "edges": edges, "marks": list(marks), "width": width, "height": height,
-                          "table": _table(["bin", *samples], rows)})
+                          "edges": edges, "marks": list(marks), "width": width, "height": height})
 
 
 def points_panel(name, shapes: list, *, x_range, y_range, title="", x_title="", y_title="",

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import math
-
 import ipywidgets as w
 import numpy as np
 
@@ -100,13 +98,14 @@ class LookupExplorer(Explorer):
         query, weights, output = state["query"].numpy(), state["weights"].numpy(), state["output"].numpy()
         average = state["average"].numpy()
         t = state["temperature"]
-        circle = np.linspace(0, 2 * math.pi, 61)
-        key_shapes = [{"type": "line", "x": np.cos(circle).round(4).tolist(),
-                       "y": np.sin(circle).round(4).tolist(), "colour": "fg", "width": 1, "faint": True}]
+        key_shapes = [{"type": "circle", "x": 0, "y": 0, "radius": 1, "colour": "fg", "width": 1,
+                       "faint": True}]
         for word, (x, y) in zip(LOOKUP_WORDS, keys, strict=True):
-            key_shapes.append({"type": "line", "x": [0, float(x)], "y": [0, float(y)], "colour": KEY_COLOUR})
-            key_shapes.append({"type": "marker", "x": float(x), "y": float(y), "r": 5, "colour": KEY_COLOUR,
+            x, y = round(float(x), 4), round(float(y), 4)
+            key_shapes.append({"type": "line", "x": [0, x], "y": [0, y], "colour": KEY_COLOUR})
+            key_shapes.append({"type": "marker", "x": x, "y": y, "r": 5, "colour": KEY_COLOUR,
                                "label": word, "hover": f"key of '{word}'\n({x:.3f}, {y:.3f})"})
+        query = query.round(4)
         key_shapes.append({"type": "line", "x": [0, float(query[0])], "y": [0, float(query[1])],
                            "colour": QUERY_COLOUR, "width": 4, "arrow": True})
         key_shapes.append({"type": "marker", "x": float(query[0]), "y": float(query[1]), "r": 3,
@@ -114,13 +113,15 @@ class LookupExplorer(Explorer):
                            "hover": f"query ({query[0]:.3f}, {query[1]:.3f})"})
         value_shapes = []
         for word, (x, y), weight in zip(LOOKUP_WORDS, values, weights, strict=True):
-            value_shapes.append({"type": "marker", "x": float(x), "y": float(y), "r": 4 + 20 * float(weight),
+            value_shapes.append({"type": "marker", "x": float(x), "y": float(y),
+                                 "r": round(4 + 20 * float(weight), 2),
                                  "colour": VALUE_COLOUR, "label": word,
                                  "hover": f"value of '{word}' ({x:.3f}, {y:.3f})\nweight {weight:.6g}"})
         value_shapes.append({"type": "marker", "x": float(average[0]), "y": float(average[1]), "r": 8,
                              "colour": "fg", "shape": "ring",
                              "hover": f"plain average ({average[0]:.3f}, {average[1]:.3f})"})
-        value_shapes.append({"type": "marker", "x": float(output[0]), "y": float(output[1]), "r": 10,
+        answer = output.round(4)
+        value_shapes.append({"type": "marker", "x": float(answer[0]), "y": float(answer[1]), "r": 10,
                              "colour": OUTPUT_COLOUR, "shape": "star",
                              "hover": f"answer: Σ weight · value\n({output[0]:.3f}, {output[1]:.3f})"})
         table = {"header": ["word", "key", "value", "weight"],
