@@ -1,8 +1,9 @@
 """Drive JupyterLab in a real browser: start a private server, open a notebook, run it, inspect it.
 
-Used by tests/test_browser.py and benchmarks/browser_latency.py. Nothing here touches the user's
-Jupyter setup or the repository: the server serves a temporary copy of the notebooks, and its config,
-data, runtime, settings and workspace folders all live in a temporary directory.
+Used by tests/test_browser.py, benchmarks/browser_latency.py and benchmarks/browser_bytes.py. Nothing
+here touches the user's Jupyter setup or the repository: the server serves a temporary copy of the
+notebooks, and its config, data, runtime, settings and workspace folders all live in a temporary
+directory. It serves JupyterLab 4 or (``app="notebook"``) Jupyter Notebook 7.
 
 The browser is Chromium from the system's packages (``/usr/bin/chromium``) driven by Playwright's
 Python package; no browser is ever downloaded.
@@ -219,8 +220,7 @@ _JS_PROGRESS = """() => {
 
 _JS_INSPECT = r"""async () => {
   const panel = window.jupyterapp.shell.currentWidget;
-  const report = {cells: [], figure_widgets: 0, problems: []};
-  const managers = new Set();
+  const report = {cells: [], problems: []};
   const widgetMime = 'application/vnd.jupyter.widget-view+json';
   const plotlyMime = 'application/vnd.plotly.v1+json';
   for (const [index, cell] of panel.content.widgets.entries()) {
@@ -236,9 +236,6 @@ _JS_INSPECT = r"""async () => {
       }
       const child = area.widgets[i];
       if (!child) { entry.problems.push(`output ${i} has no element in the page`); continue; }
-      for (const part of (child.widgets || [])) {
-        if (part._manager) managers.add(part._manager);
-      }
       const node = child.node;
       const text = node.textContent || '';
       const bad = text.match(/Error displaying widget[^\n]*/i) || text.match(/Javascript Error[^\n]*/i)
@@ -277,27 +274,6 @@ _JS_INSPECT = r"""async () => {
       entry.problems.push('show_quiz(...) ran but no quiz was drawn');
     }
     report.cells.push(entry);
-  }
-  // Every plotly FigureWidget on the page (an anywidget model carrying figure data) drew itself.
-  const resolved = new Set();
-  for (const holder of managers) resolved.add(holder.promise ? await holder.promise : holder);
-  for (const manager of resolved) {
-    if (!manager || !manager._models) continue;
-    for (const promise of Object.values(manager._models)) {
-      const model = await promise;
-      const attrs = model.attributes;
-      const isFigure = '_widget_data' in attrs || ('_data' in attrs && '_layout' in attrs);
-      if (!isFigure) continue;
-      for (const viewPromise of Object.values(model.views || {})) {
-        const view = await viewPromise;
-        if (!view.el.isConnected) continue;
-        report.figure_widgets += 1;
-        if (!view.el.querySelector('.main-svg')) {
-          const cell = panel.content.widgets.findIndex(c => c.node.contains(view.el));
-          report.problems.push(`a FigureWidget in cell ${cell} did not draw (no .main-svg)`);
-        }
-      }
-    }
   }
   return report;
 }"""
