@@ -1,8 +1,9 @@
 """Drive JupyterLab in a real browser: start a private server, open a notebook, run it, inspect it.
 
-Used by tests/test_browser.py and benchmarks/browser_latency.py. Nothing here touches the user's
-Jupyter setup or the repository: the server serves a temporary copy of the notebooks, and its config,
-data, runtime, settings and workspace folders all live in a temporary directory.
+Used by tests/test_browser.py, benchmarks/browser_latency.py and benchmarks/browser_bytes.py. Nothing
+here touches the user's Jupyter setup or the repository: the server serves a temporary copy of the
+notebooks, and its config, data, runtime, settings and workspace folders all live in a temporary
+directory. It serves JupyterLab 4 or (``app="notebook"``) Jupyter Notebook 7.
 
 The browser is Chromium from the system's packages (``/usr/bin/chromium``) driven by Playwright's
 Python package; no browser is ever downloaded.
@@ -62,7 +63,10 @@ class LabServer:
     """A JupyterLab server on 127.0.0.1 with a token, serving a copy of ``notebook_dir``."""
 
     def __init__(self, notebook_dir: Path, port: int | None = None, extra_files: list[Path] = (),
-                 python: str | None = None, user_settings: bool = True):
+                 python: str | None = None, user_settings: bool = True, app: str = "lab"):
+        if app not in ("lab", "notebook"):
+            raise ValueError(f"app must be 'lab' (JupyterLab 4) or 'notebook' (Notebook 7), got {app!r}")
+        self.app = app
         self.python = python or sys.executable
         self.user_settings = user_settings
         self.tmp = Path(tempfile.mkdtemp(prefix="attnviz-lab-"))
@@ -92,15 +96,17 @@ class LabServer:
 
     def start(self, timeout: float = 60.0) -> LabServer:
         settings = self.tmp / "settings"
-        for rel, values in LAB_SETTINGS.items() if self.user_settings else ():
+        # (Notebook 7 has no news or autosave plugins: settings for them break its page)
+        for rel, values in LAB_SETTINGS.items() if self.user_settings and self.app == "lab" else ():
             path = settings / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(json.dumps(values))
-        cmd = [self.python, "-m", "jupyterlab", "--no-browser", f"--port={self.port}",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={self.token}",
+        cmd = [self.python, "-m", "jupyterlab" if self.app == "lab" else "notebook", "--no-browser",
+               f"--port={self.port}", "--ServerApp.ip=127.0.0.1", f"--ServerApp.token={self.token}",
                "--ServerApp.port_retries=0", f"--ServerApp.root_dir={self.root}",
-               "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
                "--ServerApp.open_browser=False"]
+        cmd += (["--LabApp.expose_app_in_browser=True", "--LabApp.news_url="] if self.app == "lab"
+                else ["--JupyterNotebookApp.expose_app_in_browser=True"])
         if os.geteuid() == 0:
             cmd.append("--allow-root")
         self.log = open(self.log_path, "w")  # noqa: SIM115 (closed in stop)
@@ -142,6 +148,8 @@ class LabServer:
 
     def notebook_url(self, name: str) -> str:
         """A fresh workspace each time, so no earlier tab or layout comes back."""
+        if self.app == "notebook":        # Notebook 7: one notebook per page, no workspaces
+            return f"{self.base}/notebooks/notebooks/{name}?token={self.token}"
         workspace = f"test-{uuid.uuid4().hex[:10]}"
         return f"{self.base}/lab/workspaces/{workspace}/tree/notebooks/{name}?reset&token={self.token}"
 
@@ -160,8 +168,9 @@ class LabServer:
 
 
 @contextmanager
-def lab_server(notebook_dir: Path, port: int | None = None, extra_files: list[Path] = ()):
-    server = LabServer(notebook_dir, port, extra_files).start()
+def lab_server(notebook_dir: Path, port: int | None = None, extra_files: list[Path] = (),
+               app: str = "lab", python: str | None = None):
+    server = LabServer(notebook_dir, port, extra_files, app=app, python=python).start()
     try:
         yield server
     finally:
@@ -211,8 +220,7 @@ _JS_PROGRESS = """() => {
 
 _JS_INSPECT = r"""async () => {
   const panel = window.jupyterapp.shell.currentWidget;
-  const report = {cells: [], figure_widgets: 0, problems: []};
-  const managers = new Set();
+  const report = {cells: [], problems: []};
   const widgetMime = 'application/vnd.jupyter.widget-view+json';
   const plotlyMime = 'application/vnd.plotly.v1+json';
   for (const [index, cell] of panel.content.widgets.entries()) {
@@ -228,9 +236,6 @@ _JS_INSPECT = r"""async () => {
       }
       const child = area.widgets[i];
       if (!child) { entry.problems.push(`output ${i} has no element in the page`); continue; }
-      for (const part of (child.widgets || [])) {
-        if (part._manager) managers.add(part._manager);
-      }
       const node = child.node;
       const text = node.textContent || '';
       const bad = text.match(/Error displaying widget[^\n]*/i) || text.match(/Javascript Error[^\n]*/i)
@@ -269,27 +274,6 @@ _JS_INSPECT = r"""async () => {
       entry.problems.push('show_quiz(...) ran but no quiz was drawn');
     }
     report.cells.push(entry);
-  }
-  // Every plotly FigureWidget on the page (an anywidget model carrying figure data) drew itself.
-  const resolved = new Set();
-  for (const holder of managers) resolved.add(holder.promise ? await holder.promise : holder);
-  for (const manager of resolved) {
-    if (!manager || !manager._models) continue;
-    for (const promise of Object.values(manager._models)) {
-      const model = await promise;
-      const attrs = model.attributes;
-      const isFigure = '_widget_data' in attrs || ('_data' in attrs && '_layout' in attrs);
-      if (!isFigure) continue;
-      for (const viewPromise of Object.values(model.views || {})) {
-        const view = await viewPromise;
-        if (!view.el.isConnected) continue;
-        report.figure_widgets += 1;
-        if (!view.el.querySelector('.main-svg')) {
-          const cell = panel.content.widgets.findIndex(c => c.node.contains(view.el));
-          report.problems.push(`a FigureWidget in cell ${cell} did not draw (no .main-svg)`);
-        }
-      }
-    }
   }
   return report;
 }"""
@@ -535,3 +519,300 @@ def keypress_to_repaint_ms(page: NotebookPage, label: str, key: str | None = Non
                                 timeout=timeout * 1000, polling="raf")
     times = page.page.evaluate("() => window.__attnviz")
     return times["t1"] - times["t0"]
+
+
+# --- the Log Console ---------------------------------------------------------------------------
+# Kernel output that belongs to no cell (a traceback from a widget's message handler, a warning a
+# control change printed) goes to JupyterLab's Log Console, not to the notebook. Its status-bar item
+# (shown once the notebook's log has entries) says "N log entries for <notebook>" in its title.
+
+_JS_LOG_ENTRIES = r"""() => {
+  const item = document.querySelector('.jp-LogConsoleStatusItem [title]');
+  if (!document.querySelector('.jp-StatusBar-Widget, #jp-main-statusbar')) return null;  // no status bar
+  if (!item) return 0;
+  const match = item.getAttribute('title').match(/(\d+) log entries/);
+  return match ? Number(match[1]) : 0;
+}"""
+
+_JS_LOG_TEXT = r"""() => Array.from(document.querySelectorAll('.jp-LogConsolePanel .jp-OutputArea-output'))
+  .map(node => node.textContent.trim().slice(0, 400))"""
+
+
+def log_entries(page: NotebookPage) -> int | None:
+    """How many entries the notebook's Log Console holds (None: this app shows no status bar)."""
+    return page.page.evaluate(_JS_LOG_ENTRIES)
+
+
+def log_text(page: NotebookPage) -> list[str]:
+    """The Log Console's entries as text (opens the console in the bottom panel to read them)."""
+    page.page.evaluate("window.jupyterapp.commands.execute('logconsole:open', {insertMode: 'split-bottom'})")
+    page.page.wait_for_timeout(800)
+    return page.page.evaluate(_JS_LOG_TEXT)
+
+
+# --- explorers: their controls, their repaints, their pixels -------------------------------------
+# An explorer's root element carries data-attnviz-paint (incremented after each repaint); its panel
+# canvases carry data-attnviz-panel and, for heatmaps, data-x0 / data-y0 / data-cell (CSS pixels).
+
+_JS_EXPLORERS = r"""() => {
+  const notebook = window.jupyterapp.shell.currentWidget.content.node;
+  const found = [];
+  notebook.querySelectorAll('[data-attnviz-paint]').forEach((root, r) => {
+    const area = root.closest('.jp-OutputArea-output') || root.parentElement;
+    const cell = Array.from(notebook.querySelectorAll('.jp-Cell')).findIndex(c => c.contains(root));
+    root.setAttribute('data-attnviz-root', String(r));
+    const controls = [];
+    const add = (el, kind, label) => {
+      const id = `${r}-${controls.length}`;
+      el.setAttribute('data-attnviz-control', id);
+      controls.push({id, kind, label});
+    };
+    const label = (el) => ((el.querySelector('.widget-label') || {}).textContent || '').trim();
+    area.querySelectorAll('.widget-slider').forEach(el => add(el, 'slider', label(el)));
+    area.querySelectorAll('.widget-dropdown').forEach(el => add(el, 'dropdown', label(el)));
+    area.querySelectorAll('.widget-toggle-buttons').forEach(el => add(el, 'toggle', label(el)));
+    area.querySelectorAll('.widget-text').forEach(el => {
+      if (el.querySelector('input')) add(el, 'text', label(el));
+    });
+    area.querySelectorAll('.widget-checkbox').forEach(el => add(el, 'checkbox', label(el)));
+    root.querySelectorAll('canvas[role="button"]').forEach(el => add(el, 'pick', el.dataset.attnvizPanel));
+    const panels = Array.from(root.querySelectorAll('canvas[data-attnviz-panel]'))
+      .map(c => c.dataset.attnvizPanel);
+    found.push({index: r, cell, explorer: root.dataset.attnvizExplorer || '',
+                paints: Number(root.dataset.attnvizPaint), panels, controls});
+  });
+  return found;
+}"""
+
+_JS_EXPLORER_STATE = r"""(index) => {
+  const root = document.querySelector(`[data-attnviz-root="${index}"]`);
+  if (!root) return null;
+  const area = root.closest('.jp-OutputArea-output') || root.parentElement;
+  const problem = Array.from(area.querySelectorAll('.attnviz-problem'))
+    .filter(el => el.getClientRects().length).map(el => el.textContent.trim()).join(' ');
+  return {paints: Number(root.dataset.attnvizPaint), problem};
+}"""
+
+_JS_WAIT_REPAINT = r"""([index, before]) => {
+  const root = document.querySelector(`[data-attnviz-root="${index}"]`);
+  if (!root) return false;
+  const area = root.closest('.jp-OutputArea-output') || root.parentElement;
+  const problem = Array.from(area.querySelectorAll('.attnviz-problem'))
+    .filter(el => el.getClientRects().length).map(el => el.textContent.trim()).join(' ');
+  if (Number(root.dataset.attnvizPaint) > before.paints) return 'repainted';
+  if (problem !== before.problem) return problem ? 'problem shown' : 'problem cleared';
+  return false;
+}"""
+
+# The colour painted in heatmap cell (query i, key j), read 25% across and 15% down the cell (the
+# spot canvas.js promises is clear of the value written in the middle and of a leak's red frame).
+_JS_CELL_COLOUR = r"""([index, panel, i, j]) => {
+  const root = document.querySelector(`[data-attnviz-root="${index}"]`);
+  const canvas = root && root.querySelector(`canvas[data-attnviz-panel="${panel}"]`);
+  if (!canvas || !canvas.dataset.cell) return null;
+  const cell = Number(canvas.dataset.cell), scale = canvas.width / canvas.getBoundingClientRect().width;
+  const x = (Number(canvas.dataset.x0) + (j + 0.25) * cell) * scale;
+  const y = (Number(canvas.dataset.y0) + (i + 0.15) * cell) * scale;
+  const [r, g, b] = canvas.getContext('2d').getImageData(Math.round(x), Math.round(y), 1, 1).data;
+  return '#' + [r, g, b].map(v => v.toString(16).padStart(2, '0')).join('');
+}"""
+
+
+def explorers(page: NotebookPage) -> list[dict]:
+    """Every explorer on the page: its cell, paint count, panel names and controls (marked for use)."""
+    return page.page.evaluate(_JS_EXPLORERS)
+
+
+def explorer_state(page: NotebookPage, index: int) -> dict | None:
+    return page.page.evaluate(_JS_EXPLORER_STATE, index)
+
+
+def cell_colour(page: NotebookPage, index: int, panel: str, i: int, j: int) -> str | None:
+    """'#rrggbb' painted in heatmap ``panel`` of explorer ``index`` at query ``i``, key ``j``."""
+    return page.page.evaluate(_JS_CELL_COLOUR, [index, panel, i, j])
+
+
+def colour_distance(a: str, b: str) -> int:
+    """Largest channel difference between two '#rrggbb' colours."""
+    return max(abs(int(a[k:k + 2], 16) - int(b[k:k + 2], 16)) for k in (1, 3, 5))
+
+
+def _operate(page: NotebookPage, control: dict, undo: dict | None = None) -> dict:
+    """Move ``control`` once (or put it back as ``undo`` says); return how to undo that."""
+    where = page.page.locator(f'[data-attnviz-control="{control["id"]}"]')
+    kind = control["kind"]
+    if kind == "slider":
+        handle = where.locator('[role="slider"]').first
+        now, top = handle.get_attribute("aria-valuenow"), handle.get_attribute("aria-valuemax")
+        if top == handle.get_attribute("aria-valuemin"):
+            return {"did": "nothing (its only value)", "fixed": True}
+        key = undo["key"] if undo else ("ArrowLeft" if now == top else "ArrowRight")
+        handle.scroll_into_view_if_needed()
+        handle.focus()
+        page.page.keyboard.press(key)
+        done = {"key": "ArrowRight" if key == "ArrowLeft" else "ArrowLeft", "did": f"pressed {key}"}
+        try:
+            page.page.wait_for_function("([el, now]) => el.getAttribute('aria-valuenow') !== now",
+                                        arg=[handle.element_handle(), now], timeout=3000, polling=50)
+        except Exception:  # noqa: BLE001 - the key did nothing: say so, and use the mouse instead
+            target = where.locator(".noUi-target").first
+            target.scroll_into_view_if_needed()      # the ignored key may have scrolled the page
+            track = target.bounding_box()
+            low = float(handle.get_attribute("aria-valuemin") or 0)
+            share = (float(now) - low) / ((float(top) - low) or 1)
+            page.page.mouse.click(track["x"] + track["width"] * (0.1 if share > 0.5 else 0.9),
+                                  track["y"] + track["height"] / 2)
+            done.update(keyboard_ignored=True, no_undo=True,
+                        did=f"pressed {key} (ignored), then clicked the track")
+        return done
+    if kind == "dropdown":
+        select = where.locator("select")
+        values = select.evaluate("el => Array.from(el.options).map(o => o.value)")
+        now = select.input_value()
+        target = undo["value"] if undo else values[(values.index(now) + 1) % len(values)]
+        select.select_option(target)
+        return {"value": now, "did": f"chose option {target!r}"}
+    if kind == "toggle":
+        buttons = where.locator("button")
+        active = where.locator("button.mod-active").first.inner_text()
+        if undo:
+            target = where.locator("button", has_text=undo["text"]).first
+        else:
+            target = where.locator("button:not(.mod-active)").first
+        name = target.inner_text()
+        target.click()
+        assert buttons.count() > 1
+        return {"text": active, "did": f"clicked {name!r}"}
+    if kind == "text":
+        box = where.locator("input")
+        now = box.input_value()
+        target = undo["value"] if undo else str(int(float(now)) + 1)
+        box.fill(target)
+        box.press("Enter")
+        return {"value": now, "did": f"typed {target}"}
+    if kind == "checkbox":
+        where.locator("input").click()
+        return {"did": "clicked the checkbox"}
+    if kind == "pick":
+        where.scroll_into_view_if_needed()
+        where.click()
+        return {"did": "clicked the panel", "no_undo": True}
+    raise ValueError(f"unknown control kind {kind!r}")
+
+
+def wait_repaint(page: NotebookPage, index: int, before: dict, timeout: float = 30.0) -> str | None:
+    """Wait until explorer ``index`` repainted (paint counter went up) or changed its problem text."""
+    try:
+        handle = page.page.wait_for_function(_JS_WAIT_REPAINT, arg=[index, before], timeout=timeout * 1000,
+                                             polling=50)
+        return handle.json_value()
+    except Exception:  # noqa: BLE001 - a timeout is the answer "did not repaint"
+        return None
+
+
+def move_every_control(page: NotebookPage, timeout: float = 30.0) -> list[dict]:
+    """Move each control of each explorer once; record whether its explorer repainted (or said why not).
+
+    A control whose setting is rejected shows a problem instead of repainting; it is then put
+    back (so the next control starts from working settings), which must clear the problem. A
+    slider with a single value (e.g. "layer" for a one-layer model) has nothing to move: "fixed".
+    """
+    results = []
+    for explorer in explorers(page):
+        index = explorer["index"]
+        for control in explorer["controls"]:
+            before = explorer_state(page, index)
+            undo = _operate(page, control)
+            outcome = "fixed" if undo.get("fixed") else wait_repaint(page, index, before, timeout)
+            entry = {"explorer": explorer["explorer"], "cell": explorer["cell"], "control": control["label"],
+                     "kind": control["kind"], "did": undo["did"], "outcome": outcome}
+            if outcome == "problem shown" and not undo.get("no_undo"):
+                entry["problem"] = explorer_state(page, index)["problem"]
+                again = explorer_state(page, index)
+                _operate(page, control, undo)
+                entry["put_back"] = wait_repaint(page, index, again, timeout)
+            results.append(entry)
+    return results
+
+
+# --- bytes over the kernel websocket -------------------------------------------------------------
+
+class WebsocketBytes:
+    """Counts the bytes the page receives over its websockets (the kernel channels), from now on."""
+
+    def __init__(self, page: NotebookPage):
+        self.received = 0
+        self.frames = 0
+        page.page.on("websocket", self._watch)
+
+    def _watch(self, socket) -> None:
+        socket.on("framereceived", self._frame)
+
+    def _frame(self, payload) -> None:
+        self.frames += 1
+        self.received += len(payload.encode("utf-8") if isinstance(payload, str) else payload)
+
+    def reset(self) -> int:
+        got, self.received, self.frames = self.received, 0, 0
+        return got
+
+
+VIRIDIS = ["#440154", "#482475", "#414487", "#355f8d", "#2a788e", "#21918c", "#22a884", "#44bf70",
+           "#7ad151", "#bddf26", "#fde725"]      # matplotlib's viridis at 0, 0.1, ..., 1
+
+
+def viridis(value: float) -> str:
+    """The course's weight colour for ``value`` in [0, 1]: linear between viridis's 11 stops."""
+    x = min(1.0, max(0.0, value)) * (len(VIRIDIS) - 1)
+    i = min(len(VIRIDIS) - 2, int(x))
+    low, high = (tuple(int(c[k:k + 2], 16) for k in (1, 3, 5)) for c in VIRIDIS[i:i + 2])
+    return "#" + "".join(f"{round(a + (x - i) * (b - a)):02x}" for a, b in zip(low, high, strict=True))
+
+
+_JS_TABLE_CELL = r"""([index, panel, i, j]) => {
+  const root = document.querySelector(`[data-attnviz-root="${index}"]`);
+  const canvas = root && root.querySelector(`canvas[data-attnviz-panel="${panel}"]`);
+  const table = canvas && canvas.closest('.attnviz-panel').querySelector('.attnviz-table');
+  const row = table && table.rows[i + 1];
+  return row && row.cells[j + 1] ? row.cells[j + 1].textContent.trim() : null;
+}"""
+
+
+def table_value(page: NotebookPage, index: int, panel: str, i: int, j: int,
+                timeout: float = 15.0) -> str | None:
+    """What the panel's "numbers" table says for cell (i, j) (opens the table by its button)."""
+    root = page.page.locator(f'[data-attnviz-root="{index}"]')
+    box = root.locator(f'canvas[data-attnviz-panel="{panel}"]').locator("xpath=ancestor::figure[1]")
+    button = box.locator("button.attnviz-numbers")
+    if button.get_attribute("aria-expanded") != "true":
+        button.click()
+    try:
+        page.page.wait_for_function(f"(args) => ({_JS_TABLE_CELL})(args) !== null", arg=[index, panel, i, j],
+                                    timeout=timeout * 1000)
+    except Exception:  # noqa: BLE001 - no table: say so with None
+        return None
+    return page.page.evaluate(_JS_TABLE_CELL, [index, panel, i, j])
+
+
+WEIGHT_PANELS = ("scaled", "unscaled", "weights/0", "weights/1", "weights/2", "selected")
+
+
+def weight_cell_failures(page: NotebookPage, name: str, i: int = 0, j: int = 0) -> list[str]:
+    """Each explorer's weight heatmaps, cell (i, j): the pixel has the colour its number says."""
+    failures = []
+    for explorer in explorers(page):
+        for panel in (p for p in explorer["panels"] if p in WEIGHT_PANELS):
+            text = table_value(page, explorer["index"], panel, i, j)
+            painted = cell_colour(page, explorer["index"], panel, i, j)
+            if text is None or painted is None:
+                failures.append(f"{name}: {explorer['explorer']} explorer, panel {panel}: no numbers table "
+                                f"or no cell ({i}, {j}) to read")
+                continue
+            want = {"masked": "#c8c8c8", "NaN": "#ff66cc"}.get(text) or viridis(float(text))
+            if colour_distance(painted, want) > 4:
+                failures.append(f"{name}: {explorer['explorer']} explorer, panel {panel}, cell ({i}, {j}) "
+                                f"says {text} but is painted {painted}, not {want}")
+            page.page.locator(f'[data-attnviz-root="{explorer["index"]}"]').locator(
+                f'canvas[data-attnviz-panel="{panel}"]').locator("xpath=ancestor::figure[1]").locator(
+                "button.attnviz-numbers").click()                      # close the table again
+    return failures
