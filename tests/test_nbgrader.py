@@ -30,15 +30,17 @@ import make_nbgrader  # noqa: E402
 from make_student import StudentEditionError  # noqa: E402
 from nbbuild import write  # noqa: E402
 
-# assignment -> the bug put in place of one exercise (family dict in attnviz.zoo, bug id, exercise)
+# assignment -> the bug put in place of one exercise: (family dict in attnviz.zoo or "module:dict",
+#                                                      bug id, exercise)
 BUGS = {
     "02_scaled_dot_product_attention": ("ATTENTION_BUGS", "missing_scale", "my_attention"),
     "04_masking": ("CAUSAL_MASK_BUGS", "causal_future_visible", "my_causal_mask"),
     "05_multi_head": ("MULTI_HEAD_BUGS", "heads_merged_without_transpose", "MyMultiHeadAttention"),
+    "07_tiny_gpt": ("attnviz.check.decoding:DECODING_BUGS", "values_not_appended", "decode_step"),
 }
 STUDENTS = ("teacher_solution", "untouched_release", "one_zoo_bug")
 # points: each exercise 1 (it runs, right shape) + 2 (its checker passes); 04 has two exercises
-MAX_SCORE = {"02_scaled_dot_product_attention": 3, "04_masking": 6, "05_multi_head": 3}
+MAX_SCORE = {"02_scaled_dot_product_attention": 3, "04_masking": 6, "05_multi_head": 3, "07_tiny_gpt": 3}
 
 
 def _nbgrader_cells(path):
@@ -134,7 +136,7 @@ def test_refuses_to_overwrite_the_teachers_edition(tmp_path):
 def test_command_line(tmp_path):
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "make_nbgrader.py"), str(ROOT / "notebooks"),
                            str(tmp_path / "cli")], capture_output=True, text=True, check=True)
-    assert "3 assignments" in done.stdout and (tmp_path / "cli" / "nbgrader_config.py").is_file()
+    assert f"{len(BUGS)} assignments" in done.stdout and (tmp_path / "cli" / "nbgrader_config.py").is_file()
 
 
 # ---- nbgrader's own commands -----------------------------------------------------------------
@@ -153,7 +155,8 @@ def _with_bug(solution_nb, family, bug_id, exercise):
     """The teacher's solution with one exercise replaced by a bug from the zoo."""
     nb = json.loads(json.dumps(solution_nb))
     cell = _by_id(c for c in nb["cells"] if "nbgrader" in c["metadata"])[exercise]
-    cell["source"] = [f"from attnviz.zoo import {family}\n", "\n", f'{exercise} = {family}["{bug_id}"]']
+    module, family = family.split(":") if ":" in family else ("attnviz.zoo", family)
+    cell["source"] = [f"from {module} import {family}\n", "\n", f'{exercise} = {family}["{bug_id}"]']
     return nb
 
 
@@ -167,7 +170,7 @@ def graded(course):
     start = time.perf_counter()
     for assignment in BUGS:
         _nbgrader(out, "generate_assignment", assignment)
-    timings["generate_assignment (3)"] = time.perf_counter() - start
+    timings[f"generate_assignment ({len(BUGS)})"] = time.perf_counter() - start
     for assignment, (family, bug_id, exercise) in BUGS.items():
         name = f"{assignment}.ipynb"
         release = json.loads((out / "release" / assignment / name).read_text())
@@ -181,7 +184,7 @@ def graded(course):
     start = time.perf_counter()
     for assignment in BUGS:
         _nbgrader(out, "autograde", assignment)
-    timings["autograde (9 notebooks)"] = time.perf_counter() - start
+    timings[f"autograde ({3 * len(BUGS)} notebooks)"] = time.perf_counter() - start
     print("\nnbgrader timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     scores = {}
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:

@@ -83,6 +83,20 @@ module = MyMultiHeadAttention(8, 2)
 output = module(torch.randn(2, 5, 8, generator=generator))
 assert isinstance(output, torch.Tensor), f"forward returned a {type(output).__name__}, not a tensor"
 assert tuple(output.shape) == (2, 5, 8), f"output shape {tuple(output.shape)}, expected (2, 5, 8)"''',
+    "decode_step": '''\
+import torch
+
+from attnviz.gpt import TinyGPT
+
+# Test: decode_step(model, tokens, None) runs on a prefill of 3 tokens and returns
+# (logits, cache) with logits of shape (batch, n_new, vocab) = (2, 3, 11)
+with torch.random.fork_rng():  # the model's initial weights do not move the notebook's random numbers
+    torch.manual_seed(0)
+    model = TinyGPT(vocab_size=11, d_model=16, n_heads=4, n_layers=2, max_len=12).eval()
+with torch.no_grad():
+    result = decode_step(model, torch.tensor([[1, 2, 3], [4, 5, 6]]), None)
+assert isinstance(result, (tuple, list)) and len(result) == 2, "decode_step must return (logits, cache)"
+assert tuple(result[0].shape) == (2, 3, 11), f"logits shape {tuple(result[0].shape)}, expected (2, 3, 11)"''',
 }
 
 

@@ -29,6 +29,7 @@ from pathlib import Path
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION\s*$")
 END = re.compile(r"^\s*### END SOLUTION\s*$")
+HINT = re.compile(r"^\s*# hint:\s*(.*?)\s*$", re.IGNORECASE)  # tools/make_nbgrader.py reads it
 DEFAULT_HINT = "write your code here"
 TAG = "solution"
 
