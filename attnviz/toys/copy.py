@@ -17,7 +17,7 @@ from torch import nn
 
 from .._validate import require_positive_int
 from ..gpt import TinyGPT, generate
-from ._training import Adam, one_thread
+from ._training import fit, one_thread
 
 __all__ = ["sample_repeats", "split_losses", "copy_accuracy", "CopyResult", "train_copy", "chance_loss"]
 
@@ -89,19 +89,18 @@ def train_copy(*, seed=0, vocab=16, half=8, d_model=32, n_heads=4, n_layers=2, n
         start = time.thread_time()
         torch.manual_seed(seed)
         model = TinyGPT(vocab, d_model, n_heads, n_layers, 2 * half, n_kv_heads=n_kv_heads)
-        optimizer = Adam(model.parameters(), lr=lr)
         generator = torch.Generator().manual_seed(10_000 + seed)
-        losses = []
-        for step in range(steps):
-            first, repeat = split_losses(model, sample_repeats(batch, half, vocab, generator, corrupt),
-                                         causal=causal)
-            loss = ((half - 1) * first + (half + 1) * repeat) / (2 * half)     # mean over all targets
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            losses.append(loss.item())
-            if progress is not None and ((step + 1) % 20 == 0 or step + 1 == steps):
-                progress(step + 1, steps, loss.item())
+
+        def loss_of(tokens):
+            first, repeat = split_losses(model, tokens, causal=causal)
+            return ((half - 1) * first + (half + 1) * repeat) / (2 * half), None   # mean over all targets
+
+        def report(step, loss, *_):
+            if progress is not None and (step % 20 == 0 or step == steps):
+                progress(step, steps, loss)
+
+        losses = fit(model, lambda: sample_repeats(batch, half, vocab, generator, corrupt), loss_of,
+                     steps=steps, lr=lr, on_step=report)
         seconds = time.thread_time() - start
         model.eval()
         held_out = sample_repeats(eval_batch, half, vocab, torch.Generator().manual_seed(20_000 + seed),
