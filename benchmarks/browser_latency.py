@@ -2,11 +2,14 @@
 
     .venv/bin/python benchmarks/browser_latency.py [--presses 25] [--sizes 8 128]
 
-In one run, for n = 8 and n = 128 positions, two notebooks on the same sliders:
+In one run, for n = 8 and n = 128 positions, three notebooks on the same sliders:
 
 * the explorer: ``attnviz.widgets.saturation_explorer(n=n, d_k=64)`` (the canvas front-end);
 * a bare plotly ``FigureWidget`` with one n x n heatmap, redrawn from the same d_k / temperature
-  sliders by ``fig.data[0].z = ...`` (softmax of n x d_k random queries and keys), the plotly way.
+  sliders by ``fig.data[0].z = ...`` (softmax of n x d_k random queries and keys), the plotly way;
+* the floor: the same sliders driving an anywidget that only counts and paints the count once per
+  frame. No widget on this stack (ipywidgets, the kernel's comm, JupyterLab) can be faster; what the
+  explorer takes beyond it is the explorer's own work.
 
 Each time is measured inside the page: from the keydown event (capture phase, before the slider sees
 it) to the frame that shows the new picture. For the explorer that is the moment its root's
@@ -69,6 +72,35 @@ d_k.observe(redraw, names="value")
 temperature.observe(redraw, names="value")
 widgets.VBox([d_k, temperature, fig])"""
 
+# The floor: the same two sliders driving a widget that only counts, painted once per frame. What the
+# explorer takes beyond this is its own work; the rest is ipywidgets, the kernel and JupyterLab.
+FLOOR = """import anywidget
+import ipywidgets as widgets
+import traitlets
+
+n = {n}
+
+class Counter(anywidget.AnyWidget):
+    _esm = \"\"\"export default {{ render({{ model, el }}) {{
+      let frame = 0, paints = 0; el.dataset.attnvizPaint = "0"; el.textContent = "0";
+      model.on("change:count", () => {{ if (!frame) frame = requestAnimationFrame(() => {{
+        frame = 0; el.textContent = String(model.get("count"));
+        el.dataset.attnvizPaint = String(++paints); }}); }});
+    }} }};\"\"\"
+    count = traitlets.Int(0).tag(sync=True)
+
+counter = Counter()
+d_k = widgets.SelectionSlider(options=[2**p for p in range(13)], value=64, description="d_k")
+temperature = widgets.FloatLogSlider(value=1.0, base=10, min=-1.3, max=1.3, step=0.01,
+                                     description="temperature")
+
+def redraw(_change):
+    counter.count += 1
+
+d_k.observe(redraw, names="value")
+temperature.observe(redraw, names="value")
+widgets.VBox([d_k, temperature, counter])"""
+
 EXPLORER = "from attnviz.widgets import saturation_explorer\n\nsaturation_explorer(n={n}, d_k=64)"
 
 # Records every keydown and every repaint of the explorer (or FigureWidget) next to the marked slider.
@@ -100,7 +132,8 @@ _JS_ARM = r"""() => {
 def _notebook(folder: Path, kind: str, n: int) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nb.cells = [nbformat.v4.new_code_cell((EXPLORER if kind == "explorer" else BARE).format(n=n))]
+    source = {"explorer": EXPLORER, "bare": BARE, "floor": FLOOR}[kind]
+    nb.cells = [nbformat.v4.new_code_cell(source.format(n=n))]
     path = folder / f"latency_{kind}_n{n}.ipynb"
     nbformat.write(nb, path)
     return path
@@ -175,7 +208,7 @@ def main(argv=None) -> int:
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         paths = {(kind, n): _notebook(Path(folder), kind, n)
-                 for n in args.sizes for kind in ("explorer", "bare")}
+                 for n in args.sizes for kind in ("explorer", "bare", "floor")}
         with lab_server(Path(folder)) as server, chromium() as browser:
             for (kind, n), path in paths.items():
                 results[kind, n] = measure(server, browser, path.name, args.presses, args.bursts)
@@ -187,7 +220,8 @@ def main(argv=None) -> int:
     print("-" * 100)
     for n in args.sizes:
         bare = statistics.median(results["bare", n]["times"])
-        for kind, label in (("explorer", "saturation explorer"), ("bare", "bare FigureWidget")):
+        for kind, label in (("explorer", "saturation explorer"), ("bare", "bare FigureWidget"),
+                            ("floor", "floor: counter widget")):
             times, bursts_ms = results[kind, n]["times"], results[kind, n]["bursts"]
             median, ratio = statistics.median(times), statistics.median(times) / bare
             last = statistics.median(b[0] for b in bursts_ms)
