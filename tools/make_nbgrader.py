@@ -30,7 +30,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import make_student  # noqa: E402
-from make_student import BEGIN, DEFAULT_HINT, HINT, TAG, StudentEditionError, _source  # noqa: E402
+from make_student import (  # noqa: E402
+    BEGIN,
+    DEFAULT_HINT,
+    HINT,
+    TAG,
+    StudentEditionError,
+    _source,
+    checked_folders,
+)
 
 CODE_STUB = "raise NotImplementedError(hint)"
 CHECK_POINTS = 2
@@ -224,12 +232,7 @@ def nbgrader_notebook(nb: dict, name: str = "notebook") -> dict | None:
 
 def make_nbgrader(source_dir, out_dir) -> list[Path]:
     """Write the nbgrader course folder for ``source_dir`` into ``out_dir``; returns the notebooks."""
-    source_dir, out_dir = Path(source_dir).resolve(), Path(out_dir).resolve()
-    if not source_dir.is_dir():
-        raise StudentEditionError(f"{source_dir} is not a folder.")
-    if out_dir == source_dir or out_dir in source_dir.parents or source_dir in out_dir.parents:
-        raise StudentEditionError(f"refusing to write into {out_dir}: it holds, or sits inside, the "
-                                  f"teacher's edition {source_dir}.")
+    source_dir, out_dir = checked_folders(source_dir, out_dir)
     assignments = {}
     for path in sorted(source_dir.glob("*.ipynb")):
         nb = nbgrader_notebook(json.loads(path.read_text(encoding="utf-8")), path.name)

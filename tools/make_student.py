@@ -88,14 +88,20 @@ def student_notebook(nb: dict, name: str = "notebook") -> dict:
     return nb
 
 
-def make_student(source_dir, out_dir) -> list[Path]:
-    """Write the student edition of ``source_dir`` into ``out_dir``; returns the notebooks written."""
+def checked_folders(source_dir, out_dir) -> tuple[Path, Path]:
+    """Both folders resolved; an error if the source is missing or the output would touch it."""
     source_dir, out_dir = Path(source_dir).resolve(), Path(out_dir).resolve()
     if not source_dir.is_dir():
         raise StudentEditionError(f"{source_dir} is not a folder.")
     if out_dir == source_dir or out_dir in source_dir.parents or source_dir in out_dir.parents:
         raise StudentEditionError(f"refusing to write into {out_dir}: it holds, or sits inside, the "
                                   f"teacher's edition {source_dir}.")
+    return source_dir, out_dir
+
+
+def make_student(source_dir, out_dir) -> list[Path]:
+    """Write the student edition of ``source_dir`` into ``out_dir``; returns the notebooks written."""
+    source_dir, out_dir = checked_folders(source_dir, out_dir)
     # Build everything in memory first, so a bad notebook leaves the old edition untouched.
     editions = {}
     for path in sorted(source_dir.rglob("*.ipynb")):
