@@ -16,6 +16,11 @@ values, so twelve slider messages that arrive within a frame cost at most two co
 cell that sets a control and then reads the metrics sees the new numbers. Outside a kernel
 (tests, scripts) a change recomputes at once.
 
+One step ahead (:mod:`._ahead`): a frame after an update inside a kernel, if no control changed
+meanwhile (a slider being dragged or a key held down), the explorer also prepares the pictures one step either side of the slider moved last, so the
+browser can paint the next arrow-key step without waiting for the kernel. ``look_ahead()`` does it
+on demand (tests); it changes nothing the kernel side reports.
+
 If ``_compute`` raises, the message is shown in the explorer in plain words, the panels keep
 their last good picture (and the text says so) and nothing is raised into the notebook.
 """
@@ -29,11 +34,13 @@ import time
 import ipywidgets as w
 
 from .._threads import one_thread
+from . import _ahead
 from .canvas import Canvas
 
 __all__ = ["Explorer", "metrics_table", "note"]
 
 FRAME_SECONDS = 1 / 60          # at most one computation per frame while controls keep changing
+AHEAD_AFTER_SECONDS = 1 / 60    # look ahead only once the controls have been still this long
 
 # The html text (metrics, notes, problems) is styled by canvas.css, which the canvas loads once for
 # the page, in the theme's colours; each update sends only the html itself.
@@ -88,6 +95,8 @@ class Explorer:
         self._stale = False
         self._scheduled = False
         self._last_update = 0.0
+        self._last_seconds = 0.0              # how long the last computation took
+        self._moved: str | None = None        # the control changed last (look-ahead steps it)
         self.computations = 0                 # how many times _compute ran (coalescing is visible)
         self._problem = w.HTML(layout=w.Layout(display="none"))
         self._text = w.HTML(layout=w.Layout(width="300px", min_width="240px", margin="4px 0 0 8px"))
@@ -118,12 +127,24 @@ class Explorer:
     def _watch(self):
         for control in self.controls.values():
             control.observe(self._on_change, names="value")
+        self._link()
+
+    def _link(self):
+        """Tell the canvas which controls are sliders it may step ahead on (see :mod:`._ahead`)."""
+        links = {}
+        for name, control in self.controls.items():
+            step = _ahead.neighbours(control)
+            if step is not None:
+                links[name] = {"id": control.model_id, "attr": step[0]}
+        self.canvas.links = links
 
     def _values(self) -> dict:
         return {name: control.value for name, control in self.controls.items()}
 
-    def _on_change(self, _change=None):
+    def _on_change(self, change=None):
         self._stale = True
+        owner = getattr(change, "owner", None) if change is not None else None
+        self._moved = next((name for name, c in self.controls.items() if c is owner), self._moved)
         loop = _running_loop()
         if loop is None:
             self._flush()
@@ -155,6 +176,7 @@ class Explorer:
             with one_thread():
                 state = self._compute(self._values())
                 sections, panels = self._layout(state)
+            self._last_seconds = time.monotonic() - self._last_update
         except (ValueError, TypeError) as err:
             self._show_problem(str(err))
             return False
@@ -171,7 +193,46 @@ class Explorer:
         else:
             self._problem.layout.display = "none"
             self._problem.value = ""
+        loop = _running_loop()
+        if loop is not None and self.canvas.links:   # a frame later, if no newer change came meanwhile
+            loop.call_later(AHEAD_AFTER_SECONDS, self._ahead_if_idle)
         return True
+
+    # -- one step ahead ---------------------------------------------------------------------------
+    def _ahead_if_idle(self):
+        if not (self._stale or self._scheduled):        # nothing newer waiting: prepare the next steps
+            self.look_ahead()
+
+    def look_ahead(self) -> int:
+        """Prepare and send the pictures one step either side of the slider moved last (or the
+        first slider); returns how many were sent (0 when too slow, too big or failing)."""
+        self._flush()
+        links = self.canvas.links
+        name = self._moved if self._moved in links else next(iter(links), None)
+        entries = []
+        if name is not None and self._error is None and self._last_seconds < _ahead.SECONDS:
+            base = self.canvas.scene
+            if 2 * _ahead.binary_bytes(base) <= _ahead.BYTES:
+                entries = self._steps(name, base)
+        if entries or self.canvas.ahead.get("entries"):
+            self.canvas.show_ahead(entries)
+        return len(entries)
+
+    def _steps(self, name: str, base: dict) -> list[dict]:
+        _attr, steps = _ahead.neighbours(self.controls[name])
+        entries, size = [], 0
+        for browser_value, value in steps:
+            try:
+                with one_thread():
+                    state = self._compute({**self._values(), name: value})
+                    sections, panels = self._layout(state)
+            except Exception:  # noqa: BLE001 - that step shows its problem when the kernel gets there
+                continue
+            scene = _ahead.scene_delta(base, self.canvas.compose(sections, panels, self._selected(state)),
+                                       leave_out=("description",))
+            size += _ahead.binary_bytes(scene)
+            entries.append({"control": name, "value": browser_value, "scene": scene})
+        return entries if size <= _ahead.BYTES else []
 
     def _show_problem(self, message: str, keep_state: bool = False):
         if not keep_state:

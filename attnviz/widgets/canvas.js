@@ -7,6 +7,12 @@
 // Repaints coalesce: a change only asks for a frame (requestAnimationFrame); the frame paints the
 // newest scene, so ten changes within one frame cost one paint and nothing queues.
 //
+// One step ahead (see _ahead.py): `links` names the sliders (model id, attribute) and `ahead` holds
+// the kernel's prepared scenes one step either side of the last-moved slider, as deltas of the
+// scene numbered `ahead.seq`. When such a slider's model changes to a prepared value, and nothing
+// else changed since that scene, the next frame paints the prepared scene; the kernel's own update
+// follows and replaces it. Anything else waits for the kernel.
+//
 // DOM contract (for tests and benchmarks):
 //   root element           .attnviz-canvas[data-attnviz-explorer="<explorer>"][data-attnviz-paint="<n>"]
 //                          n counts repaints; it is incremented after every paint has finished.
@@ -48,6 +54,35 @@ function themeColours(el) {                             // JupyterLab theme vari
 const fmt = (v, digits = 6) => (Number.isFinite(v) ? String(Number(v.toPrecision(digits))) : String(v));
 const floats = (view) => new Float32Array(view.buffer, view.byteOffset, view.byteLength / 4);
 const bytes = (view) => new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
+const flagsOf = (p) => (p.flags ? bytes(p.flags) : new Uint8Array(p.n_q * p.n_k));   // absent: all clear
+const edgesOf = (p, nb) => { const [lo, hi] = p.edge_range; return Float64Array.from({ length: nb + 1 }, (_x, b) => lo + ((hi - lo) * b) / nb); };
+const same = (a, b) => a === b || (typeof a === "number" && typeof b === "number" && Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b)));
+
+function merge(base, d) {                              // a scene plus an `ahead` delta (null = removed)
+  const panels = { ...(base.panels || {}) };
+  for (const [name, spec] of Object.entries(d.panels || {})) {
+    const p = { ...(panels[name] || {}), ...spec };
+    for (const key of Object.keys(spec)) if (spec[key] === null) delete p[key];
+    panels[name] = p;
+  }
+  const out = { ...base, panels };
+  for (const key of ["sections", "selected"]) if (key in d) out[key] = d[key];
+  return out;
+}
+
+const LUT_SIZE = 1024;                                   // big heatmaps: colours from a table
+const LUTS = {};
+function lut(scale) {
+  if (!LUTS[scale]) {
+    const table = new Uint8ClampedArray(LUT_SIZE * 4);
+    for (let i = 0; i < LUT_SIZE; i++) {
+      const c = ramp(scale, i / (LUT_SIZE - 1))[0].slice(4, -1).split(",").map(Number);
+      table.set([c[0], c[1], c[2], 255], i * 4);
+    }
+    LUTS[scale] = table;
+  }
+  return LUTS[scale];
+}
 
 function niceTicks(low, high, count = 5) {              // round numbers spanning [low, high]
   const span = high - low || 1, raw = span / count, p = 10 ** Math.floor(Math.log10(raw));
@@ -108,16 +143,39 @@ function titles(ctx, c, f, p) {
 }
 
 // -- painters: each draws one panel and returns hover(x, y) -> text or null -----------------------
+function paintCells(ctx, f, p, v, flags) {              // one pixel per cell, scaled up: no gaps, no text
+  const n = p.n_k, image = new ImageData(n, p.n_q), px = image.data, span = p.vmax - p.vmin || 1;
+  const table = p.scale === "mask" ? null : lut(p.scale), rgba = (h) => [...rgb(h), 255];
+  const special = { 1: rgba(MASKED), 2: rgba(NAN), may: rgba(MAY_ATTEND) };
+  for (let k = 0; k < v.length; k++) {
+    const flag = flags[k] & 3;
+    if (flag & 2) px.set(special[2], k * 4);
+    else if (flag & 1) px.set(special[1], k * 4);
+    else if (!table) px.set(v[k] > 0.5 ? special.may : special[1], k * 4);
+    else {
+      const t = Math.min(1, Math.max(0, (v[k] - p.vmin) / span)), at = Math.round(t * (LUT_SIZE - 1)) * 4;
+      px[k * 4] = table[at]; px[k * 4 + 1] = table[at + 1]; px[k * 4 + 2] = table[at + 2]; px[k * 4 + 3] = 255;
+    }
+  }
+  const scratch = new OffscreenCanvas(n, p.n_q);
+  scratch.getContext("2d").putImageData(image, 0, 0);
+  ctx.imageSmoothingEnabled = false;
+  ctx.drawImage(scratch, f.left, f.top, n * p.cell, p.n_q * p.cell);
+}
+
 function paintHeatmap(ctx, c, f, p) {
-  const v = floats(p.values), flags = bytes(p.flags), n = p.n_k, cell = p.cell, gap = cell >= 8 ? 1 : 0;
+  const v = floats(p.values), flags = flagsOf(p), n = p.n_k, cell = p.cell, gap = cell >= 8 ? 1 : 0;
   const colour = (x) => (p.scale === "mask" ? [x > 0.5 ? MAY_ATTEND : MASKED, 0]
     : ramp(p.scale, (x - p.vmin) / (p.vmax - p.vmin || 1)));
   ctx.font = font(Math.min(12, Math.max(8, cell / 3.2)));
   ctx.textAlign = "center"; ctx.textBaseline = "middle";
+  const image = !gap && !p.text && typeof OffscreenCanvas !== "undefined";
+  if (image) paintCells(ctx, f, p, v, flags);
   for (let i = 0; i < p.n_q; i++) for (let j = 0; j < n; j++) {
     const k = i * n + j, x = f.left + j * cell, y = f.top + i * cell, flag = flags[k];
+    if (image && !(flag & 4)) continue;                 // painted as an image above; leaks drawn on top
     const [fill, light] = flag & 2 ? [NAN, 0.7] : flag & 1 ? [MASKED, 0.8] : colour(v[k]);
-    ctx.fillStyle = fill; ctx.fillRect(x, y, cell - gap, cell - gap);
+    if (!image) { ctx.fillStyle = fill; ctx.fillRect(x, y, cell - gap, cell - gap); }
     const words = flag & 2 ? "NaN" : flag & 1 ? p.masked_text : (p.text ? (+v[k].toFixed(p.scale === "scores" ? 1 : 2) || 0).toFixed(p.scale === "scores" ? 1 : 2) : "");
     if (p.text && words && cell >= 18) { ctx.fillStyle = light > 0.55 ? "#111" : "#fff"; ctx.fillText(words, x + cell / 2, y + cell / 2); }
     if (flag & 4) {                                     // leak: a red frame and a red x (in the corner)
@@ -158,7 +216,7 @@ function colourBar(ctx, c, f, p) {
 }
 
 function paintBars(ctx, c, f, p) {                      // grouped bars; histogram: bins side by side
-  const series = p.series, values = floats(p.values), nb = p.kind === "bars" ? p.x_labels.length : p.edges.byteLength / 4 - 1;
+  const series = p.series, values = floats(p.values), nb = p.kind === "bars" ? p.x_labels.length : values.length / series.length;
   const ymax = p.ymax || Math.max(1e-12, ...values) * 1.1, yPos = (t) => f.top + f.h * (1 - t / ymax);
   if (p.kind === "bars") {
     const slot = f.w / nb, bw = (slot * 0.8) / series.length;
@@ -176,7 +234,7 @@ function paintBars(ctx, c, f, p) {                      // grouped bars; histogr
       return p.hover ? p.hover[h[2]][h[3]] : `${series[h[2]].name}\n${p.x_labels[h[3]]}: ${fmt(values[h[2] * nb + h[3]])}`;
     };
   }
-  const e = floats(p.edges), lo = e[0], hi = e[nb], xPos = (t) => f.left + f.w * (t - lo) / (hi - lo || 1);
+  const e = edgesOf(p, nb), lo = e[0], hi = e[nb], xPos = (t) => f.left + f.w * (t - lo) / (hi - lo || 1);
   axes(ctx, c, f, p, niceTicks(lo, hi, 6).filter((t) => t >= lo && t <= hi), niceTicks(0, ymax), xPos, yPos);
   ctx.globalAlpha = 0.65;
   series.forEach((s, si) => { ctx.fillStyle = s.colour; for (let b = 0; b < nb; b++) { const y = yPos(values[si * nb + b]); ctx.fillRect(xPos(e[b]), y, Math.max(1, xPos(e[b + 1]) - xPos(e[b]) - 0.5), f.top + f.h - y); } });
@@ -232,7 +290,7 @@ function paintPoints(ctx, c, f, p) {                    // lines, arrows and mar
 function numbersTable(box, p) {
   const table = make("table", "attnviz-table"), row = (cells, tag) => { const tr = make("tr", "", table); cells.forEach((t) => make(tag, "", tr, t)); };
   if (p.kind === "heatmap") {
-    const v = floats(p.values), flags = bytes(p.flags), rows = Math.min(p.n_q, 32), cols = Math.min(p.n_k, 32);
+    const v = floats(p.values), flags = flagsOf(p), rows = Math.min(p.n_q, 32), cols = Math.min(p.n_k, 32);
     const xs = p.x_labels || [...Array(p.n_k).keys()].map(String), ys = p.y_labels || [...Array(p.n_q).keys()].map(String);
     row(["query \\ key", ...xs.slice(0, cols)], "th");
     for (let i = 0; i < rows; i++) row([ys[i], ...[...Array(cols).keys()].map((j) => { const k = i * p.n_k + j; return flags[k] & 2 ? "NaN" : flags[k] & 1 ? "masked" : fmt(v[k], 4); })], "td");
@@ -242,7 +300,7 @@ function numbersTable(box, p) {
     row(["", ...p.series.map((x) => x.name)], "th");
     p.x_labels.forEach((l, i) => row([l, ...p.series.map((_x, si) => fmt(v[si * nb + i]))], "td"));
   } else if (p.kind === "histogram") {
-    const v = floats(p.values), e = floats(p.edges), nb = e.length - 1;
+    const v = floats(p.values), nb = v.length / p.series.length, e = edgesOf(p, nb);
     row(["bin", ...p.series.map((x) => x.name)], "th");
     for (let b = 0; b < nb; b++) if (p.series.some((_x, si) => v[si * nb + b])) row([`${fmt(e[b], 3)} to ${fmt(e[b + 1], 3)}`, ...p.series.map((_x, si) => String(v[si * nb + b]))], "td");
   } else { row(p.table.header, "th"); p.table.rows.forEach((r) => row(r, "td")); }
@@ -283,7 +341,28 @@ function render({ model, el }) {
     return entry;
   }
 
-  const scene = () => { const s = model.get("scene") || {}, fixed = model.get("fixed") || {}; return { ...s, panels: { ...fixed, ...(s.panels || {}) } }; };
+  let speculative = null, dirty = false;               // a prepared scene painted ahead of the kernel
+  const scene = () => {
+    const s = speculative || model.get("scene") || {}, fixed = model.get("fixed") || {};
+    return { ...s, panels: { ...fixed, ...(s.panels || {}) } };
+  };
+  function stepped(name, value) {                      // a linked slider's model changed in the browser
+    const a = model.get("ahead") || {}, s = model.get("scene") || {};
+    const entry = !dirty && a.seq === s.seq && (a.entries || []).find((e) => e.control === name && same(e.value, value));
+    dirty = true;                                      // until the kernel's next scene, nothing more ahead
+    if (entry) { speculative = merge(s, entry.scene); schedule(); }
+  }
+  const unlink = [];
+  for (const [name, link] of Object.entries(model.get("links") || {})) {
+    const manager = model.widget_manager;
+    if (!manager || !manager.get_model) break;
+    Promise.resolve(manager.get_model(link.id)).then((control) => {
+      if (!control || !control.on) return;
+      const handler = () => stepped(name, control.get(link.attr));
+      control.on(`change:${link.attr}`, handler);
+      unlink.push(() => control.off(`change:${link.attr}`, handler));
+    }).catch(() => {});                                // no look-ahead then: every step waits for the kernel
+  }
 
   function paint() {
     frame = 0;
@@ -336,12 +415,12 @@ function render({ model, el }) {
     el.dataset.attnvizPaint = String(++paints);
   }
 
-  model.on("change:scene", schedule);
+  model.on("change:scene", () => { speculative = null; dirty = false; schedule(); });
   model.on("change:fixed", schedule);
   const watcher = new MutationObserver(schedule);      // theme switched: repaint in the new colours
   watcher.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-name", "data-jp-theme-light"] });
   schedule();
-  return () => { cancelAnimationFrame(frame); watcher.disconnect(); tip.remove(); };
+  return () => { cancelAnimationFrame(frame); watcher.disconnect(); tip.remove(); unlink.forEach((f) => f()); };
 }
 
 export default { render };

@@ -73,10 +73,12 @@ class Panel:
             spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
         if self.kind == "heatmap":
             flags = self.masked * 1 + self.nan * 2 + self.leak * 4
-            spec["flags"] = np.ascontiguousarray(flags, dtype=np.uint8).tobytes()
+            if flags.any():                     # absent: no masked, NaN or leaking cell
+                spec["flags"] = np.ascontiguousarray(flags, dtype=np.uint8).tobytes()
             spec["n_q"], spec["n_k"] = (int(size) for size in self.values.shape)
-        if "edges" in spec:
-            spec["edges"] = np.ascontiguousarray(spec["edges"], dtype=np.float32).tobytes()
+        if "edges" in spec:                     # equal bins (histogram_panel): the first and last edge
+            edges = np.asarray(spec.pop("edges"), dtype=np.float64)
+            spec["edge_range"] = [float(edges[0]), float(edges[-1])]
         return spec
 
     def legend(self) -> list[str]:
@@ -199,18 +201,25 @@ def points_panel(name, shapes: list, *, x_range, y_range, title="", x_title="", 
 class Canvas(anywidget.AnyWidget):
     """The browser side of an explorer: ``scene`` (this update's panels) and ``fixed`` (panels
     that never change, e.g. the head grid, sent once). A click on a pickable panel calls the
-    ``on_pick`` callback with its ``pick`` value."""
+    ``on_pick`` callback with its ``pick`` value.
+
+    ``links`` names the sliders the browser may step ahead on (control name -> model id and the
+    attribute the browser changes) and ``ahead`` holds the prepared next pictures
+    (see :mod:`._ahead`): ``{"seq": scene seq, "entries": [{"control", "value", "scene"}]}``."""
 
     _esm = pathlib.Path(__file__).parent / "canvas.js"
     _css = pathlib.Path(__file__).parent / "canvas.css"
     scene = traitlets.Dict().tag(sync=True)
     fixed = traitlets.Dict().tag(sync=True)
+    links = traitlets.Dict().tag(sync=True)
+    ahead = traitlets.Dict().tag(sync=True)
 
     def __init__(self, explorer: str, on_pick=None, **kwargs):
         super().__init__(**kwargs)
         self.explorer = explorer
         self._on_pick = on_pick
         self._fixed_panels: dict[str, Panel] = {}
+        self.seq = 0                    # which scene this is; a look-ahead names the scene it extends
         self.on_msg(self._message)
 
     def _message(self, _widget, content, _buffers):
@@ -225,14 +234,23 @@ class Canvas(anywidget.AnyWidget):
     def show(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None) -> None:
         """Send ``panels`` laid out in ``sections`` (``{"title", "panels": [names], "grid": columns}``),
         one message; each section's legend (grey / pink / red cross) is worked out here."""
+        self.seq += 1
+        self.scene = {**self.compose(sections, panels, selected), "seq": self.seq}
+
+    def show_ahead(self, entries: list[dict]) -> None:
+        """Send the prepared next pictures for the current scene (``[]`` clears them)."""
+        self.ahead = {"seq": self.seq, "entries": entries}
+
+    def compose(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None) -> dict:
+        """The scene ``show`` would send, without sending it."""
         everything = {**self._fixed_panels, **panels}
         laid_out = []
         for section in sections:
             kinds = {kind for name in section["panels"] for kind in everything[name].legend()}
             legend = [{"kind": kind, "text": LEGEND[kind]} for kind in LEGEND if kind in kinds]
             laid_out.append({**section, "legend": legend + list(section.get("legend", []))})
-        self.scene = {"explorer": self.explorer, "sections": laid_out, "selected": selected,
-                      "panels": {name: panel.to_scene() for name, panel in panels.items()}}
+        return {"explorer": self.explorer, "sections": laid_out, "selected": selected,
+                "panels": {name: panel.to_scene() for name, panel in panels.items()}}
 
     def payload_bytes(self, trait: str = "scene") -> int:
         """What one update of ``trait`` sends: its JSON plus its binary buffers, in bytes."""

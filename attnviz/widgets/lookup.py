@@ -65,6 +65,7 @@ class LookupExplorer(Explorer):
         c["query_angle"].observe(self._on_angle, names="value")
         c["temperature"].observe(self._on_change, names="value")
         self._setting_angle = False
+        self._link()
         self.update()
 
     def _on_word(self, change):
@@ -85,7 +86,7 @@ class LookupExplorer(Explorer):
             self.controls["word"].unobserve(self._on_word, names="value")
             self.controls["word"].value = ANY_ANGLE
             self.controls["word"].observe(self._on_word, names="value")
-        self._on_change()
+        self._on_change(change)
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):

@@ -1,0 +1,88 @@
+"""One step ahead: the pictures a slider's next keypress will show, computed before it comes.
+
+Between a keypress and the new picture lies a round trip (browser -> server -> kernel -> server
+-> browser) that no widget can shorten; on a remote Binder or JupyterHub it is tens of
+milliseconds. So after each update the kernel also computes the two settings one step either
+side of the slider the learner moved last, with the same ``_compute`` and ``_layout`` as any
+update, and sends them as *deltas* of the current scene (only what differs). When the browser
+sees that slider move to one of those values, it paints the prepared picture in the next frame;
+the kernel's own update for that value follows and repaints the same picture. Anything else
+(another control, two steps at once, a value typed in) waits for the kernel as before.
+
+Only small pictures are prepared (``BYTES`` per update, ``SECONDS`` per computation), so a
+128 x 128 explorer or a model forward pass costs nothing extra.
+
+This module knows the ipywidgets sliders by their public traits: which attribute the browser
+changes (``index`` for a selection slider, ``value`` otherwise) and what one step is.
+"""
+
+from __future__ import annotations
+
+import math
+
+import ipywidgets as w
+
+BYTES = 8_000          # at most this much look-ahead data per update
+SECONDS = 0.01         # and only for explorers whose one computation takes less than this
+
+
+def _option_value(option):
+    return option[1] if isinstance(option, tuple) and len(option) == 2 else option
+
+
+def neighbours(control: w.Widget) -> tuple[str, list[tuple[object, object]]] | None:
+    """``(attribute, [(browser value, kernel value), ...])`` one step either side of ``control``'s
+    value, or None when it is not a slider. The browser value is what the front-end's model holds
+    after one arrow key; the kernel value is what ``control.value`` will then be."""
+    if isinstance(control, w.SelectionSlider):
+        options, index = list(control.options), control.index
+        if index is None:
+            return None
+        return "index", [(i, _option_value(options[i])) for i in (index - 1, index + 1)
+                         if 0 <= i < len(options)]
+    if isinstance(control, w.FloatLogSlider):
+        base, step, low, high = control.base, control.step, control.min, control.max
+        if not (control.value > 0 and step > 0 and base > 1):
+            return None
+        exponent = math.log(control.value, base)
+        grid = low + round((exponent - low) / step) * step            # the slider snaps to this grid
+        values = [base ** e for e in (grid - step, grid + step) if low - 1e-9 <= e <= high + 1e-9]
+        return "value", [(v, v) for v in values]
+    if isinstance(control, (w.IntSlider, w.FloatSlider)):
+        step = control.step
+        if not step or step <= 0:
+            return None
+        values = [control.value - step, control.value + step]
+        return "value", [(v, v) for v in values if control.min <= v <= control.max]
+    return None
+
+
+def delta(base: dict, new: dict) -> dict:
+    """What ``new`` (one panel's scene) changes in ``base``: changed keys, and None for removed ones."""
+    changed = {key: value for key, value in new.items() if key not in base or base[key] != value}
+    changed.update({key: None for key in base if key not in new})
+    return changed
+
+
+def scene_delta(base: dict, new: dict, leave_out=()) -> dict:
+    """The parts of scene ``new`` that differ from scene ``base``, panel by panel; keys in
+    ``leave_out`` keep their ``base`` value (the text alternative: the kernel's own update brings
+    the new one a round trip later, and nobody reads a frame's aria-label)."""
+    panels = {name: {k: v for k, v in delta(base["panels"].get(name, {}), spec).items() if k not in leave_out}
+              for name, spec in new["panels"].items()}
+    out = {"panels": {name: spec for name, spec in panels.items() if spec}}
+    for key in ("sections", "selected"):
+        if new.get(key) != base.get(key):
+            out[key] = new.get(key)
+    return out
+
+
+def binary_bytes(value) -> int:
+    """The bytes of all binary buffers inside ``value`` (dicts and lists of them)."""
+    if isinstance(value, bytes):
+        return len(value)
+    if isinstance(value, dict):
+        return sum(binary_bytes(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(binary_bytes(v) for v in value)
+    return 0
