@@ -21,9 +21,11 @@ def _merge(base: dict, delta: dict) -> dict:
         merged = {**panels.get(name, {}), **spec}
         panels[name] = {key: value for key, value in merged.items() if value is not None}
     out = {**base, "panels": panels}
-    for key in ("sections", "selected"):
-        if key in delta:
-            out[key] = delta[key]
+    if "selected" in delta:
+        out["selected"] = delta["selected"]
+    if "sections" in delta:
+        out["sections"] = [base["sections"][i] if section is None else section
+                           for i, section in enumerate(delta["sections"])]
     return out
 
 
@@ -64,8 +66,11 @@ EXPLORERS = {
 def test_every_prepared_step_is_the_kernels_own_picture(which):
     ex = EXPLORERS[which]()
     assert ex.canvas.links, f"{which}: no slider linked for look-ahead"
+    assert set(ex.canvas.links) == set(ex.controls)         # every control watched: any change counts
     checked = 0
     for name, link in ex.canvas.links.items():
+        if not link["step"]:
+            continue
         control = ex.controls[name]
         assert link["id"] == control.model_id
         start = getattr(control, link["attr"])
@@ -89,7 +94,8 @@ def test_every_prepared_step_is_the_kernels_own_picture(which):
 
 def test_saturation_prepares_both_neighbours_of_the_slider_moved_last():
     ex = saturation_explorer(n=8, d_k=64)
-    assert set(ex.canvas.links) == {"d_k", "temperature"}
+    assert {name for name, link in ex.canvas.links.items() if link["step"]} == {"d_k", "temperature"}
+    assert ex.canvas.links["mask"] == {"id": ex.controls["mask"].model_id, "attr": "index", "step": False}
     assert ex.canvas.links["d_k"]["attr"] == "index" and ex.canvas.links["temperature"]["attr"] == "value"
     assert ex.look_ahead() == 2                                     # nothing moved yet: the first slider
     assert [e["value"] for e in ex.canvas.ahead["entries"]] == [5, 7]   # d_k 32 and 128, by index
@@ -135,4 +141,6 @@ def test_a_delta_names_what_changed_and_what_went():
     new = {"panels": {"a": {"title": "x", "values": b"2"}}, "sections": [1], "selected": "a"}
     d = _ahead.scene_delta(base, new)
     assert d == {"panels": {"a": {"values": b"2", "flags": None}}, "selected": "a"}
+    two = _ahead.scene_delta({**base, "sections": [1, 2]}, {**new, "sections": [1, 3]})
+    assert two["sections"] == [None, 3] and _merge({**base, "sections": [1, 2]}, two)["sections"] == [1, 3]
     assert _merge(base, d) == {**new, "panels": {"a": {"title": "x", "values": b"2"}}}

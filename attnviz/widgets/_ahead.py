@@ -71,9 +71,12 @@ def scene_delta(base: dict, new: dict, leave_out=()) -> dict:
     panels = {name: {k: v for k, v in delta(base["panels"].get(name, {}), spec).items() if k not in leave_out}
               for name, spec in new["panels"].items()}
     out = {"panels": {name: spec for name, spec in panels.items() if spec}}
-    for key in ("sections", "selected"):
-        if new.get(key) != base.get(key):
-            out[key] = new.get(key)
+    if new.get("selected") != base.get("selected"):
+        out["selected"] = new.get("selected")
+    old_sections, sections = base.get("sections") or [], new.get("sections") or []
+    if sections != old_sections:                  # None for a section that stays as it is
+        out["sections"] = (sections if len(sections) != len(old_sections)
+                           else [s if s != o else None for s, o in zip(sections, old_sections, strict=True)])
     return out
 
 

@@ -17,8 +17,9 @@ cell that sets a control and then reads the metrics sees the new numbers. Outsid
 (tests, scripts) a change recomputes at once.
 
 One step ahead (:mod:`._ahead`): a frame after an update inside a kernel, if no control changed
-meanwhile (a slider being dragged or a key held down), the explorer also prepares the pictures one step either side of the slider moved last, so the
-browser can paint the next arrow-key step without waiting for the kernel. ``look_ahead()`` does it
+meanwhile (a slider being dragged or a key held down), the explorer also prepares the pictures one
+step either side of the slider moved last, so the browser can paint the next arrow-key step
+without waiting for the kernel. ``look_ahead()`` does it
 on demand (tests); it changes nothing the kernel side reports.
 
 If ``_compute`` raises, the message is shown in the explorer in plain words, the panels keep
@@ -130,13 +131,14 @@ class Explorer:
         self._link()
 
     def _link(self):
-        """Tell the canvas which controls are sliders it may step ahead on (see :mod:`._ahead`)."""
+        """Tell the canvas which controls are sliders it may step ahead on, and which others to watch
+        (any change to those means the prepared pictures no longer apply; see :mod:`._ahead`)."""
         links = {}
         for name, control in self.controls.items():
             step = _ahead.neighbours(control)
-            if step is not None:
-                links[name] = {"id": control.model_id, "attr": step[0]}
-        self.canvas.links = links
+            attr = step[0] if step is not None else ("index" if control.has_trait("index") else "value")
+            links[name] = {"id": control.model_id, "attr": attr, "step": step is not None}
+        self.canvas.links = links if any(link["step"] for link in links.values()) else {}
 
     def _values(self) -> dict:
         return {name: control.value for name, control in self.controls.items()}
@@ -184,15 +186,15 @@ class Explorer:
             self._show_problem(f"Something went wrong with these settings: {type(err).__name__}: {err}")
             return False
         self._state, self._error, self._panels = state, None, panels
-        self.canvas.show(sections, panels, selected=self._selected(state))
-        self._metrics_now = self._metrics(state)
-        self._text.value = self._describe(state)
-        problem = self._state_problem(state)
-        if problem:
+        problem = self._state_problem(state)    # the problem line first: the browser, too, clears it
+        if problem:                             # before it repaints
             self._show_problem(problem, keep_state=True)
         else:
             self._problem.layout.display = "none"
             self._problem.value = ""
+        self.canvas.show(sections, panels, selected=self._selected(state))
+        self._metrics_now = self._metrics(state)
+        self._text.value = self._describe(state)
         loop = _running_loop()
         if loop is not None and self.canvas.links:   # a frame later, if no newer change came meanwhile
             loop.call_later(AHEAD_AFTER_SECONDS, self._ahead_if_idle)
@@ -207,7 +209,7 @@ class Explorer:
         """Prepare and send the pictures one step either side of the slider moved last (or the
         first slider); returns how many were sent (0 when too slow, too big or failing)."""
         self._flush()
-        links = self.canvas.links
+        links = [name for name, link in self.canvas.links.items() if link["step"]]
         name = self._moved if self._moved in links else next(iter(links), None)
         entries = []
         if name is not None and self._error is None and self._last_seconds < _ahead.SECONDS:

@@ -7,7 +7,8 @@
 // Repaints coalesce: a change only asks for a frame (requestAnimationFrame); the frame paints the
 // newest scene, so ten changes within one frame cost one paint and nothing queues.
 //
-// One step ahead (see _ahead.py): `links` names the sliders (model id, attribute) and `ahead` holds
+// One step ahead (see _ahead.py): `links` names the controls (model id, attribute; `step` for the
+// sliders, the others only watched) and `ahead` holds
 // the kernel's prepared scenes one step either side of the last-moved slider, as deltas of the
 // scene numbered `ahead.seq`. When such a slider's model changes to a prepared value, and nothing
 // else changed since that scene, the next frame paints the prepared scene; the kernel's own update
@@ -52,7 +53,9 @@ function themeColours(el) {                             // JupyterLab theme vari
 }
 
 const fmt = (v, digits = 6) => (Number.isFinite(v) ? String(Number(v.toPrecision(digits))) : String(v));
-const floats = (view) => new Float32Array(view.buffer, view.byteOffset, view.byteLength / 4);
+const floats = (view) => (view.byteOffset % 4 ? new Float32Array(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength))
+  : new Float32Array(view.buffer, view.byteOffset, view.byteLength / 4));
+const valuesOf = (p) => (p.dtype === "uint16" ? Uint16Array.from({ length: p.values.byteLength / 2 }, (_x, i) => p.values.getUint16(i * 2, true)) : floats(p.values));
 const bytes = (view) => new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 const flagsOf = (p) => (p.flags ? bytes(p.flags) : new Uint8Array(p.n_q * p.n_k));   // absent: all clear
 const edgesOf = (p, nb) => { const [lo, hi] = p.edge_range; return Float64Array.from({ length: nb + 1 }, (_x, b) => lo + ((hi - lo) * b) / nb); };
@@ -66,7 +69,8 @@ function merge(base, d) {                              // a scene plus an `ahead
     panels[name] = p;
   }
   const out = { ...base, panels };
-  for (const key of ["sections", "selected"]) if (key in d) out[key] = d[key];
+  if ("selected" in d) out.selected = d.selected;
+  if (d.sections) out.sections = d.sections.map((sec, i) => (sec === null ? base.sections[i] : sec));
   return out;
 }
 
@@ -216,7 +220,7 @@ function colourBar(ctx, c, f, p) {
 }
 
 function paintBars(ctx, c, f, p) {                      // grouped bars; histogram: bins side by side
-  const series = p.series, values = floats(p.values), nb = p.kind === "bars" ? p.x_labels.length : values.length / series.length;
+  const series = p.series, values = valuesOf(p), nb = p.kind === "bars" ? p.x_labels.length : values.length / series.length;
   const ymax = p.ymax || Math.max(1e-12, ...values) * 1.1, yPos = (t) => f.top + f.h * (1 - t / ymax);
   if (p.kind === "bars") {
     const slot = f.w / nb, bw = (slot * 0.8) / series.length;
@@ -296,11 +300,11 @@ function numbersTable(box, p) {
     for (let i = 0; i < rows; i++) row([ys[i], ...[...Array(cols).keys()].map((j) => { const k = i * p.n_k + j; return flags[k] & 2 ? "NaN" : flags[k] & 1 ? "masked" : fmt(v[k], 4); })], "td");
     if (rows < p.n_q || cols < p.n_k) make("caption", "", table, `first ${rows} x ${cols} of ${p.n_q} x ${p.n_k}`);
   } else if (p.kind === "bars") {
-    const v = floats(p.values), nb = p.x_labels.length;
+    const v = valuesOf(p), nb = p.x_labels.length;
     row(["", ...p.series.map((x) => x.name)], "th");
     p.x_labels.forEach((l, i) => row([l, ...p.series.map((_x, si) => fmt(v[si * nb + i]))], "td"));
   } else if (p.kind === "histogram") {
-    const v = floats(p.values), nb = v.length / p.series.length, e = edgesOf(p, nb);
+    const v = valuesOf(p), nb = v.length / p.series.length, e = edgesOf(p, nb);
     row(["bin", ...p.series.map((x) => x.name)], "th");
     for (let b = 0; b < nb; b++) if (p.series.some((_x, si) => v[si * nb + b])) row([`${fmt(e[b], 3)} to ${fmt(e[b + 1], 3)}`, ...p.series.map((_x, si) => String(v[si * nb + b]))], "td");
   } else { row(p.table.header, "th"); p.table.rows.forEach((r) => row(r, "td")); }
@@ -349,6 +353,7 @@ function render({ model, el }) {
   function stepped(name, value) {                      // a linked slider's model changed in the browser
     const a = model.get("ahead") || {}, s = model.get("scene") || {};
     const entry = !dirty && a.seq === s.seq && (a.entries || []).find((e) => e.control === name && same(e.value, value));
+    // (any other watched control, e.g. a dropdown, finds no entry: it only marks the steps stale)
     dirty = true;                                      // until the kernel's next scene, nothing more ahead
     if (entry) { speculative = merge(s, entry.scene); schedule(); }
   }

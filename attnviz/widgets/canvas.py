@@ -69,8 +69,13 @@ class Panel:
         spec = {key: value for key, value in spec.items()       # absent means the front-end's default
                 if value is not None and not (isinstance(value, str) and value == "")
                 and not (key in defaults and value == defaults[key] and type(value) is type(defaults[key]))}
-        with np.errstate(over="ignore"):       # a float64 fill beyond float32's range is sent as -inf
-            spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
+        counts = self.kind == "histogram" and self.values.size and self.values.max() < 2 ** 16
+        if counts:                              # whole counts: two bytes each
+            spec["values"] = np.ascontiguousarray(self.values, dtype=np.uint16).tobytes()
+            spec["dtype"] = "uint16"
+        else:
+            with np.errstate(over="ignore"):   # a float64 fill beyond float32's range is sent as -inf
+                spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
         if self.kind == "heatmap":
             flags = self.masked * 1 + self.nan * 2 + self.leak * 4
             if flags.any():                     # absent: no masked, NaN or leaking cell
@@ -234,8 +239,11 @@ class Canvas(anywidget.AnyWidget):
     def show(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None) -> None:
         """Send ``panels`` laid out in ``sections`` (``{"title", "panels": [names], "grid": columns}``),
         one message; each section's legend (grey / pink / red cross) is worked out here."""
+        scene = self.compose(sections, panels, selected)
+        if scene == {key: value for key, value in self.scene.items() if key != "seq"}:
+            return                              # the same picture: nothing to send
         self.seq += 1
-        self.scene = {**self.compose(sections, panels, selected), "seq": self.seq}
+        self.scene = {**scene, "seq": self.seq}
 
     def show_ahead(self, entries: list[dict]) -> None:
         """Send the prepared next pictures for the current scene (``[]`` clears them)."""
