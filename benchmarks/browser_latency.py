@@ -2,14 +2,18 @@
 
     .venv/bin/python benchmarks/browser_latency.py [--presses 25] [--sizes 8 128]
 
-In one run, for n = 8 and n = 128 positions, three notebooks on the same sliders:
+In one run, for n = 8 and n = 128 positions, four notebooks on the same sliders:
 
-* the explorer: ``attnviz.widgets.saturation_explorer(n=n, d_k=64)`` (the canvas front-end);
+* the explorer: ``attnviz.widgets.saturation_explorer(n=n, d_k=64)`` (the canvas front-end), as a
+  learner gets it: after each update the kernel prepares the pictures one d_k step either side
+  (``attnviz/widgets/_ahead.py``, small matrices only), so a press can repaint in the next frame;
+* the same explorer with ``step_ahead = False``: every press waits for the kernel's round trip;
 * a bare plotly ``FigureWidget`` with one n x n heatmap, redrawn from the same d_k / temperature
   sliders by ``fig.data[0].z = ...`` (softmax of n x d_k random queries and keys), the plotly way;
 * the floor: the same sliders driving an anywidget that only counts and paints the count once per
-  frame. No widget on this stack (ipywidgets, the kernel's comm, JupyterLab) can be faster; what the
-  explorer takes beyond it is the explorer's own work.
+  frame. No widget that waits for the kernel on this stack (ipywidgets, the kernel's comm,
+  JupyterLab) can be faster; what the explorer without look-ahead takes beyond it is its own work.
+  Only a picture prepared before the press (the look-ahead) comes in under it.
 
 Each time is measured inside the page: from the keydown event (capture phase, before the slider sees
 it) to the frame that shows the new picture. For the explorer that is the moment its root's
@@ -102,6 +106,9 @@ temperature.observe(redraw, names="value")
 widgets.VBox([d_k, temperature, counter])"""
 
 EXPLORER = "from attnviz.widgets import saturation_explorer\n\nsaturation_explorer(n={n}, d_k=64)"
+# The same explorer with its look-ahead switched off: every step waits for the kernel's round trip.
+NO_AHEAD = ("from attnviz.widgets import saturation_explorer\n\n"
+            "explorer = saturation_explorer(n={n}, d_k=64)\nexplorer.step_ahead = False\nexplorer")
 
 # Records every keydown and every repaint of the explorer (or FigureWidget) next to the marked slider.
 _JS_ARM = r"""() => {
@@ -132,7 +139,7 @@ _JS_ARM = r"""() => {
 def _notebook(folder: Path, kind: str, n: int) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    source = {"explorer": EXPLORER, "bare": BARE, "floor": FLOOR}[kind]
+    source = {"explorer": EXPLORER, "no_ahead": NO_AHEAD, "bare": BARE, "floor": FLOOR}[kind]
     nb.cells = [nbformat.v4.new_code_cell(source.format(n=n))]
     path = folder / f"latency_{kind}_n{n}.ipynb"
     nbformat.write(nb, path)
@@ -208,7 +215,7 @@ def main(argv=None) -> int:
     results = {}
     with tempfile.TemporaryDirectory() as folder:
         paths = {(kind, n): _notebook(Path(folder), kind, n)
-                 for n in args.sizes for kind in ("explorer", "bare", "floor")}
+                 for n in args.sizes for kind in ("explorer", "no_ahead", "bare", "floor")}
         with lab_server(Path(folder)) as server, chromium() as browser:
             for (kind, n), path in paths.items():
                 results[kind, n] = measure(server, browser, path.name, args.presses, args.bursts)
@@ -220,8 +227,8 @@ def main(argv=None) -> int:
     print("-" * 100)
     for n in args.sizes:
         bare = statistics.median(results["bare", n]["times"])
-        for kind, label in (("explorer", "saturation explorer"), ("bare", "bare FigureWidget"),
-                            ("floor", "floor: counter widget")):
+        for kind, label in (("explorer", "saturation explorer"), ("no_ahead", "  without look-ahead"),
+                            ("bare", "bare FigureWidget"), ("floor", "floor: counter widget")):
             times, bursts_ms = results[kind, n]["times"], results[kind, n]["bursts"]
             median, ratio = statistics.median(times), statistics.median(times) / bare
             last = statistics.median(b[0] for b in bursts_ms)

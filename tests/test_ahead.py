@@ -115,6 +115,9 @@ def test_large_or_failing_settings_prepare_nothing():
     ex.look_ahead()
     ex._last_seconds = 1.0                                          # as if one computation were slow
     assert ex.look_ahead() == 0 and ex.canvas.ahead["entries"] == []   # the old steps are cleared
+    off = saturation_explorer(n=8, d_k=64)
+    off.step_ahead = False                                          # the benchmark's comparison row
+    assert off.look_ahead() == 0 and not off.canvas.ahead.get("entries")
 
 
 def test_a_step_at_the_end_of_a_slider_has_one_neighbour():

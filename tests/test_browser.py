@@ -235,6 +235,9 @@ def test_notebook_in_browser(notebook_page, path):
     if not failures:
         _set_theme(page, "JupyterLab Dark")
         _screenshot(page, f"{path.stem}_dark.png")
+        if found:                                   # the explorers in the high-contrast theme, too
+            _set_theme(page, "JupyterLab Dark High Contrast")
+            _screenshot(page, f"{path.stem}_high_contrast.png")
         _set_theme(page, "JupyterLab Light")
         failures += weight_cell_failures(page, path.name)
         moves = move_every_control(page)

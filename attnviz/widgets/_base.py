@@ -83,6 +83,7 @@ class Explorer:
 
     title = ""
     kind = ""
+    step_ahead = True        # prepare the next slider steps (False: every step waits for the kernel)
 
     def __init__(self):
         self.controls: dict[str, w.Widget] = {}
@@ -196,7 +197,7 @@ class Explorer:
         self._metrics_now = self._metrics(state)
         self._text.value = self._describe(state)
         loop = _running_loop()
-        if loop is not None and self.canvas.links:   # a frame later, if no newer change came meanwhile
+        if loop is not None and self.canvas.links and self.step_ahead:   # a frame later, if still
             loop.call_later(AHEAD_AFTER_SECONDS, self._ahead_if_idle)
         return True
 
@@ -212,7 +213,8 @@ class Explorer:
         links = [name for name, link in self.canvas.links.items() if link["step"]]
         name = self._moved if self._moved in links else next(iter(links), None)
         entries = []
-        if name is not None and self._error is None and self._last_seconds < _ahead.SECONDS:
+        fast = self._last_seconds < _ahead.SECONDS
+        if self.step_ahead and name is not None and self._error is None and fast:
             base = self.canvas.scene
             if 2 * _ahead.binary_bytes(base) <= _ahead.BYTES:
                 entries = self._steps(name, base)
