@@ -147,3 +147,13 @@ def test_a_delta_names_what_changed_and_what_went():
     two = _ahead.scene_delta({**base, "sections": [1, 2]}, {**new, "sections": [1, 3]})
     assert two["sections"] == [None, 3] and _merge({**base, "sections": [1, 2]}, two)["sections"] == [1, 3]
     assert _merge(base, d) == {**new, "panels": {"a": {"title": "x", "values": b"2"}}}
+
+
+def test_the_linked_sliders_are_not_echoed_and_other_widgets_are():
+    ex = saturation_explorer(n=8, d_k=64)
+    assert ex.controls["d_k"].trait_metadata("index", "echo_update") is False
+    assert ex.controls["temperature"].trait_metadata("value", "echo_update") is False
+    assert w.SelectionSlider(options=[1, 2]).trait_metadata("index", "echo_update") is None   # untouched
+    ex.controls["temperature"].value = 1e9                        # still validated: clamped to the top
+    assert ex.controls["temperature"].value == pytest.approx(10 ** 1.3)
+    assert isinstance(ex.controls["d_k"], w.SelectionSlider)

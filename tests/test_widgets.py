@@ -465,3 +465,16 @@ def test_the_front_end_is_one_small_file_that_marks_each_paint():
     assert len(code.splitlines()) < 450 and len(code) < 30_000      # grew with the look-ahead (issue 13)
     assert "requestAnimationFrame" in code and "attnvizPaint" in code and "data-attnviz-panel" in code
     assert "--jp-ui-font-color1" in code and "aria-label" in code
+
+
+def test_big_heatmaps_travel_as_bfloat16_and_small_ones_as_float32():
+    small, big = saturation_explorer(n=8, d_k=64), saturation_explorer(n=64, d_k=64, mask="causal")
+    assert "dtype" not in small.canvas.scene["panels"]["scaled"]             # float32: exact to 6 digits
+    sent = big.canvas.scene["panels"]["unscaled"]
+    assert sent["dtype"] == "bfloat16" and len(sent["values"]) == 64 * 64 * 2
+    decoded = (np.frombuffer(sent["values"], dtype="<u2").astype(np.uint32) << 16).view(np.float32)
+    exact = big.panels["unscaled"].values.ravel()
+    allowed = np.isfinite(exact)
+    assert np.allclose(decoded[allowed], exact[allowed], rtol=2 ** -8, atol=0)   # 3 significant digits
+    assert sent["flags"] and np.frombuffer(sent["flags"], dtype=np.uint8).reshape(64, 64)[0, 1] == 1
+    assert big.canvas.payload_bytes() < 40_000                                # two 64 x 64 maps, halved

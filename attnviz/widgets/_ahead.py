@@ -18,6 +18,7 @@ changes (``index`` for a selection slider, ``value`` otherwise) and what one ste
 
 from __future__ import annotations
 
+import copy
 import math
 
 import ipywidgets as w
@@ -89,3 +90,17 @@ def binary_bytes(value) -> int:
     if isinstance(value, list):
         return sum(binary_bytes(v) for v in value)
     return 0
+
+
+def without_echo(control: w.Widget, attr: str) -> None:
+    """Stop the kernel echoing ``attr`` back to the browser each time the browser changes it.
+
+    ipywidgets echoes every value a browser sends, for other browsers showing the same widget;
+    the one that sent it already shows it. One slider step then costs one message less. (A second
+    browser window on the same kernel would no longer see this slider move; its pictures still
+    do.) ``echo_update`` is the trait metadata ipywidgets reads for this (``FileUpload`` uses it);
+    the trait is copied, so other widgets of the class keep their echo.
+    """
+    trait = copy.copy(control.traits()[attr])
+    trait.metadata = {**trait.metadata, "echo_update": False}
+    control.add_traits(**{attr: trait})

@@ -139,6 +139,8 @@ class Explorer:
             step = _ahead.neighbours(control)
             attr = step[0] if step is not None else ("index" if control.has_trait("index") else "value")
             links[name] = {"id": control.model_id, "attr": attr, "step": step is not None}
+            if step is not None:
+                _ahead.without_echo(control, attr)
         self.canvas.links = links if any(link["step"] for link in links.values()) else {}
 
     def _values(self) -> dict:

@@ -2,7 +2,8 @@
 //
 // Python (attnviz/widgets/canvas.py) computes everything: the arrays, labels, titles, the text
 // alternative and the legend. This file only paints. Heatmap arrays arrive as binary buffers
-// (float32 values, uint8 flags: 1 masked, 2 NaN, 4 leak); ipywidgets hands them over as DataViews.
+// (float32 values, or bfloat16 for heatmaps over 32 x 32, uint16 for histogram counts; uint8 flags:
+// 1 masked, 2 NaN, 4 leak; absent = none); ipywidgets hands them over as DataViews.
 //
 // Repaints coalesce: a change only asks for a frame (requestAnimationFrame); the frame paints the
 // newest scene, so ten changes within one frame cost one paint and nothing queues.
@@ -55,7 +56,11 @@ function themeColours(el) {                             // JupyterLab theme vari
 const fmt = (v, digits = 6) => (Number.isFinite(v) ? String(Number(v.toPrecision(digits))) : String(v));
 const floats = (view) => (view.byteOffset % 4 ? new Float32Array(view.buffer.slice(view.byteOffset, view.byteOffset + view.byteLength))
   : new Float32Array(view.buffer, view.byteOffset, view.byteLength / 4));
-const valuesOf = (p) => (p.dtype === "uint16" ? Uint16Array.from({ length: p.values.byteLength / 2 }, (_x, i) => p.values.getUint16(i * 2, true)) : floats(p.values));
+const halves = (view) => Uint16Array.from({ length: view.byteLength / 2 }, (_x, i) => view.getUint16(i * 2, true));
+const valuesOf = (p) => (p.dtype === "uint16" ? halves(p.values)           // counts
+  : p.dtype === "bfloat16" ? new Float32Array(Uint32Array.from(halves(p.values), (h) => h << 16).buffer)
+  : floats(p.values));
+const digits = (p) => (p.dtype === "bfloat16" ? 3 : 6);   // what the values carry: say no more
 const bytes = (view) => new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 const flagsOf = (p) => (p.flags ? bytes(p.flags) : new Uint8Array(p.n_q * p.n_k));   // absent: all clear
 const edgesOf = (p, nb) => { const [lo, hi] = p.edge_range; return Float64Array.from({ length: nb + 1 }, (_x, b) => lo + ((hi - lo) * b) / nb); };
@@ -168,7 +173,7 @@ function paintCells(ctx, f, p, v, flags) {              // one pixel per cell, s
 }
 
 function paintHeatmap(ctx, c, f, p) {
-  const v = floats(p.values), flags = flagsOf(p), n = p.n_k, cell = p.cell, gap = cell >= 8 ? 1 : 0;
+  const v = valuesOf(p), flags = flagsOf(p), n = p.n_k, cell = p.cell, gap = cell >= 8 ? 1 : 0;
   const colour = (x) => (p.scale === "mask" ? [x > 0.5 ? MAY_ATTEND : MASKED, 0]
     : ramp(p.scale, (x - p.vmin) / (p.vmax - p.vmin || 1)));
   ctx.font = font(Math.min(12, Math.max(8, cell / 3.2)));
@@ -206,7 +211,7 @@ function paintHeatmap(ctx, c, f, p) {
     const j = Math.floor((x - f.left) / cell), i = Math.floor((y - f.top) / cell);
     if (i < 0 || j < 0 || i >= p.n_q || j >= n) return null;
     const k = i * n + j, q = p.y_labels ? ` '${p.y_labels[i]}'` : "", key = p.x_labels ? ` '${p.x_labels[j]}'` : "";
-    const what = flags[k] & 2 ? "NaN: the softmax of a row of -inf is 0/0" : flags[k] & 1 ? p.masked_hover : `${p.value_name} ${fmt(v[k])}`;
+    const what = flags[k] & 2 ? "NaN: the softmax of a row of -inf is 0/0" : flags[k] & 1 ? p.masked_hover : `${p.value_name} ${fmt(v[k], digits(p))}`;
     return `${p.hover_prefix || ""}query ${i}${q} → key ${j}${key}\n${what}${flags[k] & 4 ? "\nmasked, yet weight > 0 (leak)" : ""}`;
   };
 }
@@ -294,10 +299,10 @@ function paintPoints(ctx, c, f, p) {                    // lines, arrows and mar
 function numbersTable(box, p) {
   const table = make("table", "attnviz-table"), row = (cells, tag) => { const tr = make("tr", "", table); cells.forEach((t) => make(tag, "", tr, t)); };
   if (p.kind === "heatmap") {
-    const v = floats(p.values), flags = flagsOf(p), rows = Math.min(p.n_q, 32), cols = Math.min(p.n_k, 32);
+    const v = valuesOf(p), flags = flagsOf(p), rows = Math.min(p.n_q, 32), cols = Math.min(p.n_k, 32);
     const xs = p.x_labels || [...Array(p.n_k).keys()].map(String), ys = p.y_labels || [...Array(p.n_q).keys()].map(String);
     row(["query \\ key", ...xs.slice(0, cols)], "th");
-    for (let i = 0; i < rows; i++) row([ys[i], ...[...Array(cols).keys()].map((j) => { const k = i * p.n_k + j; return flags[k] & 2 ? "NaN" : flags[k] & 1 ? "masked" : fmt(v[k], 4); })], "td");
+    for (let i = 0; i < rows; i++) row([ys[i], ...[...Array(cols).keys()].map((j) => { const k = i * p.n_k + j; return flags[k] & 2 ? "NaN" : flags[k] & 1 ? "masked" : fmt(v[k], Math.min(4, digits(p))); })], "td");
     if (rows < p.n_q || cols < p.n_k) make("caption", "", table, `first ${rows} x ${cols} of ${p.n_q} x ${p.n_k}`);
   } else if (p.kind === "bars") {
     const v = valuesOf(p), nb = p.x_labels.length;

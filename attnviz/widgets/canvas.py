@@ -4,7 +4,8 @@ A :class:`Panel` is everything one picture shows, computed here so tests can rea
 browser: the values, the masked / NaN / leak layers of a heatmap, labels, axis titles, the
 title, and ``description`` (the text alternative a screen reader reads). :class:`Canvas` is
 the anywidget that sends a list of panels to the browser in one message: heatmap arrays as
-binary buffers (float32 values, uint8 flags), the rest as a few hundred bytes of JSON.
+binary buffers (float32 values, bfloat16 for big heatmaps, uint8 flags), the rest as a few hundred
+bytes of JSON.
 
 Panel kinds and what ``values`` holds:
 
@@ -32,6 +33,9 @@ __all__ = ["Panel", "Canvas", "heatmap_panel", "bars_panel", "histogram_panel", 
 KEY_TITLE = "key (attended to)"
 QUERY_TITLE = "query (asking)"
 TEXT_UP_TO = 12          # write each cell's value inside heatmaps up to this many positions
+# Heatmaps with more cells than this (over 32 x 32: cells a few pixels wide, no values written) travel
+# as bfloat16, half of float32's bytes; their hover and numbers table show 3 significant digits.
+BFLOAT16_ABOVE = 32 * 32
 # heatmap settings the front-end assumes when the scene leaves them out (keeps each update small)
 HEATMAP_DEFAULTS = {"x_title": KEY_TITLE, "y_title": QUERY_TITLE, "value_name": "weight", "scale": "weights",
                     "masked_hover": "masked: may not attend", "small": False, "bar": True, "text": False,
@@ -73,6 +77,8 @@ class Panel:
         if counts:                              # whole counts: two bytes each
             spec["values"] = np.ascontiguousarray(self.values, dtype=np.uint16).tobytes()
             spec["dtype"] = "uint16"
+        elif self.kind == "heatmap" and self.values.size > BFLOAT16_ABOVE:
+            spec["values"], spec["dtype"] = bfloat16_bytes(self.values), "bfloat16"
         else:
             with np.errstate(over="ignore"):   # a float64 fill beyond float32's range is sent as -inf
                 spec["values"] = np.ascontiguousarray(self.values, dtype=np.float32).tobytes()
@@ -91,6 +97,15 @@ class Panel:
         if self.kind != "heatmap":
             return []
         return [kind for kind in LEGEND if getattr(self, kind).any()]
+
+
+def bfloat16_bytes(values) -> bytes:
+    """``values`` as bfloat16 (float32's range and about 3 significant digits), rounded to nearest."""
+    with np.errstate(over="ignore"):
+        bits = np.ascontiguousarray(values, dtype=np.float32).view(np.uint32)
+    finite = (bits & 0x7F800000) != 0x7F800000
+    rounded = np.where(finite, bits + 0x7FFF + ((bits >> 16) & 1), bits)   # inf and NaN stay as they are
+    return (rounded >> 16).astype("<u2").tobytes()
 
 
 def _cell_size(n: int, room: int = 300) -> int:
