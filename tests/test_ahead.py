@@ -82,7 +82,7 @@ def test_every_prepared_step_is_the_kernels_own_picture(which):
         base = ex.canvas.scene
         for entry in entries:
             assert entry["control"] == name
-            prepared = _merge(base, entry["scene"])
+            prepared = _merge(base, _ahead.unpacked(entry["scene"]))
             _set_browser_value(control, link["attr"], entry["value"])
             ex._flush()
             assert _without(ex.canvas.scene) == _without(prepared), f"{which}: {name} -> {entry['value']}"
@@ -157,3 +157,13 @@ def test_the_linked_sliders_are_not_echoed_and_other_widgets_are():
     ex.controls["temperature"].value = 1e9                        # still validated: clamped to the top
     assert ex.controls["temperature"].value == pytest.approx(10 ** 1.3)
     assert isinstance(ex.controls["d_k"], w.SelectionSlider)
+
+
+def test_a_step_travels_as_one_buffer_and_unpacks_to_its_delta():
+    delta = {"panels": {"a": {"values": b"12345", "flags": b"\x01\x02"}, "b": {"title": "t"}},
+             "sections": [None]}
+    packed = _ahead.packed(delta)
+    assert packed["panels"]["a"]["values"] == {"at": 0, "len": 5}
+    assert packed["panels"]["a"]["flags"] == {"at": 8, "len": 2}          # offsets kept to multiples of 4
+    assert _ahead.binary_bytes(packed) == len(packed["blob"]) == 12
+    assert _ahead.unpacked(packed) == delta

@@ -81,6 +81,42 @@ def scene_delta(base: dict, new: dict, leave_out=()) -> dict:
     return out
 
 
+def packed(scene: dict) -> dict:
+    """``scene`` with its binary buffers moved into one ``blob``: each becomes ``{"at", "len"}``
+    (offsets kept to multiples of 4, so float32 views need no copy). One buffer, one path, per step."""
+    parts, size = [], 0
+
+    def move(value):
+        nonlocal size
+        if isinstance(value, bytes):
+            at, size = size, size + len(value) + (-len(value)) % 4
+            parts.append(value + b"\0" * ((-len(value)) % 4))
+            return {"at": at, "len": len(value)}
+        if isinstance(value, dict):
+            return {key: move(v) for key, v in value.items()}
+        if isinstance(value, list):
+            return [move(v) for v in value]
+        return value
+    out = move(scene)
+    out["blob"] = b"".join(parts)
+    return out
+
+
+def unpacked(scene: dict) -> dict:
+    """The inverse of :func:`packed` (what canvas.js does with a step)."""
+    blob = scene["blob"]
+
+    def back(value):
+        if isinstance(value, dict) and set(value) == {"at", "len"}:
+            return blob[value["at"]:value["at"] + value["len"]]
+        if isinstance(value, dict):
+            return {key: back(v) for key, v in value.items()}
+        if isinstance(value, list):
+            return [back(v) for v in value]
+        return value
+    return back({key: value for key, value in scene.items() if key != "blob"})
+
+
 def binary_bytes(value) -> int:
     """The bytes of all binary buffers inside ``value`` (dicts and lists of them)."""
     if isinstance(value, bytes):

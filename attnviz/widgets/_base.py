@@ -234,8 +234,8 @@ class Explorer:
                     sections, panels = self._layout(state)
             except Exception:  # noqa: BLE001 - that step shows its problem when the kernel gets there
                 continue
-            scene = _ahead.scene_delta(base, self.canvas.compose(sections, panels, self._selected(state)),
-                                       leave_out=("description",))
+            new = self.canvas.compose(sections, panels, self._selected(state))
+            scene = _ahead.packed(_ahead.scene_delta(base, new, leave_out=("description",)))
             size += _ahead.binary_bytes(scene)
             entries.append({"control": name, "value": browser_value, "scene": scene})
         return entries if size <= _ahead.BYTES else []

@@ -66,7 +66,16 @@ const flagsOf = (p) => (p.flags ? bytes(p.flags) : new Uint8Array(p.n_q * p.n_k)
 const edgesOf = (p, nb) => { const [lo, hi] = p.edge_range; return Float64Array.from({ length: nb + 1 }, (_x, b) => lo + ((hi - lo) * b) / nb); };
 const same = (a, b) => a === b || (typeof a === "number" && typeof b === "number" && Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b)));
 
-function merge(base, d) {                              // a scene plus an `ahead` delta (null = removed)
+function unpack(value, blob) {                          // {at, len} -> a DataView into the step's blob
+  if (value && typeof value === "object" && !Array.isArray(value) && !(value instanceof DataView)) {
+    if ("at" in value && "len" in value && Object.keys(value).length === 2) return new DataView(blob.buffer, blob.byteOffset + value.at, value.len);
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, unpack(v, blob)]));
+  }
+  return Array.isArray(value) ? value.map((v) => unpack(v, blob)) : value;
+}
+
+function merge(base, packed) {                         // a scene plus an `ahead` delta (null = removed)
+  const d = packed.blob ? unpack({ ...packed, blob: null }, packed.blob) : packed;
   const panels = { ...(base.panels || {}) };
   for (const [name, spec] of Object.entries(d.panels || {})) {
     const p = { ...(panels[name] || {}), ...spec };

@@ -89,7 +89,9 @@ class Panel:
             spec["n_q"], spec["n_k"] = (int(size) for size in self.values.shape)
         if "edges" in spec:                     # equal bins (histogram_panel): the first and last edge
             edges = np.asarray(spec.pop("edges"), dtype=np.float64)
-            spec["edge_range"] = [float(edges[0]), float(edges[-1])]
+            spec["edge_range"] = [_short(edges[0]), _short(edges[-1])]
+        if "marks" in spec:
+            spec["marks"] = [{**mark, "x": _short(mark["x"])} for mark in spec["marks"]]
         return spec
 
     def legend(self) -> list[str]:
@@ -97,6 +99,11 @@ class Panel:
         if self.kind != "heatmap":
             return []
         return [kind for kind in LEGEND if getattr(self, kind).any()]
+
+
+def _short(x) -> float:
+    """A position on an axis, to 7 significant digits (float32's), not float64's 17 in the JSON."""
+    return float(f"{float(x):.7g}")
 
 
 def bfloat16_bytes(values) -> bytes:
