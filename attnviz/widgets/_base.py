@@ -101,7 +101,8 @@ class Explorer:
         self._moved: str | None = None        # the control changed last (look-ahead steps it)
         self.computations = 0                 # how many times _compute ran (coalescing is visible)
         self._problem = w.HTML(layout=w.Layout(display="none"))
-        self._text = w.HTML(layout=w.Layout(width="300px", min_width="240px", margin="4px 0 0 8px"))
+        self._text = w.HTML()
+        self._footnote = w.HTML()       # the part of the text that rarely changes (sent only then)
 
     # -- up to date on every read ------------------------------------------------------------------
     @property
@@ -197,7 +198,8 @@ class Explorer:
             self._problem.value = ""
         self.canvas.show(sections, panels, selected=self._selected(state))
         self._metrics_now = self._metrics(state)
-        self._text.value = self._describe(state)
+        text = self._describe(state)
+        self._text.value, self._footnote.value = text if isinstance(text, tuple) else (text, "")
         loop = _running_loop()
         if loop is not None and self.canvas.links and self.step_ahead:   # a frame later, if still
             loop.call_later(AHEAD_AFTER_SECONDS, self._ahead_if_idle)
@@ -247,6 +249,7 @@ class Explorer:
                 self._text.value = note(
                     "These settings do not work (the message above says why). The pictures still "
                     "show the last settings that did.")
+                self._footnote.value = ""
         self._problem.value = f"<div class='attnviz-problem'>{html.escape(message)}</div>"
         self._problem.layout.display = ""
 
@@ -263,7 +266,8 @@ class Explorer:
     def _metrics(self, state) -> dict:
         return dict(state["metrics"])
 
-    def _describe(self, state) -> str:
+    def _describe(self, state) -> str | tuple[str, str]:
+        """The metrics in words (html); or ``(text, footnote)``: the footnote is sent only when it changes."""
         return ""
 
     def _state_problem(self, state) -> str | None:
@@ -273,7 +277,9 @@ class Explorer:
     # -- display ---------------------------------------------------------------------------------
     def _box(self, controls: w.Widget, head: w.Widget) -> w.Widget:
         """Heading, controls, the problem line, then the canvas with the text beside it (wrapping)."""
-        body = w.HBox([self.canvas, self._text],
+        side = w.VBox([self._text, self._footnote],
+                      layout=w.Layout(width="300px", min_width="240px", margin="4px 0 0 8px"))
+        body = w.HBox([self.canvas, side],
                       layout=w.Layout(flex_flow="row wrap", align_items="flex-start", max_width="100%"))
         return w.VBox([head, controls, self._problem, body], layout=w.Layout(max_width="100%"))
 

@@ -166,7 +166,7 @@ class SaturationExplorer(Explorer):
         th = VERDICT_THRESHOLDS
         return note(
             f"<b>{_side(state['selected'])}</b>, d_k = {state['d_k']}, temperature = "
-            f"{state['temperature']:.3g}<br>{saturation_verdict(chosen)}") + table + note(
+            f"{state['temperature']:.3g}<br>{saturation_verdict(chosen)}") + table, note(
             f"<small>A flat row would have entropy {chosen['uniform_entropy']:.3g}; one-hot has 0. "
             "grad_norm is the size of the softmax's Jacobian: 0 when a row is one-hot. "
             f"The verdict: saturated when max_weight ≥ {th['saturated']}, saturating when ≥ "
