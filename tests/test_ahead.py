@@ -6,6 +6,8 @@ control really takes that value (all but the text alternative, which follows wit
 update). And nothing is prepared where it would cost too much.
 """
 
+import asyncio
+
 import ipywidgets as w
 import numpy as np
 import pytest
@@ -167,3 +169,19 @@ def test_a_step_travels_as_one_buffer_and_unpacks_to_its_delta():
     assert packed["panels"]["a"]["flags"] == {"at": 8, "len": 2}          # offsets kept to multiples of 4
     assert _ahead.binary_bytes(packed) == len(packed["blob"]) == 12
     assert _ahead.unpacked(packed) == delta
+
+
+def test_in_a_kernel_the_steps_come_a_frame_after_the_last_change_only():
+    async def drive():
+        ex = saturation_explorer(n=8, d_k=64)
+        sent = []
+        ex.canvas.observe(lambda change: sent.append(change["new"]["seq"]), names="ahead")
+        slider = ex.controls["temperature"]
+        for step in range(6):                       # a held key: a change every 5 ms
+            slider.value = 1.0 + 0.01 * (step + 1)
+            await asyncio.sleep(0.005)
+        assert sent == []                           # nothing prepared while the key is held
+        await asyncio.sleep(0.1)
+        assert sent == [ex.canvas.scene["seq"]]     # once, for the newest picture
+        assert {e["control"] for e in ex.canvas.ahead["entries"]} == {"temperature"}
+    asyncio.run(drive())

@@ -202,12 +202,13 @@ class Explorer:
         self._text.value, self._footnote.value = text if isinstance(text, tuple) else (text, "")
         loop = _running_loop()
         if loop is not None and self.canvas.links and self.step_ahead:   # a frame later, if still
-            loop.call_later(AHEAD_AFTER_SECONDS, self._ahead_if_idle)
+            loop.call_later(AHEAD_AFTER_SECONDS, self._ahead_if_idle, self.computations)
         return True
 
     # -- one step ahead ---------------------------------------------------------------------------
-    def _ahead_if_idle(self):
-        if not (self._stale or self._scheduled):        # nothing newer waiting: prepare the next steps
+    def _ahead_if_idle(self, computation: int):
+        # only for the newest update, and only if nothing newer is waiting: the controls are still
+        if computation == self.computations and not (self._stale or self._scheduled):
             self.look_ahead()
 
     def look_ahead(self) -> int:
