@@ -50,7 +50,8 @@ function themeColours(el) {                             // JupyterLab theme vari
   const s = getComputedStyle(el), v = (name, fallback) => s.getPropertyValue(name).trim() || fallback;
   family = v("--jp-ui-font-family", "system-ui, sans-serif");
   return { fg: v("--jp-ui-font-color1", "#222"), fg2: v("--jp-ui-font-color2", "#555"),
-    bg: v("--jp-layout-color1", "#fff"), border: v("--jp-border-color1", "#999") };
+    bg: v("--jp-layout-color1", "#fff"), border: v("--jp-border-color1", "#999"),
+    themed: !!s.getPropertyValue("--jp-ui-font-color1").trim() };
 }
 
 const fmt = (v, digits = 6) => (Number.isFinite(v) ? String(Number(v.toPrecision(digits))) : String(v));
@@ -88,8 +89,7 @@ function merge(base, packed) {                         // a scene plus an `ahead
   return out;
 }
 
-const LUT_SIZE = 1024;                                   // big heatmaps: colours from a table
-const LUTS = {};
+const LUT_SIZE = 1024, LUTS = {};                       // big heatmaps: colours from a table
 function lut(scale) {
   if (!LUTS[scale]) {
     const table = new Uint8ClampedArray(LUT_SIZE * 4);
@@ -335,7 +335,7 @@ function render({ model, el }) {
   el.dataset.attnvizPaint = "0";
   const tip = make("div", "attnviz-tip"), boxes = new Map();
   tip.hidden = true;
-  let frame = 0, paints = 0, layout = "";
+  let frame = 0, paints = 0, layout = "", colours = null;
   const schedule = () => { if (!frame) frame = requestAnimationFrame(paint); };
 
   function panelBox(name) {                             // title, canvas, numbers toggle, table; kept
@@ -367,7 +367,6 @@ function render({ model, el }) {
   function stepped(name, value) {                      // a linked slider's model changed in the browser
     const a = model.get("ahead") || {}, s = model.get("scene") || {};
     const entry = !dirty && a.seq === s.seq && (a.entries || []).find((e) => e.control === name && same(e.value, value));
-    // (any other watched control, e.g. a dropdown, finds no entry: it only marks the steps stale)
     dirty = true;                                      // until the kernel's next scene, nothing more ahead
     if (entry) { speculative = merge(s, entry.scene); schedule(); }
   }
@@ -385,7 +384,9 @@ function render({ model, el }) {
 
   function paint() {
     frame = 0;
-    const s = scene(), c = themeColours(el), sections = s.sections || [];
+    const c = colours || themeColours(el);              // read once per theme: getComputedStyle is slow
+    if (el.isConnected && c.themed) colours = c;        // (not before the page shows it or its theme)
+    const s = scene(), sections = s.sections || [];
     const signature = JSON.stringify(sections.map((x) => [x.title, x.panels]));
     if (signature !== layout) {                         // rebuild the sections only when they change
       layout = signature;
@@ -401,8 +402,10 @@ function render({ model, el }) {
     }
     el.querySelectorAll(".attnviz-section").forEach((node, k) => {
       const sec = sections[k], title = node.querySelector(".attnviz-section-title");
-      if (title) title.textContent = sec.title;
-      node.querySelector(".attnviz-legend").replaceChildren(...(sec.legend || []).map((item) => {
+      if (title && title.textContent !== sec.title) title.textContent = sec.title;
+      const legend = node.querySelector(".attnviz-legend"), words = JSON.stringify(sec.legend || []);
+      if (legend.dataset.legend === words) return; legend.dataset.legend = words;   // unchanged: no DOM work
+      legend.replaceChildren(...(sec.legend || []).map((item) => {
         const chip = make("span", "attnviz-chip"), sw = make("i", `attnviz-swatch attnviz-${item.kind}`, chip);
         if (item.colour) sw.style.background = item.colour;
         chip.append(item.text); return chip;
@@ -416,12 +419,13 @@ function render({ model, el }) {
       const key = [look, !b.numbers.hidden];                // unchanged panel (e.g. the head grid): keep
       if (b.spec === raw && b.key === JSON.stringify(key)) continue;
       b.spec = raw; b.key = JSON.stringify(key);
-      b.title.textContent = p.title || "";
+      if (b.title.textContent !== (p.title || "")) b.title.textContent = p.title || "";
       b.canvas.setAttribute("role", p.pick ? "button" : "img"); b.canvas.setAttribute("aria-label", p.description || p.title || p.kind);
       b.canvas.tabIndex = p.pick ? 0 : -1; b.button.hidden = !!p.small;
       const ctx = b.canvas.getContext("2d"), f = frameFor(ctx, p), dpr = window.devicePixelRatio || 1;
       const w = Math.ceil(f.left + f.w + f.right), h = Math.ceil(f.top + f.h + f.bottom);
-      b.canvas.width = w * dpr; b.canvas.height = h * dpr; b.canvas.style.width = `${w}px`; b.canvas.style.height = `${h}px`;
+      if (b.canvas.width !== w * dpr || b.canvas.height !== h * dpr) { b.canvas.width = w * dpr; b.canvas.height = h * dpr; }
+      b.canvas.style.width = `${w}px`; b.canvas.style.height = `${h}px`;   // (resizing reallocates: only on change)
       Object.assign(b.canvas.dataset, { x0: f.left, y0: f.top, cell: p.cell || "" });
       ctx.setTransform(dpr, 0, 0, dpr, 0, 0); ctx.clearRect(0, 0, w, h);
       try { b.canvas.hover = PAINT[p.kind](ctx, c, f, p); } catch (err) {   // say so, keep painting the rest
@@ -436,7 +440,7 @@ function render({ model, el }) {
 
   model.on("change:scene", () => { speculative = null; dirty = false; schedule(); });
   model.on("change:fixed", schedule);
-  const watcher = new MutationObserver(schedule);      // theme switched: repaint in the new colours
+  const watcher = new MutationObserver(() => { colours = null; schedule(); });   // theme switched: new colours
   watcher.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-name", "data-jp-theme-light"] });
   schedule();
   return () => { cancelAnimationFrame(frame); watcher.disconnect(); tip.remove(); unlink.forEach((f) => f()); };
