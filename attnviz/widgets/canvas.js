@@ -17,7 +17,8 @@
 //
 // DOM contract (for tests and benchmarks):
 //   root element           .attnviz-canvas[data-attnviz-explorer="<explorer>"][data-attnviz-paint="<n>"]
-//                          n counts repaints; it is incremented after every paint has finished.
+//                          n counts repaints; it is incremented after every frame that changed
+//                          anything on screen (the kernel's copy of a picture already shown is not one).
 //   each panel's canvas    canvas[data-attnviz-panel="<panel name>"], role="img" (or "button" if it can
 //                          be picked), aria-label = what it shows (from Python); CSS size = drawn size.
 //   a heatmap cell         query i, key j of a heatmap is the rectangle at x = data-x0 + j*data-cell,
@@ -73,6 +74,20 @@ function unpack(value, blob) {                          // {at, len} -> a DataVi
     return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, unpack(v, blob)]));
   }
   return Array.isArray(value) ? value.map((v) => unpack(v, blob)) : value;
+}
+
+function samePicture(a, b) {                           // all but the text alternative; buffers by bytes
+  const keys = new Set([...Object.keys(a), ...Object.keys(b)]);
+  keys.delete("description");
+  for (const k of keys) {
+    const x = a[k], y = b[k];
+    if (x instanceof DataView && y instanceof DataView) {
+      if (x.byteLength !== y.byteLength) return false;
+      const u = new Uint8Array(x.buffer, x.byteOffset, x.byteLength), v = new Uint8Array(y.buffer, y.byteOffset, y.byteLength);
+      for (let i = 0; i < u.length; i++) if (u[i] !== v[i]) return false;
+    } else if (x !== y && JSON.stringify(x) !== JSON.stringify(y)) return false;
+  }
+  return true;
 }
 
 function merge(base, packed) {                         // a scene plus an `ahead` delta (null = removed)
@@ -388,8 +403,9 @@ function render({ model, el }) {
     if (el.isConnected && c.themed) colours = c;        // (not before the page shows it or its theme)
     const s = scene(), sections = s.sections || [];
     const signature = JSON.stringify(sections.map((x) => [x.title, x.panels]));
+    let changed = false;                                // anything on screen different after this frame?
     if (signature !== layout) {                         // rebuild the sections only when they change
-      layout = signature;
+      layout = signature; changed = true;
       el.replaceChildren(...sections.map((sec) => {
         const node = make("section", "attnviz-section");
         if (sec.title) make("div", "attnviz-section-title", node);
@@ -402,9 +418,9 @@ function render({ model, el }) {
     }
     el.querySelectorAll(".attnviz-section").forEach((node, k) => {
       const sec = sections[k], title = node.querySelector(".attnviz-section-title");
-      if (title && title.textContent !== sec.title) title.textContent = sec.title;
+      if (title && title.textContent !== sec.title) { title.textContent = sec.title; changed = true; }
       const legend = node.querySelector(".attnviz-legend"), words = JSON.stringify(sec.legend || []);
-      if (legend.dataset.legend === words) return; legend.dataset.legend = words;   // unchanged: no DOM work
+      if (legend.dataset.legend === words) return; legend.dataset.legend = words; changed = true;   // else no DOM work
       legend.replaceChildren(...(sec.legend || []).map((item) => {
         const chip = make("span", "attnviz-chip"), sw = make("i", `attnviz-swatch attnviz-${item.kind}`, chip);
         if (item.colour) sw.style.background = item.colour;
@@ -415,10 +431,13 @@ function render({ model, el }) {
     for (const [name, b] of boxes) {
       const raw = s.panels[name]; if (!raw) continue;
       const p = raw.kind === "heatmap" ? { ...HEATMAP, ...raw } : raw;
-      b.box.classList.toggle("attnviz-selected", s.selected === name);
-      const key = [look, !b.numbers.hidden];                // unchanged panel (e.g. the head grid): keep
-      if (b.spec === raw && b.key === JSON.stringify(key)) continue;
-      b.spec = raw; b.key = JSON.stringify(key);
+      if (b.box.classList.contains("attnviz-selected") !== (s.selected === name)) { b.box.classList.toggle("attnviz-selected"); changed = true; }
+      const key = JSON.stringify([look, !b.numbers.hidden]);   // unchanged panel (the head grid, or the
+      const unchanged = b.key === key && (b.spec === raw || samePicture(b.spec, raw));   // kernel's copy of
+      if (b.spec !== raw && raw.description) b.canvas.setAttribute("aria-label", raw.description);  // a step)
+      b.spec = raw;
+      if (unchanged) continue;
+      b.key = key; changed = true;
       if (b.title.textContent !== (p.title || "")) b.title.textContent = p.title || "";
       b.canvas.setAttribute("role", p.pick ? "button" : "img"); b.canvas.setAttribute("aria-label", p.description || p.title || p.kind);
       b.canvas.tabIndex = p.pick ? 0 : -1; b.button.hidden = !!p.small;
@@ -435,7 +454,7 @@ function render({ model, el }) {
       if (!b.numbers.hidden) numbersTable(b.numbers, p);
     }
     el.dataset.attnvizExplorer = s.explorer || "";
-    el.dataset.attnvizPaint = String(++paints);
+    if (changed) el.dataset.attnvizPaint = String(++paints);
   }
 
   model.on("change:scene", () => { speculative = null; dirty = false; schedule(); });
