@@ -325,6 +325,7 @@ def test_head_explorer_picks_and_enlarges():
 def test_head_explorer_accepts_numpy_and_three_dimensions():
     ex = head_explorer(np.full((2, 3, 5), 0.2))
     assert ex.controls["layer"].disabled and ex.weights.shape == (1, 2, 3, 5)
+    assert ex.controls["layer"].layout.display == "none" and ex.controls["head"].layout.display is None
 
 
 @pytest.mark.parametrize("weights, tokens, message", [

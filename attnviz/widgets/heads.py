@@ -53,6 +53,10 @@ def _as_layers_heads(weights) -> np.ndarray:
     return array
 
 
+def _slider_layout(count: int) -> w.Layout:
+    return w.Layout(width="280px", display="none" if count == 1 else None)
+
+
 class HeadExplorer(Explorer):
     """Controls ``layer`` and ``head``; panels ``L<layer> H<head>`` (every head, small; click
     one, or focus it and press Enter, to pick it) and ``selected`` (the picked head, enlarged
@@ -79,10 +83,11 @@ class HeadExplorer(Explorer):
         self.query_labels = tokens if tokens is not None and n_q == n_k else None
         wide = {"description_width": "50px"}
         self.controls = {
+            # a slider with one value has nothing to choose: kept (and disabled) but not shown
             "layer": w.IntSlider(value=0, min=0, max=n_layers - 1, description="layer", style=wide,
-                                 disabled=n_layers == 1, layout=w.Layout(width="280px")),
+                                 disabled=n_layers == 1, layout=_slider_layout(n_layers)),
             "head": w.IntSlider(value=0, min=0, max=n_heads - 1, description="head", style=wide,
-                                disabled=n_heads == 1, layout=w.Layout(width="280px")),
+                                disabled=n_heads == 1, layout=_slider_layout(n_heads)),
         }
         self.grid = {self._name(layer, head): self._small(layer, head)
                      for layer in range(n_layers) for head in range(n_heads)}
