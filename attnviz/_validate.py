@@ -166,14 +166,18 @@ def check_mask(mask, scores_shape, name: str = "mask") -> torch.Tensor:
 # --- the attention core's arguments --------------------------------------------------------
 
 
+def _like_q(q, other, name: str) -> None:
+    if other.dtype != q.dtype or other.device != q.device:
+        raise TypeError(
+            f"q is {q.dtype} on {q.device} but {name} is {other.dtype} on {other.device}: q, k and v "
+            f"must share one dtype and device. Convert with {name}.to(q)."
+        )
+
+
 def check_qk(q, k) -> None:
     require_float_tensor(q, "q", 2)
     require_float_tensor(k, "k", 2)
-    if q.dtype != k.dtype or q.device != k.device:
-        raise TypeError(
-            f"q is {q.dtype} on {q.device} but k is {k.dtype} on {k.device}: q, k and v must "
-            f"share one dtype and device. Convert with k.to(q)."
-        )
+    _like_q(q, k, "k")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(
             f"q has shape {shape_str(q.shape)} and k has shape {shape_str(k.shape)}: "
@@ -197,11 +201,7 @@ def check_qk(q, k) -> None:
 def check_qkv(q, k, v) -> tuple[int, ...]:
     check_qk(q, k)
     require_float_tensor(v, "v", 2)
-    if v.dtype != q.dtype or v.device != q.device:
-        raise TypeError(
-            f"q is {q.dtype} on {q.device} but v is {v.dtype} on {v.device}: q, k and v must "
-            f"share one dtype and device. Convert with v.to(q)."
-        )
+    _like_q(q, v, "v")
     if k.shape[-2] != v.shape[-2]:
         raise ValueError(
             f"k has shape {shape_str(k.shape)} and v has shape {shape_str(v.shape)}: "

@@ -23,6 +23,8 @@ import math
 
 import ipywidgets as w
 
+from .canvas import map_bytes
+
 BYTES = 8_000          # at most this much look-ahead data per update
 SECONDS = 0.01         # and only for explorers whose one computation takes less than this
 
@@ -86,18 +88,13 @@ def packed(scene: dict) -> dict:
     (offsets kept to multiples of 4, so float32 views need no copy). One buffer, one path, per step."""
     parts, size = [], 0
 
-    def move(value):
+    def move(leaf: bytes) -> dict:
         nonlocal size
-        if isinstance(value, bytes):
-            at, size = size, size + len(value) + (-len(value)) % 4
-            parts.append(value + b"\0" * ((-len(value)) % 4))
-            return {"at": at, "len": len(value)}
-        if isinstance(value, dict):
-            return {key: move(v) for key, v in value.items()}
-        if isinstance(value, list):
-            return [move(v) for v in value]
-        return value
-    out = move(scene)
+        pad = (-len(leaf)) % 4
+        at, size = size, size + len(leaf) + pad
+        parts.append(leaf + b"\0" * pad)
+        return {"at": at, "len": len(leaf)}
+    out = map_bytes(scene, move)
     out["blob"] = b"".join(parts)
     return out
 
@@ -119,13 +116,9 @@ def unpacked(scene: dict) -> dict:
 
 def binary_bytes(value) -> int:
     """The bytes of all binary buffers inside ``value`` (dicts and lists of them)."""
-    if isinstance(value, bytes):
-        return len(value)
-    if isinstance(value, dict):
-        return sum(binary_bytes(v) for v in value.values())
-    if isinstance(value, list):
-        return sum(binary_bytes(v) for v in value)
-    return 0
+    sizes = []
+    map_bytes(value, lambda leaf: sizes.append(len(leaf)))
+    return sum(sizes)
 
 
 def without_echo(control: w.Widget, attr: str) -> None:

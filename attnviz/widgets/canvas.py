@@ -101,6 +101,17 @@ class Panel:
         return [kind for kind in LEGEND if getattr(self, kind).any()]
 
 
+def map_bytes(value, on_bytes):
+    """``value`` (a scene: dicts and lists) rebuilt, each ``bytes`` leaf replaced by ``on_bytes(leaf)``."""
+    if isinstance(value, bytes):
+        return on_bytes(value)
+    if isinstance(value, dict):
+        return {key: map_bytes(v, on_bytes) for key, v in value.items()}
+    if isinstance(value, list):
+        return [map_bytes(v, on_bytes) for v in value]
+    return value
+
+
 def _short(x) -> float:
     """A position on an axis, to 7 significant digits (float32's), not float64's 17 in the JSON."""
     return float(f"{float(x):.7g}")
@@ -285,15 +296,6 @@ class Canvas(anywidget.AnyWidget):
     def payload_bytes(self, trait: str = "scene") -> int:
         """What one update of ``trait`` sends: its JSON plus its binary buffers, in bytes."""
         buffers = []
-
-        def strip(value):
-            if isinstance(value, bytes):
-                buffers.append(len(value))
-                return None
-            if isinstance(value, dict):
-                return {k: strip(v) for k, v in value.items()}
-            if isinstance(value, list):
-                return [strip(v) for v in value]
-            return value
-        text = json.dumps(strip(getattr(self, trait)), ensure_ascii=False)
+        text = json.dumps(map_bytes(getattr(self, trait), lambda b: buffers.append(len(b))),
+                          ensure_ascii=False)
         return len(text.encode()) + sum(buffers)
