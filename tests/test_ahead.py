@@ -78,6 +78,7 @@ def test_every_prepared_step_is_the_kernels_own_picture(which):
         start = getattr(control, link["attr"])
         ex._on_change(type("Change", (), {"owner": control})())     # as if the learner moved it last
         ex._flush()
+        ex.update()                 # a warm computation: a cold first one can be too slow to step ahead
         sent = ex.look_ahead()
         entries = ex.canvas.ahead["entries"]
         assert sent == len(entries) and ex.canvas.ahead["seq"] == ex.canvas.scene["seq"]
@@ -97,7 +98,8 @@ def test_every_prepared_step_is_the_kernels_own_picture(which):
 def test_saturation_prepares_both_neighbours_of_the_slider_moved_last():
     ex = saturation_explorer(n=8, d_k=64)
     assert {name for name, link in ex.canvas.links.items() if link["step"]} == {"d_k", "temperature"}
-    assert ex.canvas.links["mask"] == {"id": ex.controls["mask"].model_id, "attr": "index", "step": False}
+    assert ex.canvas.links["mask"] == {"id": ex.controls["mask"].model_id, "attr": "index", "step": False,
+                                      "move": False}
     assert ex.canvas.links["d_k"]["attr"] == "index" and ex.canvas.links["temperature"]["attr"] == "value"
     assert ex.look_ahead() == 2                                     # nothing moved yet: the first slider
     assert [e["value"] for e in ex.canvas.ahead["entries"]] == [5, 7]   # d_k 32 and 128, by index
@@ -171,17 +173,149 @@ def test_a_step_travels_as_one_buffer_and_unpacks_to_its_delta():
     assert _ahead.unpacked(packed) == delta
 
 
-def test_in_a_kernel_the_steps_come_a_frame_after_the_last_change_only():
+def test_in_a_kernel_the_steps_come_a_frame_after_a_single_change():
     async def drive():
         ex = saturation_explorer(n=8, d_k=64)
         sent = []
         ex.canvas.observe(lambda change: sent.append(change["new"]["seq"]), names="ahead")
-        slider = ex.controls["temperature"]
-        for step in range(6):                       # a held key: a change every 5 ms
-            slider.value = 1.0 + 0.01 * (step + 1)
-            await asyncio.sleep(0.005)
-        assert sent == []                           # nothing prepared while the key is held
+        ex.controls["temperature"].value = 2.0
+        await asyncio.sleep(0.005)
+        assert sent == []                           # not with the picture: one press is no burst
         await asyncio.sleep(0.1)
-        assert sent == [ex.canvas.scene["seq"]]     # once, for the newest picture
+        assert sent == [ex.canvas.scene["seq"]]     # a frame later, once, for the newest picture
+        assert len(ex.canvas.ahead["entries"]) == 2
         assert {e["control"] for e in ex.canvas.ahead["entries"]} == {"temperature"}
     asyncio.run(drive())
+
+
+def test_a_held_key_brings_the_next_steps_with_each_picture():
+    async def drive():
+        ex = saturation_explorer(n=8, d_k=64)
+        slider = ex.controls["temperature"]
+        sent = []                                   # (ahead, the scene it extends) as they were sent
+        ex.canvas.observe(lambda change: sent.append((change["new"], ex.canvas.scene)), names="ahead")
+        for k in range(1, 9):                       # a held key: a change every 5 ms, upwards
+            slider.value = 10 ** (0.01 * k)
+            await asyncio.sleep(0.005)
+        now = ex.state["temperature"]               # (brings the explorer up to date first)
+        assert now == pytest.approx(10 ** 0.08)
+        assert sent, "nothing prepared during the burst"
+        assert all(ahead["seq"] == scene["seq"] for ahead, scene in sent)   # each with its own picture
+        values = [e["value"] for ahead, _scene in sent for e in ahead["entries"]]
+        assert len(values) == len(set(values))      # a step the browser has is not sent again
+        wanted = [10 ** (0.01 * (8 + k)) for k in range(1, _ahead.BURST_STEPS + 1)]
+        assert all(any(v == pytest.approx(w, rel=1e-9) for v in values) for w in wanted)
+        first = [e["value"] for e in sent[0][0]["entries"]]
+        here = sent[0][0]["at"]["temperature"]
+        assert first[0] > here > first[1] and first[2:] == sorted(first[2:])   # the way it moves first
+        count = len(sent)
+        await asyncio.sleep(0.1)
+        assert len(sent) == count                   # and nothing more once it stops: the browser has them
+        # every prepared step is the kernel's own picture of that value
+        for ahead, base in sent[-2:]:
+            for entry in ahead["entries"]:
+                slider.value = entry["value"]
+                ex._flush()
+                assert _without(ex.canvas.scene) == _without(_merge(base, _ahead.unpacked(entry["scene"])))
+    asyncio.run(drive())
+
+
+def test_a_burst_that_turns_round_prepares_the_other_way():
+    async def drive():
+        ex = saturation_explorer(n=8, d_k=64)
+        d_k = ex.controls["d_k"]
+        sent = []
+        ex.canvas.observe(lambda change: sent.append(change["new"]), names="ahead")
+        for index in (d_k.index - 1, d_k.index - 2, d_k.index - 3):
+            d_k.index = index
+            await asyncio.sleep(0.02)
+        assert sent
+        first = sent[0]
+        at = first["at"]["d_k"]
+        assert [e["value"] for e in first["entries"]][:2] == [at - 1, at + 1]   # downwards first, one back
+    asyncio.run(drive())
+
+
+def test_the_steps_are_sent_again_once_another_control_changed_them():
+    async def burst(ex, start):
+        for k in range(start, start + 4):
+            ex.controls["temperature"].value = 10 ** (0.01 * k)
+            await asyncio.sleep(0.005)
+        await asyncio.sleep(0.05)
+
+    async def drive():
+        ex = saturation_explorer(n=8, d_k=64)
+        values = []
+        ex.canvas.observe(lambda change: values.extend(e["value"] for e in change["new"]["entries"]),
+                          names="ahead")
+        await burst(ex, 1)
+        before = len(values)
+        ex.controls["mask"].value = list(ex.controls["mask"].options)[-1]    # other pictures now
+        await asyncio.sleep(0.05)
+        await burst(ex, 1)                                                   # the same values again
+        again = values[before:]
+        assert again and any(v == pytest.approx(10 ** 0.03) for v in again)
+    asyncio.run(drive())
+
+
+# -- moves reported by the browser, ahead of the slider's own message -------------------------------
+def _move(ex, name, value):
+    """What canvas.js sends when it sees a linked slider move in the browser."""
+    ex.canvas._message(ex.canvas, {"move": name, "value": value}, [])
+
+
+def test_a_move_from_the_browser_is_computed_before_the_sliders_own_message():
+    ex = saturation_explorer(n=8, d_k=64)
+    d_k, start = ex.controls["d_k"], ex.computations
+    index = d_k.index
+    _move(ex, "d_k", index + 1)                                   # the browser's slider is one step on
+    assert ex.computations == start + 1 and ex.state["d_k"] == 128
+    assert d_k.value == 64                                        # the kernel's slider has not heard yet
+    title = ex.canvas.scene["sections"][0]["title"]
+    d_k.index = index + 1                                         # the slider's message: same value
+    assert ex.computations == start + 1 and ex.canvas.scene["sections"][0]["title"] == title
+    d_k.value = 16                                                # a cell sets another value: computed
+    assert ex.computations == start + 2 and ex.state["d_k"] == 16
+
+
+def test_a_burst_of_moves_costs_at_most_two_computations_and_shows_the_last():
+    ex = saturation_explorer(n=8, d_k=64)
+    temperature, start = ex.controls["temperature"], ex.computations
+    values = [10 ** (0.01 * k) for k in range(1, 13)]
+
+    async def burst():
+        for value in values:                                      # twelve presses, one message each
+            _move(ex, "temperature", value)
+        await asyncio.sleep(0.05)
+        temperature.value = values[-1]                           # the slider's own (throttled) message
+        await asyncio.sleep(0.05)
+    asyncio.run(burst())
+    assert ex.computations - start <= 2
+    assert ex.state["temperature"] == pytest.approx(values[-1])
+    assert ex._browser == {}                                      # the kernel's slider caught up
+
+
+@pytest.mark.parametrize("message", [
+    {"move": "nothing", "value": 3}, {"move": "mask", "value": 1},      # unknown; not a slider
+    {"move": "d_k", "value": 99}, {"move": "d_k", "value": -1}, {"move": "d_k", "value": True},
+    {"move": "d_k", "value": 2.5}, {"move": "temperature", "value": "hot"},
+    {"move": "temperature", "value": float("nan")}, {"move": "temperature", "value": 1e9},
+    {"move": "d_k"}, {"move": 3, "value": 3}, ["move"],
+])
+def test_a_move_the_slider_cannot_make_changes_nothing(message):
+    ex = saturation_explorer(n=8, d_k=64)
+    start, scene = ex.computations, ex.canvas.scene
+    ex.canvas._message(ex.canvas, message, [])
+    assert ex.computations == start and ex.canvas.scene is scene and ex._browser == {}
+
+
+def test_kernel_values_of_browser_values():
+    assert _ahead.kernel_value(w.SelectionSlider(options=[("a", 10), ("b", 20)]), 1) == 20
+    assert _ahead.kernel_value(w.SelectionSlider(options=[1, 2]), 2) is None
+    assert _ahead.kernel_value(w.IntSlider(value=3, min=0, max=5), 5) == 5
+    assert _ahead.kernel_value(w.IntSlider(value=3, min=0, max=5), 6) is None
+    assert _ahead.kernel_value(w.IntSlider(value=3, min=0, max=5), 2.0) is None
+    assert _ahead.kernel_value(w.FloatSlider(value=0.5, min=0, max=1), 0.25) == 0.25
+    log = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1)
+    assert _ahead.kernel_value(log, 10.0) == 10.0 and _ahead.kernel_value(log, 0.01) is None
+    assert _ahead.kernel_value(w.Dropdown(options=[1, 2]), 1) is None

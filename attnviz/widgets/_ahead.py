@@ -27,36 +27,76 @@ from .canvas import map_bytes
 
 BYTES = 8_000          # at most this much look-ahead data per update
 SECONDS = 0.01         # and only for explorers whose one computation takes less than this
+# A slider moving again within BURST_SECONDS (a key held down, quick presses) is a burst: each update
+# then brings, in the same message, those of the next BURST_STEPS steps in the direction it moves (and
+# one back) not sent yet, nearest first, up to BURST_BYTES; the browser keeps them all, so it paints
+# the presses that follow itself.
+BURST_SECONDS = 0.15
+BURST_STEPS = 10
+BURST_BYTES = 16_000
 
 
 def _option_value(option):
     return option[1] if isinstance(option, tuple) and len(option) == 2 else option
 
 
-def neighbours(control: w.Widget) -> tuple[str, list[tuple[object, object]]] | None:
+def neighbours(control: w.Widget, at=None, offsets=(-1, 1)) -> tuple[str, list[tuple[object, object]]] | None:
     """``(attribute, [(browser value, kernel value), ...])`` one step either side of ``control``'s
-    value, or None when it is not a slider. The browser value is what the front-end's model holds
-    after one arrow key; the kernel value is what ``control.value`` will then be."""
+    value (or of browser value ``at``; other ``offsets`` in steps, in that order, those past the
+    slider's ends left out), or None when it is not a slider. The browser value is what the
+    front-end's model holds after that many arrow keys; the kernel value is what ``control.value``
+    will then be."""
     if isinstance(control, w.SelectionSlider):
-        options, index = list(control.options), control.index
+        options, index = list(control.options), control.index if at is None else at
         if index is None:
             return None
-        return "index", [(i, _option_value(options[i])) for i in (index - 1, index + 1)
-                         if 0 <= i < len(options)]
+        return "index", [(index + k, _option_value(options[index + k])) for k in offsets
+                         if 0 <= index + k < len(options)]
+    value = control.value if at is None else at
     if isinstance(control, w.FloatLogSlider):
         base, step, low, high = control.base, control.step, control.min, control.max
-        if not (control.value > 0 and step > 0 and base > 1):
+        if not (value > 0 and step > 0 and base > 1):
             return None
-        exponent = math.log(control.value, base)
+        exponent = math.log(value, base)
         grid = low + round((exponent - low) / step) * step            # the slider snaps to this grid
-        values = [base ** e for e in (grid - step, grid + step) if low - 1e-9 <= e <= high + 1e-9]
+        exponents = [grid + k * step for k in offsets]
+        values = [base ** e for e in exponents if low - 1e-9 <= e <= high + 1e-9]
         return "value", [(v, v) for v in values]
     if isinstance(control, (w.IntSlider, w.FloatSlider)):
         step = control.step
         if not step or step <= 0:
             return None
-        values = [control.value - step, control.value + step]
+        values = [value + k * step for k in offsets]
         return "value", [(v, v) for v in values if control.min <= v <= control.max]
+    return None
+
+
+def position(control: w.Widget, value):
+    """The browser's value (of the attribute :func:`neighbours` names) for kernel value ``value``."""
+    if isinstance(control, w.SelectionSlider):
+        values = [_option_value(option) for option in control.options]
+        return values.index(value) if value in values else None
+    return value
+
+
+def kernel_value(control: w.Widget, browser_value):
+    """What ``control.value`` becomes once the browser's ``browser_value`` (of the attribute
+    :func:`neighbours` names) reaches the kernel; None if it is not a value this slider can take
+    (a message from the browser is checked, never trusted)."""
+    if isinstance(browser_value, bool) or not isinstance(browser_value, (int, float)):
+        return None
+    if isinstance(control, w.SelectionSlider):
+        options = list(control.options)
+        ok = isinstance(browser_value, int) and 0 <= browser_value < len(options)
+        return _option_value(options[browser_value]) if ok else None
+    if isinstance(control, w.IntSlider) and not isinstance(browser_value, int):
+        return None
+    if isinstance(control, (w.IntSlider, w.FloatSlider, w.FloatLogSlider)):
+        if not math.isfinite(browser_value):
+            return None
+        low, high = ((control.base ** control.min, control.base ** control.max)
+                     if isinstance(control, w.FloatLogSlider) else (control.min, control.max))
+        return browser_value if low - 1e-9 * abs(low) <= browser_value <= high + 1e-9 * abs(high) else None
     return None
 
 

@@ -16,6 +16,13 @@ values, so twelve slider messages that arrive within a frame cost at most two co
 cell that sets a control and then reads the metrics sees the new numbers. Outside a kernel
 (tests, scripts) a change recomputes at once.
 
+Straight from the browser: a slider sends its value to the kernel only after the kernel has
+finished with the one before (ipywidgets keeps one message in flight), so twelve quick arrow
+presses reach the kernel as two to four values, each a round trip after the last. The canvas also
+watches the sliders in the browser and reports every move at once in its own message; the explorer
+computes that value (checked against the slider's range) while the slider's own message is still on
+its way, and when that message comes with the same value nothing is computed again.
+
 One step ahead (:mod:`._ahead`): a frame after an update inside a kernel, if no control changed
 meanwhile (a slider being dragged or a key held down), the explorer also prepares the pictures one
 step either side of the slider moved last, so the browser can paint the next arrow-key step
@@ -84,11 +91,12 @@ class Explorer:
     title = ""
     kind = ""
     step_ahead = True        # prepare the next slider steps (False: every step waits for the kernel)
+    report_moves = True      # the canvas reports slider moves at once (False: the sliders' own messages)
 
     def __init__(self):
         self.controls: dict[str, w.Widget] = {}
         # may shrink below its pictures' width (then it scrolls sideways) instead of being cut off
-        self.canvas = Canvas(self.kind, on_pick=self._on_pick,
+        self.canvas = Canvas(self.kind, on_pick=self._on_pick, on_move=self._on_move,
                              layout=w.Layout(max_width="100%", min_width="0", overflow="auto"))
         self._panels: dict = {}
         self._metrics_now: dict = {}
@@ -99,6 +107,14 @@ class Explorer:
         self._last_update = 0.0
         self._last_seconds = 0.0              # how long the last computation took
         self._moved: str | None = None        # the control changed last (look-ahead steps it)
+        self._browser: dict = {}              # slider name -> (browser value, value) seen in the browser
+        self._moved_at = -1.0                 # when the slider moved last, and which way (+1 / -1)
+        self._direction = 1
+        self._burst = False                   # it moved again within BURST_SECONDS of the move before
+        self._chained = -1                    # the computation whose update brought a burst's steps
+        self._prepared: dict = {}             # slider value -> scene, for the steps (a burst revisits them)
+        self._prepared_for = None             # ... which slider, and the other controls' values then
+        self._sent: set = set()               # ... and those a burst has sent (the browser keeps them)
         self.computations = 0                 # how many times _compute ran (coalescing is visible)
         self._problem = w.HTML(layout=w.Layout(display="none"))
         self._text = w.HTML()
@@ -139,18 +155,57 @@ class Explorer:
         for name, control in self.controls.items():
             step = _ahead.neighbours(control)
             attr = step[0] if step is not None else ("index" if control.has_trait("index") else "value")
-            links[name] = {"id": control.model_id, "attr": attr, "step": step is not None}
+            links[name] = {"id": control.model_id, "attr": attr, "step": step is not None,
+                           "move": step is not None and self.report_moves and _ahead.BURST_SECONDS * 1000}
             if step is not None:
                 _ahead.without_echo(control, attr)
         self.canvas.links = links if any(link["step"] for link in links.values()) else {}
 
     def _values(self) -> dict:
-        return {name: control.value for name, control in self.controls.items()}
+        """The controls' values, with any slider value the browser reported and the kernel's slider
+        does not have yet."""
+        values = {name: control.value for name, control in self.controls.items()}
+        values.update({name: value for name, (_at, value) in self._browser.items()})
+        return values
+
+    def _on_move(self, name, browser_value):
+        """The canvas saw slider ``name`` move to ``browser_value`` in the browser."""
+        link, control = self.canvas.links.get(name), self.controls.get(name)
+        if not (isinstance(link, dict) and link.get("move")) or control is None:
+            return
+        value = _ahead.kernel_value(control, browser_value)
+        if value is None:
+            return
+        before = self._values()
+        if value == control.value:
+            self._browser.pop(name, None)
+        else:
+            self._browser[name] = (browser_value, value)
+        if self._values() != before:
+            self._note_move(name, before[name], value)
+            self._on_change()
+
+    def _note_move(self, name: str, old, new):
+        """Which slider moved, which way, and whether it is a burst (moving again straight away)."""
+        control, now = self.controls[name], time.monotonic()
+        self._burst = name == self._moved and now - self._moved_at < _ahead.BURST_SECONDS
+        old, new = _ahead.position(control, old), _ahead.position(control, new)
+        if isinstance(old, (int, float)) and isinstance(new, (int, float)) and new != old:
+            self._direction = 1 if new > old else -1
+        self._moved, self._moved_at = name, now
 
     def _on_change(self, change=None):
-        self._stale = True
         owner = getattr(change, "owner", None) if change is not None else None
-        self._moved = next((name for name, c in self.controls.items() if c is owner), self._moved)
+        name = next((name for name, c in self.controls.items() if c is owner), None)
+        if name in self._browser:
+            _at, seen = self._browser.pop(name)
+            if change.new == seen:              # the browser's move, already computed (or on its way)
+                return
+        if name is not None and self.canvas.links.get(name, {}).get("step"):
+            self._note_move(name, getattr(change, "old", None), getattr(change, "new", None))
+        elif name is not None:
+            self._moved, self._burst = name, False
+        self._stale = True
         loop = _running_loop()
         if loop is None:
             self._flush()
@@ -178,6 +233,7 @@ class Explorer:
         self._stale = False
         self.computations += 1
         self._last_update = time.monotonic()
+        loop = _running_loop()
         try:
             with one_thread():
                 state = self._compute(self._values())
@@ -196,11 +252,16 @@ class Explorer:
         else:
             self._problem.layout.display = "none"
             self._problem.value = ""
-        self.canvas.show(sections, panels, selected=self._selected(state))
+        with self.canvas.hold_sync():             # a burst's next steps travel with the picture
+            self.canvas.show(sections, panels, selected=self._selected(state))
+            if loop is not None and self._burst and self._moved in self.canvas.links:
+                steps = range(1, _ahead.BURST_STEPS + 1)
+                offsets = [self._direction, -self._direction] + [k * self._direction for k in steps[1:]]
+                self._send_steps(offsets, _ahead.BURST_BYTES, new_only=True)
+                self._chained = self.computations
         self._metrics_now = self._metrics(state)
         text = self._describe(state)
         self._text.value, self._footnote.value = text if isinstance(text, tuple) else (text, "")
-        loop = _running_loop()
         if loop is not None and self.canvas.links and self.step_ahead:   # a frame later, if still
             loop.call_later(AHEAD_AFTER_SECONDS, self._ahead_if_idle, self.computations)
         return True
@@ -209,39 +270,62 @@ class Explorer:
     def _ahead_if_idle(self, computation: int):
         # only for the newest update, and only if nothing newer is waiting: the controls are still
         if computation == self.computations and not (self._stale or self._scheduled):
-            self.look_ahead()
+            if computation != self._chained:        # (a burst's update already brought these)
+                self.look_ahead()
 
     def look_ahead(self) -> int:
         """Prepare and send the pictures one step either side of the slider moved last (or the
         first slider); returns how many were sent (0 when too slow, too big or failing)."""
         self._flush()
+        return self._send_steps((-1, 1), _ahead.BYTES)
+
+    def _send_steps(self, offsets, budget: int, new_only: bool = False) -> int:
         links = [name for name, link in self.canvas.links.items() if link["step"]]
         name = self._moved if self._moved in links else next(iter(links), None)
         entries = []
         fast = self._last_seconds < _ahead.SECONDS
         if self.step_ahead and name is not None and self._error is None and fast:
             base = self.canvas.scene
-            if 2 * _ahead.binary_bytes(base) <= _ahead.BYTES:
-                entries = self._steps(name, base)
+            if 2 * _ahead.binary_bytes(base) <= budget:
+                entries = self._steps(name, base, offsets, budget, new_only)
         if entries or self.canvas.ahead.get("entries"):
-            self.canvas.show_ahead(entries)
+            self.canvas.show_ahead(entries, self._at())
         return len(entries)
 
-    def _steps(self, name: str, base: dict) -> list[dict]:
-        _attr, steps = _ahead.neighbours(self.controls[name])
+    def _at(self) -> dict:
+        """What the browser's models of the linked controls hold for the current scene."""
+        return {name: self._browser[name][0] if name in self._browser else getattr(self.controls[name], link["attr"])
+                for name, link in self.canvas.links.items()}
+
+    def _steps(self, name: str, base: dict, offsets, budget: int, new_only: bool = False) -> list[dict]:
+        _attr, steps = _ahead.neighbours(self.controls[name], at=self._browser.get(name, (None,))[0],
+                                         offsets=offsets)
         entries, size = [], 0
+        others = repr(sorted((k, v) for k, v in self._values().items() if k != name))
+        if self._prepared_for != (name, others):  # the pictures kept are for this slider's values only
+            self._prepared_for, self._prepared, self._sent = (name, others), {}, set()
         for browser_value, value in steps:
-            try:
-                with one_thread():
-                    state = self._compute({**self._values(), name: value})
-                    sections, panels = self._layout(state)
-            except Exception:  # noqa: BLE001 - that step shows its problem when the kernel gets there
+            if new_only and repr(value) in self._sent:
                 continue
-            new = self.canvas.compose(sections, panels, self._selected(state))
+            new = self._prepared.get(repr(value))
+            if new is None:
+                try:
+                    with one_thread():
+                        state = self._compute({**self._values(), name: value})
+                        sections, panels = self._layout(state)
+                except Exception:  # noqa: BLE001 - that step shows its problem when the kernel gets there
+                    continue
+                new = self.canvas.compose(sections, panels, self._selected(state))
+                if len(self._prepared) >= 4 * _ahead.BURST_STEPS:
+                    self._prepared.pop(next(iter(self._prepared)))       # the oldest goes
+                self._prepared[repr(value)] = new
             scene = _ahead.packed(_ahead.scene_delta(base, new, leave_out=("description",)))
             size += _ahead.binary_bytes(scene)
+            if size > budget:                       # nearest first: the farther steps are left out
+                break
             entries.append({"control": name, "value": browser_value, "scene": scene})
-        return entries if size <= _ahead.BYTES else []
+            self._sent.add(repr(value))
+        return entries
 
     def _show_problem(self, message: str, keep_state: bool = False):
         if not keep_state:

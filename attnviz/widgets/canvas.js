@@ -8,12 +8,12 @@
 // Repaints coalesce: a change only asks for a frame (requestAnimationFrame); the frame paints the
 // newest scene, so ten changes within one frame cost one paint and nothing queues.
 //
-// One step ahead (see _ahead.py): `links` names the controls (model id, attribute; `step` for the
-// sliders, the others only watched) and `ahead` holds
-// the kernel's prepared scenes one step either side of the last-moved slider, as deltas of the
-// scene numbered `ahead.seq`. When such a slider's model changes to a prepared value, and nothing
-// else changed since that scene, the next frame paints the prepared scene; the kernel's own update
-// follows and replaces it. Anything else waits for the kernel.
+// One step ahead (see _ahead.py): `links` names the controls (model id, attribute; `step`: a slider;
+// `move`: in a burst, report its moves to the kernel at once) and `ahead` holds the kernel's prepared
+// scenes (one step either side of the last-moved slider; in a burst, the next steps the way it moves)
+// as deltas of scene `ahead.seq`, and `ahead.at`, what the controls held for it. The browser keeps the
+// newest 64 by what the controls hold; when they come to hold one of those, the next frame paints it.
+// The kernel's own update follows (and is not painted again if the same). Else the kernel's picture.
 //
 // DOM contract (for tests and benchmarks):
 //   root element           .attnviz-canvas[data-attnviz-explorer="<explorer>"][data-attnviz-paint="<n>"]
@@ -66,7 +66,6 @@ const digits = (p) => (p.dtype === "bfloat16" ? 3 : 6);   // what the values car
 const bytes = (view) => new Uint8Array(view.buffer, view.byteOffset, view.byteLength);
 const flagsOf = (p) => (p.flags ? bytes(p.flags) : new Uint8Array(p.n_q * p.n_k));   // absent: all clear
 const edgesOf = (p, nb) => { const [lo, hi] = p.edge_range; return Float64Array.from({ length: nb + 1 }, (_x, b) => lo + ((hi - lo) * b) / nb); };
-const same = (a, b) => a === b || (typeof a === "number" && typeof b === "number" && Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b)));
 
 function unpack(value, blob) {                          // {at, len} -> a DataView into the step's blob
   if (value && typeof value === "object" && !Array.isArray(value) && !(value instanceof DataView)) {
@@ -374,24 +373,42 @@ function render({ model, el }) {
     return entry;
   }
 
-  let speculative = null, dirty = false;               // a prepared scene painted ahead of the kernel
+  let speculative = null;                              // a prepared scene painted ahead of the kernel
+  const controls = {};                                 // linked control name -> its model in the browser
   const scene = () => {
     const s = speculative || model.get("scene") || {}, fixed = model.get("fixed") || {};
     return { ...s, panels: { ...fixed, ...(s.panels || {}) } };
   };
-  function stepped(name, value) {                      // a linked slider's model changed in the browser
+  const cache = new Map();                             // what the controls hold -> the kernel's scene for it
+  const keyOf = (values) => JSON.stringify(Object.keys(model.get("links") || {}).map((n) =>
+    (typeof values[n] === "number" ? Number(values[n].toPrecision(12)) : values[n])));
+  const known = () => {                                // the kept scene for what the controls hold now
+    const links = Object.entries(model.get("links") || {});
+    if (!links.every(([name]) => controls[name])) return undefined;
+    return cache.get(keyOf(Object.fromEntries(links.map(([name, l]) => [name, controls[name].get(l.attr)]))));
+  };
+  function remember() {                                // a look-ahead came: keep its scenes, the newest 64
     const a = model.get("ahead") || {}, s = model.get("scene") || {};
-    const entry = !dirty && a.seq === s.seq && (a.entries || []).find((e) => e.control === name && same(e.value, value));
-    dirty = true;                                      // until the kernel's next scene, nothing more ahead
-    if (entry) { speculative = merge(s, entry.scene); schedule(); }
+    if (a.seq !== s.seq || !a.at) return;
+    const keep = (values, sc) => { const k = keyOf(values); cache.delete(k); cache.set(k, sc); };
+    keep(a.at, s);
+    for (const e of a.entries || []) keep({ ...a.at, [e.control]: e.value }, merge(s, e.scene));
+    while (cache.size > 64) cache.delete(cache.keys().next().value);
   }
+  const stepped = () => { const p = known(); if (p) { speculative = p; schedule(); } };   // else the kernel's
   const unlink = [];
   for (const [name, link] of Object.entries(model.get("links") || {})) {
     const manager = model.widget_manager;
     if (!manager || !manager.get_model) break;
     Promise.resolve(manager.get_model(link.id)).then((control) => {
       if (!control || !control.on) return;
-      const handler = () => stepped(name, control.get(link.attr));
+      controls[name] = control;
+      let last = -1e9;                   // in a burst (moves within `link.move` ms), report each move at
+      const handler = () => {            // once: the slider's own message waits for the kernel's last
+        const now = performance.now();
+        if (link.move && now - last < link.move) model.send({ move: name, value: control.get(link.attr) });
+        last = now; stepped();
+      };
       control.on(`change:${link.attr}`, handler);
       unlink.push(() => control.off(`change:${link.attr}`, handler));
     }).catch(() => {});                                // no look-ahead then: every step waits for the kernel
@@ -457,7 +474,8 @@ function render({ model, el }) {
     if (changed) el.dataset.attnvizPaint = String(++paints);
   }
 
-  model.on("change:scene", () => { speculative = null; dirty = false; schedule(); });
+  model.on("change:scene", () => { speculative = known() || null; schedule(); });
+  model.on("change:ahead", () => { remember(); stepped(); });
   model.on("change:fixed", schedule);
   const watcher = new MutationObserver(() => { colours = null; schedule(); });   // theme switched: new colours
   watcher.observe(document.body, { attributes: true, attributeFilter: ["data-jp-theme-name", "data-jp-theme-light"] });

@@ -239,11 +239,13 @@ def points_panel(name, shapes: list, *, x_range, y_range, title="", x_title="", 
 class Canvas(anywidget.AnyWidget):
     """The browser side of an explorer: ``scene`` (this update's panels) and ``fixed`` (panels
     that never change, e.g. the head grid, sent once). A click on a pickable panel calls the
-    ``on_pick`` callback with its ``pick`` value.
+    ``on_pick`` callback with its ``pick`` value; a linked slider moved in the browser calls
+    ``on_move(name, value)`` at once, ahead of the slider's own message.
 
     ``links`` names the sliders the browser may step ahead on (control name -> model id and the
     attribute the browser changes) and ``ahead`` holds the prepared next pictures
-    (see :mod:`._ahead`): ``{"seq": scene seq, "entries": [{"control", "value", "scene"}]}``."""
+    (see :mod:`._ahead`): ``{"seq": scene seq, "at": {control: browser value for that scene},
+    "entries": [{"control", "value", "scene"}]}``."""
 
     _esm = pathlib.Path(__file__).parent / "canvas.js"
     _css = pathlib.Path(__file__).parent / "canvas.css"
@@ -252,17 +254,22 @@ class Canvas(anywidget.AnyWidget):
     links = traitlets.Dict().tag(sync=True)
     ahead = traitlets.Dict().tag(sync=True)
 
-    def __init__(self, explorer: str, on_pick=None, **kwargs):
+    def __init__(self, explorer: str, on_pick=None, on_move=None, **kwargs):
         super().__init__(**kwargs)
         self.explorer = explorer
         self._on_pick = on_pick
+        self._on_move = on_move
         self._fixed_panels: dict[str, Panel] = {}
         self.seq = 0                    # which scene this is; a look-ahead names the scene it extends
         self.on_msg(self._message)
 
     def _message(self, _widget, content, _buffers):
-        if self._on_pick is not None and isinstance(content, dict) and "pick" in content:
+        if not isinstance(content, dict):
+            return
+        if self._on_pick is not None and "pick" in content:
             self._on_pick(content["pick"])
+        if self._on_move is not None and isinstance(content.get("move"), str) and "value" in content:
+            self._on_move(content["move"], content["value"])
 
     def set_fixed(self, panels: dict[str, Panel]) -> None:
         """Send panels that never change (sent once, not with every update)."""
@@ -278,9 +285,10 @@ class Canvas(anywidget.AnyWidget):
         self.seq += 1
         self.scene = {**scene, "seq": self.seq}
 
-    def show_ahead(self, entries: list[dict]) -> None:
-        """Send the prepared next pictures for the current scene (``[]`` clears them)."""
-        self.ahead = {"seq": self.seq, "entries": entries}
+    def show_ahead(self, entries: list[dict], at: dict | None = None) -> None:
+        """Send the prepared next pictures for the current scene (``[]`` clears them); ``at`` is what
+        the browser's models of the linked controls hold for that scene."""
+        self.ahead = {"seq": self.seq, "at": at or {}, "entries": entries}
 
     def compose(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None) -> dict:
         """The scene ``show`` would send, without sending it."""
