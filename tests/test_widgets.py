@@ -463,7 +463,7 @@ def test_explorer_modules_never_touch_plotly():
 
 def test_the_front_end_is_one_small_file_that_marks_each_paint():
     code = (WIDGETS / "canvas.js").read_text()
-    assert len(code.splitlines()) < 500 and len(code) < 32_000      # grew with the look-ahead, bursts (issue 13)
+    assert len(code.splitlines()) < 500 and len(code) < 32_000      # look-ahead, bursts (issue 13)
     assert "requestAnimationFrame" in code and "attnvizPaint" in code and "data-attnviz-panel" in code
     assert "--jp-ui-font-color1" in code and "aria-label" in code
 

@@ -294,8 +294,8 @@ class Explorer:
 
     def _at(self) -> dict:
         """What the browser's models of the linked controls hold for the current scene."""
-        return {name: self._browser[name][0] if name in self._browser else getattr(self.controls[name], link["attr"])
-                for name, link in self.canvas.links.items()}
+        return {name: self._browser[name][0] if name in self._browser
+                else getattr(self.controls[name], link["attr"]) for name, link in self.canvas.links.items()}
 
     def _steps(self, name: str, base: dict, offsets, budget: int, new_only: bool = False) -> list[dict]:
         _attr, steps = _ahead.neighbours(self.controls[name], at=self._browser.get(name, (None,))[0],
