@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.widgets import _ahead, head_explorer, lookup_explorer, saturation_explorer
+from attnviz.widgets import _ahead, head_explorer, lookup_explorer, mask_explorer, saturation_explorer
 
 
 def _merge(base: dict, delta: dict) -> dict:
@@ -32,7 +32,8 @@ def _merge(base: dict, delta: dict) -> dict:
 
 
 def _without(scene: dict, key: str = "description") -> dict:
-    return {**{k: v for k, v in scene.items() if k != "seq"},
+    """A scene's picture: not its number, what the controls hold (``at``) or the text alternative."""
+    return {**{k: v for k, v in scene.items() if k not in ("seq", "at")},
             "panels": {name: {k: v for k, v in spec.items() if k != key}
                        for name, spec in scene["panels"].items()}}
 
@@ -206,7 +207,7 @@ def test_a_held_key_brings_the_next_steps_with_each_picture():
         wanted = [10 ** (0.01 * (8 + k)) for k in range(1, _ahead.BURST_STEPS + 1)]
         assert all(any(v == pytest.approx(w, rel=1e-9) for v in values) for w in wanted)
         first = [e["value"] for e in sent[0][0]["entries"]]
-        here = sent[0][0]["at"]["temperature"]
+        here = sent[0][1]["at"]["temperature"]
         assert first[0] > here > first[1] and first[2:] == sorted(first[2:])   # the way it moves first
         count = len(sent)
         await asyncio.sleep(0.1)
@@ -225,7 +226,8 @@ def test_a_burst_that_turns_round_prepares_the_other_way():
         ex = saturation_explorer(n=8, d_k=64)
         d_k = ex.controls["d_k"]
         sent = []
-        ex.canvas.observe(lambda change: sent.append(change["new"]), names="ahead")
+        ex.canvas.observe(lambda change: sent.append({**change["new"], "at": ex.canvas.scene["at"]}),
+                          names="ahead")
         for index in (d_k.index - 1, d_k.index - 2, d_k.index - 3):
             d_k.index = index
             await asyncio.sleep(0.02)
@@ -319,3 +321,17 @@ def test_kernel_values_of_browser_values():
     log = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1)
     assert _ahead.kernel_value(log, 10.0) == 10.0 and _ahead.kernel_value(log, 0.01) is None
     assert _ahead.kernel_value(w.Dropdown(options=[1, 2]), 1) is None
+
+
+def test_a_scene_says_what_the_browsers_controls_hold_for_it():
+    ex = saturation_explorer(n=8, d_k=64)
+    at = ex.canvas.scene["at"]
+    assert at == {name: getattr(ex.controls[name], link["attr"]) for name, link in ex.canvas.links.items()}
+    assert at["d_k"] == ex.controls["d_k"].index                  # the browser's value: an index
+    _move(ex, "d_k", at["d_k"] + 1)                               # before the slider's own message
+    assert ex.canvas.scene["at"]["d_k"] == at["d_k"] + 1
+    mask = ex.controls["mask"]
+    mask.index = 1                                                # another control: in `at` too
+    assert ex.canvas.scene["at"]["mask"] == 1
+    no_sliders = mask_explorer()
+    assert "at" not in no_sliders.canvas.scene                    # nothing linked, nothing to say

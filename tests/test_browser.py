@@ -36,6 +36,7 @@ from _lab import (
     log_entries,
     log_text,
     move_every_control,
+    press_slider_key,
     weight_cell_failures,
 )
 
@@ -86,6 +87,24 @@ def _self_check_notebook(path: Path) -> Path:
     return path
 
 
+BURST = "zz_browser_burst.ipynb"
+
+
+def _burst_notebook(path: Path) -> Path:
+    """Two explorers on the same settings whose temperature sliders the kernel links: the first paints
+    a burst of presses from prepared pictures, the twin only ever paints the kernel's own."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(
+        "import traitlets\n\nfrom attnviz.widgets import saturation_explorer\n\n"
+        "fast, twin = saturation_explorer(n=8, d_k=64), saturation_explorer(n=8, d_k=64)\n"
+        "twin.step_ahead = False\n"
+        "traitlets.link((fast.controls['temperature'], 'value'), (twin.controls['temperature'], 'value'))\n"
+        "fast"), nbformat.v4.new_code_cell("twin")]
+    nbformat.write(nb, path)
+    return path
+
+
 def _all_explorers_notebook(path: Path) -> Path:
     """Every explorer once, on small inputs (for Jupyter Notebook 7)."""
     nb = nbformat.v4.new_notebook()
@@ -102,8 +121,9 @@ def _all_explorers_notebook(path: Path) -> Path:
 
 @pytest.fixture(scope="module")
 def lab(browser, tmp_path_factory):
-    extra = _self_check_notebook(tmp_path_factory.mktemp("selfcheck") / SELF_CHECK)
-    with lab_server(REPO / "notebooks", extra_files=[extra]) as server:
+    folder = tmp_path_factory.mktemp("selfcheck")
+    extra = [_self_check_notebook(folder / SELF_CHECK), _burst_notebook(folder / BURST)]
+    with lab_server(REPO / "notebooks", extra_files=extra) as server:
         yield server
 
 
@@ -206,6 +226,45 @@ def test_the_browser_check_catches_what_it_should(notebook_page):
     assert any("ZeroDivisionError" in line for line in _log_failures(SELF_CHECK, page, "(planted)"))
     assert page.external_requests == []
     _screenshot(page, "_self_check.png")
+
+
+_JS_PICTURE = """(index) => {
+  const root = document.querySelector(`[data-attnviz-root="${index}"]`);
+  const canvas = root && root.querySelector('canvas[data-attnviz-panel="scaled"]');
+  const title = root && root.querySelector('.attnviz-section-title');
+  return canvas && {pixels: canvas.toDataURL(), title: title && title.textContent,
+                    paints: Number(root.dataset.attnvizPaint)};
+}"""
+
+
+def test_a_burst_of_presses_ends_on_the_kernels_own_picture(notebook_page):
+    """Twelve quick presses, then the explorer that painted them from prepared pictures shows exactly
+    what its twin shows, which only ever paints the kernel's pictures (and each press moved it on)."""
+    page = notebook_page(BURST)
+    progress = page.run_all()
+    failures = describe_failures(BURST, progress, page.inspect())
+    assert not failures, failures
+    found = explorers(page)
+    assert [e["explorer"] for e in found] == ["saturation", "saturation"], found
+    fast, twin = (e["index"] for e in found)
+    start = page.page.evaluate(_JS_PICTURE, fast)
+    for key in ("ArrowRight", "ArrowLeft"):
+        press_slider_key(page, "temperature", key)     # marks the first temperature slider: fast's
+        for _ in range(11):
+            page.page.keyboard.press(key)
+        settled, last = 0, None
+        for _ in range(150):                           # until neither repaints for a second
+            now = [page.page.evaluate(_JS_PICTURE, i) for i in (fast, twin)]
+            settled = settled + 1 if now == last else 0
+            last = now
+            if settled >= 10:
+                break
+            page.page.wait_for_timeout(100)
+        shown, kernels = last
+        assert shown["title"] == kernels["title"], (key, shown["title"], kernels["title"])
+        assert shown["pixels"] == kernels["pixels"], f"after 12 x {key} the pictures differ"
+    assert shown["title"] == start["title"] and shown["paints"] >= start["paints"] + 2
+    assert log_entries(page) == 0 and page.page_errors == []
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

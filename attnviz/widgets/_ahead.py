@@ -6,11 +6,15 @@ milliseconds. So after each update the kernel also computes the two settings one
 side of the slider the learner moved last, with the same ``_compute`` and ``_layout`` as any
 update, and sends them as *deltas* of the current scene (only what differs). When the browser
 sees that slider move to one of those values, it paints the prepared picture in the next frame;
-the kernel's own update for that value follows and repaints the same picture. Anything else
-(another control, two steps at once, a value typed in) waits for the kernel as before.
+the kernel's own update for that value follows (the browser does not paint the same picture
+twice). Anything else (another control, a value typed in) waits for the kernel as before.
 
-Only small pictures are prepared (``BYTES`` per update, ``SECONDS`` per computation), so a
-128 x 128 explorer or a model forward pass costs nothing extra.
+In a burst (``BURST_SECONDS``) the steps come with each update instead, several in the direction
+the slider moves (``BURST_STEPS``, only those not sent yet), and the browser keeps the newest 64
+pictures by what the controls hold, so a held key or quick presses paint from them.
+
+Only small pictures are prepared (``BYTES`` per update, ``BURST_BYTES`` in a burst, ``SECONDS`` per
+computation), so a 128 x 128 explorer or a model forward pass costs nothing extra.
 
 This module knows the ipywidgets sliders by their public traits: which attribute the browser
 changes (``index`` for a selection slider, ``value`` otherwise) and what one step is.

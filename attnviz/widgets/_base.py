@@ -16,18 +16,21 @@ values, so twelve slider messages that arrive within a frame cost at most two co
 cell that sets a control and then reads the metrics sees the new numbers. Outside a kernel
 (tests, scripts) a change recomputes at once.
 
-Straight from the browser: a slider sends its value to the kernel only after the kernel has
-finished with the one before (ipywidgets keeps one message in flight), so twelve quick arrow
-presses reach the kernel as two to four values, each a round trip after the last. The canvas also
-watches the sliders in the browser and reports every move at once in its own message; the explorer
-computes that value (checked against the slider's range) while the slider's own message is still on
-its way, and when that message comes with the same value nothing is computed again.
-
 One step ahead (:mod:`._ahead`): a frame after an update inside a kernel, if no control changed
-meanwhile (a slider being dragged or a key held down), the explorer also prepares the pictures one
-step either side of the slider moved last, so the browser can paint the next arrow-key step
-without waiting for the kernel. ``look_ahead()`` does it
-on demand (tests); it changes nothing the kernel side reports.
+meanwhile, the explorer also prepares the pictures one step either side of the slider moved last,
+so the browser can paint the next arrow-key step without waiting for the kernel. ``look_ahead()``
+does it on demand (tests); it changes nothing the kernel side reports.
+
+Bursts (a slider moving again within ``_ahead.BURST_SECONDS``: a key held down, quick presses):
+each update then brings, in the same message as its picture, the next steps the slider is moving
+towards that the browser does not have yet; the browser keeps them and paints each press from
+them. A slider sends its value to the kernel only after the kernel has finished with the one
+before (ipywidgets keeps one message in flight), so in a burst the canvas also reports each move
+at once in a message of its own; the explorer computes that value (checked against the slider's
+range) while the slider's own message is on its way, and when that message comes with the same
+value nothing is computed again. The steps computed for a slider are kept while the other
+controls stay as they are (``_compute`` depends on the controls' values only), so a burst computes
+each step once.
 
 If ``_compute`` raises, the message is shown in the explorer in plain words, the panels keep
 their last good picture (and the text says so) and nothing is raised into the notebook.
@@ -253,7 +256,8 @@ class Explorer:
             self._problem.layout.display = "none"
             self._problem.value = ""
         with self.canvas.hold_sync():             # a burst's next steps travel with the picture
-            self.canvas.show(sections, panels, selected=self._selected(state))
+            self.canvas.show(sections, panels, selected=self._selected(state),
+                             at=self._at() if self.canvas.links else None)
             if loop is not None and self._burst and self._moved in self.canvas.links:
                 steps = range(1, _ahead.BURST_STEPS + 1)
                 offsets = [self._direction, -self._direction] + [k * self._direction for k in steps[1:]]
@@ -289,7 +293,7 @@ class Explorer:
             if 2 * _ahead.binary_bytes(base) <= budget:
                 entries = self._steps(name, base, offsets, budget, new_only)
         if entries or self.canvas.ahead.get("entries"):
-            self.canvas.show_ahead(entries, self._at())
+            self.canvas.show_ahead(entries)
         return len(entries)
 
     def _at(self) -> dict:

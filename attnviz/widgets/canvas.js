@@ -11,7 +11,7 @@
 // One step ahead (see _ahead.py): `links` names the controls (model id, attribute; `step`: a slider;
 // `move`: in a burst, report its moves to the kernel at once) and `ahead` holds the kernel's prepared
 // scenes (one step either side of the last-moved slider; in a burst, the next steps the way it moves)
-// as deltas of scene `ahead.seq`, and `ahead.at`, what the controls held for it. The browser keeps the
+// as deltas of scene `ahead.seq`; `scene.at` is what the controls hold for a scene. The browser keeps the
 // newest 64 by what the controls hold; when they come to hold one of those, the next frame paints it.
 // The kernel's own update follows (and is not painted again if the same). Else the kernel's picture.
 //
@@ -387,12 +387,11 @@ function render({ model, el }) {
     if (!links.every(([name]) => controls[name])) return undefined;
     return cache.get(keyOf(Object.fromEntries(links.map(([name, l]) => [name, controls[name].get(l.attr)]))));
   };
+  const keep = (values, sc) => { const k = keyOf(values); cache.delete(k); cache.set(k, sc); };
   function remember() {                                // a look-ahead came: keep its scenes, the newest 64
     const a = model.get("ahead") || {}, s = model.get("scene") || {};
-    if (a.seq !== s.seq || !a.at) return;
-    const keep = (values, sc) => { const k = keyOf(values); cache.delete(k); cache.set(k, sc); };
-    keep(a.at, s);
-    for (const e of a.entries || []) keep({ ...a.at, [e.control]: e.value }, merge(s, e.scene));
+    if (a.seq !== s.seq || !s.at) return;
+    for (const e of a.entries || []) keep({ ...s.at, [e.control]: e.value }, merge(s, e.scene));
     while (cache.size > 64) cache.delete(cache.keys().next().value);
   }
   const stepped = () => { const p = known(); if (p) { speculative = p; schedule(); } };   // else the kernel's
@@ -474,7 +473,11 @@ function render({ model, el }) {
     if (changed) el.dataset.attnvizPaint = String(++paints);
   }
 
-  model.on("change:scene", () => { speculative = known() || null; schedule(); });
+  model.on("change:scene", () => {                   // the kernel's picture, unless the controls moved on
+    const s = model.get("scene") || {};
+    if (s.at) keep(s.at, s);
+    speculative = (s.at && known() !== s && known()) || null; schedule();
+  });
   model.on("change:ahead", () => { remember(); stepped(); });
   model.on("change:fixed", schedule);
   const watcher = new MutationObserver(() => { colours = null; schedule(); });   // theme switched: new colours

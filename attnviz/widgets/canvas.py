@@ -244,8 +244,8 @@ class Canvas(anywidget.AnyWidget):
 
     ``links`` names the sliders the browser may step ahead on (control name -> model id and the
     attribute the browser changes) and ``ahead`` holds the prepared next pictures
-    (see :mod:`._ahead`): ``{"seq": scene seq, "at": {control: browser value for that scene},
-    "entries": [{"control", "value", "scene"}]}``."""
+    (see :mod:`._ahead`): ``{"seq": scene seq, "entries": [{"control", "value", "scene"}]}``; the
+    scene's ``at`` says what the controls hold for it (``{control: browser value}``)."""
 
     _esm = pathlib.Path(__file__).parent / "canvas.js"
     _css = pathlib.Path(__file__).parent / "canvas.css"
@@ -276,19 +276,22 @@ class Canvas(anywidget.AnyWidget):
         self._fixed_panels = dict(panels)
         self.fixed = {name: panel.to_scene() for name, panel in panels.items()}
 
-    def show(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None) -> None:
+    def show(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None,
+             at: dict | None = None) -> None:
         """Send ``panels`` laid out in ``sections`` (``{"title", "panels": [names], "grid": columns}``),
-        one message; each section's legend (grey / pink / red cross) is worked out here."""
+        one message; each section's legend (grey / pink / red cross) is worked out here. ``at`` is
+        what the browser's models of the linked controls hold for this picture."""
         scene = self.compose(sections, panels, selected)
+        if at:
+            scene["at"] = at
         if scene == {key: value for key, value in self.scene.items() if key != "seq"}:
             return                              # the same picture: nothing to send
         self.seq += 1
         self.scene = {**scene, "seq": self.seq}
 
-    def show_ahead(self, entries: list[dict], at: dict | None = None) -> None:
-        """Send the prepared next pictures for the current scene (``[]`` clears them); ``at`` is what
-        the browser's models of the linked controls hold for that scene."""
-        self.ahead = {"seq": self.seq, "at": at or {}, "entries": entries}
+    def show_ahead(self, entries: list[dict]) -> None:
+        """Send the prepared next pictures for the current scene (``[]`` clears them)."""
+        self.ahead = {"seq": self.seq, "entries": entries}
 
     def compose(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None) -> dict:
         """The scene ``show`` would send, without sending it."""
