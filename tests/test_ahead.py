@@ -335,3 +335,17 @@ def test_a_scene_says_what_the_browsers_controls_hold_for_it():
     assert ex.canvas.scene["at"]["mask"] == 1
     no_sliders = mask_explorer()
     assert "at" not in no_sliders.canvas.scene                    # nothing linked, nothing to say
+
+
+def test_a_moves_own_message_that_changes_more_than_the_move_is_computed():
+    # the lookup explorer: moving the angle slider clears the word picked, when the slider's own
+    # message reaches the kernel; that update is computed, so the scene says the word is gone
+    ex = _picked(lookup_explorer())
+    angle, word = ex.controls["query_angle"], ex.controls["word"]
+    assert word.index != 0
+    start = ex.computations
+    _move(ex, "query_angle", angle.value + 1)
+    assert ex.computations == start + 1 and ex.canvas.scene["at"]["word"] == word.index
+    angle.value += 1                                              # the slider's own message
+    assert word.index == 0 and ex.canvas.scene["at"]["word"] == 0
+    assert ex.computations == start + 2

@@ -26,11 +26,12 @@ each update then brings, in the same message as its picture, the next steps the 
 towards that the browser does not have yet; the browser keeps them and paints each press from
 them. A slider sends its value to the kernel only after the kernel has finished with the one
 before (ipywidgets keeps one message in flight), so in a burst the canvas also reports each move
-at once in a message of its own; the explorer computes that value (checked against the slider's
-range) while the slider's own message is on its way, and when that message comes with the same
-value nothing is computed again. The steps computed for a slider are kept while the other
-controls stay as they are (``_compute`` depends on the controls' values only), so a burst computes
-each step once.
+at once in a message of its own (only to an explorer whose pictures are small enough to prepare:
+for big ones the slider's fewer messages get the last picture there sooner); the explorer computes
+that value (checked against the slider's range) while the slider's own message is on its way, and
+when that message comes with the same value nothing is computed again. The steps computed for a
+slider are kept while the other controls stay as they are (``_compute`` depends on the controls'
+values only), so a burst computes each step once.
 
 If ``_compute`` raises, the message is shown in the explorer in plain words, the panels keep
 their last good picture (and the text says so) and nothing is raised into the notebook.
@@ -111,6 +112,7 @@ class Explorer:
         self._last_seconds = 0.0              # how long the last computation took
         self._moved: str | None = None        # the control changed last (look-ahead steps it)
         self._browser: dict = {}              # slider name -> (browser value, value) seen in the browser
+        self._computed: dict | None = None    # the values the last update computed
         self._moved_at = -1.0                 # when the slider moved last, and which way (+1 / -1)
         self._direction = 1
         self._burst = False                   # it moved again within BURST_SECONDS of the move before
@@ -202,8 +204,8 @@ class Explorer:
         name = next((name for name, c in self.controls.items() if c is owner), None)
         if name in self._browser:
             _at, seen = self._browser.pop(name)
-            if change.new == seen:              # the browser's move, already computed (or on its way)
-                return
+            if change.new == seen and self._values() == self._computed:   # the browser's move, already
+                return                                                    # computed (or on its way)
         if name is not None and self.canvas.links.get(name, {}).get("step"):
             self._note_move(name, getattr(change, "old", None), getattr(change, "new", None))
         elif name is not None:
@@ -238,8 +240,9 @@ class Explorer:
         self._last_update = time.monotonic()
         loop = _running_loop()
         try:
+            self._computed = self._values()
             with one_thread():
-                state = self._compute(self._values())
+                state = self._compute(self._computed)
                 sections, panels = self._layout(state)
             self._last_seconds = time.monotonic() - self._last_update
         except (ValueError, TypeError) as err:

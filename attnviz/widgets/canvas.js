@@ -380,6 +380,7 @@ function render({ model, el }) {
     return { ...s, panels: { ...fixed, ...(s.panels || {}) } };
   };
   const cache = new Map();                             // what the controls hold -> the kernel's scene for it
+  let steps = false;                                   // has the kernel prepared any (small pictures only)?
   const keyOf = (values) => JSON.stringify(Object.keys(model.get("links") || {}).map((n) =>
     (typeof values[n] === "number" ? Number(values[n].toPrecision(12)) : values[n])));
   const known = () => {                                // the kept scene for what the controls hold now
@@ -387,12 +388,15 @@ function render({ model, el }) {
     if (!links.every(([name]) => controls[name])) return undefined;
     return cache.get(keyOf(Object.fromEntries(links.map(([name, l]) => [name, controls[name].get(l.attr)]))));
   };
-  const keep = (values, sc) => { const k = keyOf(values); cache.delete(k); cache.set(k, sc); };
-  function remember() {                                // a look-ahead came: keep its scenes, the newest 64
+  const keep = (values, sc) => {                       // the newest 64
+    const k = keyOf(values); cache.delete(k); cache.set(k, sc);
+    if (cache.size > 64) cache.delete(cache.keys().next().value);
+  };
+  function remember() {                                // a look-ahead came: keep its scenes
     const a = model.get("ahead") || {}, s = model.get("scene") || {};
     if (a.seq !== s.seq || !s.at) return;
+    steps = steps || (a.entries || []).length > 0;
     for (const e of a.entries || []) keep({ ...s.at, [e.control]: e.value }, merge(s, e.scene));
-    while (cache.size > 64) cache.delete(cache.keys().next().value);
   }
   const stepped = () => { const p = known(); if (p) { speculative = p; schedule(); } };   // else the kernel's
   const unlink = [];
@@ -403,9 +407,9 @@ function render({ model, el }) {
       if (!control || !control.on) return;
       controls[name] = control;
       let last = -1e9;                   // in a burst (moves within `link.move` ms), report each move at
-      const handler = () => {            // once: the slider's own message waits for the kernel's last
-        const now = performance.now();
-        if (link.move && now - last < link.move) model.send({ move: name, value: control.get(link.attr) });
+      const handler = () => {            // once: the slider's own message waits for the kernel's last (not
+        const now = performance.now();   // for big pictures: then the slider's fewer messages are quicker)
+        if (link.move && steps && now - last < link.move) model.send({ move: name, value: control.get(link.attr) });
         last = now; stepped();
       };
       control.on(`change:${link.attr}`, handler);
