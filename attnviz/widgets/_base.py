@@ -262,8 +262,8 @@ class Explorer:
             self.canvas.show(sections, panels, selected=self._selected(state),
                              at=self._at() if self.canvas.links else None)
             if loop is not None and self._burst and self._moved in self.canvas.links:
-                steps = range(1, _ahead.BURST_STEPS + 1)
-                offsets = [self._direction, -self._direction] + [k * self._direction for k in steps[1:]]
+                d = self._direction                 # nearest first: one on, one back, then further on
+                offsets = [d, -d] + [k * d for k in range(2, _ahead.BURST_STEPS + 1)]
                 self._send_steps(offsets, _ahead.BURST_BYTES, new_only=True)
                 self._chained = self.computations
         self._metrics_now = self._metrics(state)
@@ -307,8 +307,8 @@ class Explorer:
     def _steps(self, name: str, base: dict, offsets, budget: int, new_only: bool = False) -> list[dict]:
         _attr, steps = _ahead.neighbours(self.controls[name], at=self._browser.get(name, (None,))[0],
                                          offsets=offsets)
-        entries, size = [], 0
-        others = repr(sorted((k, v) for k, v in self._values().items() if k != name))
+        entries, size, values = [], 0, self._values()
+        others = repr(sorted((k, v) for k, v in values.items() if k != name))
         if self._prepared_for != (name, others):  # the pictures kept are for this slider's values only
             self._prepared_for, self._prepared, self._sent = (name, others), {}, set()
         for browser_value, value in steps:
@@ -318,7 +318,7 @@ class Explorer:
             if new is None:
                 try:
                     with one_thread():
-                        state = self._compute({**self._values(), name: value})
+                        state = self._compute({**values, name: value})
                         sections, panels = self._layout(state)
                 except Exception:  # noqa: BLE001 - that step shows its problem when the kernel gets there
                     continue

@@ -480,7 +480,8 @@ function render({ model, el }) {
   model.on("change:scene", () => {                   // the kernel's picture, unless the controls moved on
     const s = model.get("scene") || {};
     if (s.at) keep(s.at, s);
-    speculative = (s.at && known() !== s && known()) || null; schedule();
+    const p = s.at && known();
+    speculative = p && p !== s ? p : null; schedule();
   });
   model.on("change:ahead", () => { remember(); stepped(); });
   model.on("change:fixed", schedule);
