@@ -12,6 +12,12 @@ Torch only. Short enough to read in one sitting:
   ``W_k``, ``W_v``, ``W_o`` plugs in) and returns ``(logits, None)``. With a :class:`KVCache` the
   tokens are the *new* positions only: their keys and values are appended to the cache, their
   queries attend to every cached key, and the same (now longer) cache is returned.
+* The pieces a cached step is made of, public so a learner (and the checker) can build one from
+  them: ``model.embed(tokens, start)`` (token plus position embeddings from position ``start``),
+  ``model.blocks[i]`` (``norm_attention``, ``attention`` with its ``W_q``, ``W_k``, ``W_v``, ``W_o``,
+  ``norm_mlp``, ``mlp``), ``model.unembed(x)`` (final LayerNorm and unembedding, to logits), the sizes
+  ``n_heads``, ``n_kv_heads``, ``d_head``; :func:`attnviz.mha.split_heads` and
+  :func:`attnviz.mha.merge_heads`; :meth:`KVCache.copy`.
 * :func:`generate` ``(model, prompt, steps, *, use_cache=True, temperature=0.0, seed=None)``.
 """
 
@@ -24,7 +30,7 @@ from torch import nn
 
 from ._validate import require_positive_int
 from .core import scaled_dot_product_attention
-from .mha import MultiHeadAttention
+from .mha import MultiHeadAttention, merge_heads, split_heads
 
 __all__ = ["TinyGPT", "KVCache", "GroupedQueryAttention", "generate", "decoding_mask", "cached_attention"]
 
@@ -71,6 +77,12 @@ class KVCache:
             self.values[layer] = torch.cat([self.values[layer], value], dim=-2)
         return self.keys[layer], self.values[layer]
 
+    def copy(self) -> KVCache:
+        """A new cache holding the same tensors (appending to one leaves the other as it was)."""
+        other = KVCache()
+        other.keys, other.values = list(self.keys), list(self.values)
+        return other
+
     def __repr__(self) -> str:
         return f"KVCache(layers={len(self.keys)}, length={self.length}, nbytes={self.nbytes})"
 
@@ -84,11 +96,10 @@ def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, cau
     same for every head) replaces the causal one. Returns
     ``(output (batch, n_new, d_model), weights (batch, n_heads, n_new, n_keys))``.
     """
-    batch, n_new, d_model = x.shape
-    d_head = d_model // n_heads
-    query = attention.W_q(x).view(batch, n_new, n_heads, d_head).transpose(1, 2)     # (batch, h, n_new, d)
-    key = attention.W_k(x).view(batch, n_new, n_kv_heads, d_head).transpose(1, 2)    # (batch, h_kv, n_new, d)
-    value = attention.W_v(x).view(batch, n_new, n_kv_heads, d_head).transpose(1, 2)  # (batch, h_kv, n_new, d)
+    n_new = x.shape[1]
+    query = split_heads(attention.W_q(x), n_heads)        # (batch, h, n_new, d)
+    key = split_heads(attention.W_k(x), n_kv_heads)       # (batch, h_kv, n_new, d)
+    value = split_heads(attention.W_v(x), n_kv_heads)     # (batch, h_kv, n_new, d)
     if cache is not None:
         key, value = cache.append(layer, key, value)                              # (batch, h_kv, n_keys, d)
     group = n_heads // n_kv_heads                       # query heads per key/value head
@@ -99,8 +110,7 @@ def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, cau
     elif causal:
         mask = decoding_mask(n_new, key.shape[-2])              # (n_new, n_keys), bottom right
     heads, weights = scaled_dot_product_attention(query, key, value, mask)           # (batch, h, n_new, d)
-    merged = heads.transpose(1, 2).contiguous().view(batch, n_new, d_model)          # (batch, n_new, d_model)
-    return attention.W_o(merged), weights
+    return attention.W_o(merge_heads(heads)), weights                                # (batch, n_new, d_model)
 
 
 class GroupedQueryAttention(nn.Module):
@@ -201,11 +211,22 @@ class TinyGPT(nn.Module):
             raise ValueError("causal=False cannot be used with a cache: cached keys are final only "
                              "because no position ever sees a later one.")
 
+    def embed(self, tokens: torch.Tensor, start: int = 0) -> torch.Tensor:
+        """``(batch, n, d_model)``: token embeddings plus the position embeddings of positions
+        ``start .. start + n - 1`` (a cached step starts after the cached positions)."""
+        positions = torch.arange(start, start + tokens.shape[1])                 # (n,)
+        return self.token_embedding(tokens) + self.position_embedding(positions)
+
+    def unembed(self, x: torch.Tensor) -> torch.Tensor:
+        """``(batch, n, d_model)`` → logits ``(batch, n, vocab_size)``: the final LayerNorm, then the
+        unembedding (one score per vocabulary entry)."""
+        return self.unembedding(self.norm_final(x))
+
     def _run(self, tokens, cache=None, causal=True):
         self._check(tokens, cache, causal)
-        past, n_new = (0 if cache is None else cache.length), tokens.shape[1]
-        positions = torch.arange(past, past + n_new)                             # advance past the cache
-        x = self.token_embedding(tokens) + self.position_embedding(positions)    # (batch, n_new, d_model)
+        past = 0 if cache is None else cache.length
+        x = self.embed(tokens, past)                                             # (batch, n_new, d_model)
+        n_new = tokens.shape[1]
         all_weights = []
         for layer, block in enumerate(self.blocks):
             normed = block.norm_attention(x)
@@ -219,7 +240,7 @@ class TinyGPT(nn.Module):
             x = x + mixed                                                        # (batch, n_new, d_model)
             x = x + block.mlp(block.norm_mlp(x))
             all_weights.append(weights)
-        return self.unembedding(self.norm_final(x)), all_weights                # (batch, n_new, vocab)
+        return self.unembed(x), all_weights                                     # (batch, n_new, vocab)
 
     def forward(self, tokens, cache=None, *, causal=True):
         logits, _ = self._run(tokens, cache, causal)

@@ -14,10 +14,23 @@ from ._validate import (
 )
 from .core import scaled_dot_product_attention
 
-__all__ = ["MultiHeadAttention"]
+__all__ = ["MultiHeadAttention", "split_heads", "merge_heads"]
 
 # 4 · d_model² weights: at 8192 that is 2**28 numbers (1 GiB in float32), the most a course kernel can hold.
 MAX_D_MODEL = 8192
+
+
+def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """``(batch, n, n_heads · d_head)`` → ``(batch, n_heads, n, d_head)``: head h gets features
+    ``h·d_head .. (h+1)·d_head`` of every position."""
+    batch, n, width = x.shape
+    return x.view(batch, n, n_heads, width // n_heads).transpose(1, 2)
+
+
+def merge_heads(x: torch.Tensor) -> torch.Tensor:
+    """``(batch, n_heads, n, d_head)`` → ``(batch, n, n_heads · d_head)``, the inverse of :func:`split_heads`."""
+    batch, n_heads, n, d_head = x.shape
+    return x.transpose(1, 2).contiguous().view(batch, n, n_heads * d_head)
 
 
 class MultiHeadAttention(nn.Module):
@@ -93,13 +106,11 @@ class MultiHeadAttention(nn.Module):
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, n, d_model)`` → ``(batch, n_heads, n, d_k)``."""
-        batch, n, _ = x.shape
-        return x.view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+        return split_heads(x, self.n_heads)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(batch, n_heads, n, d_k)`` → ``(batch, n, d_model)``."""
-        batch, _, n, _ = x.shape
-        return x.transpose(1, 2).contiguous().view(batch, n, self.d_model)
+        return merge_heads(x)
 
     def forward(self, x, context=None, mask=None):
         self._check_input(x, "x")

@@ -186,3 +186,42 @@ def test_grouped_query_module_with_as_many_kv_heads_equals_multi_head_attention(
         with torch.no_grad():
             torch.testing.assert_close(grouped(x, mask=mask)[0], reference(x, mask=mask)[0])
             torch.testing.assert_close(grouped(x, mask=mask)[1], reference(x, mask=mask)[1])
+
+
+@pytest.mark.parametrize("shape", [SHAPES[0], SHAPES[-1]])
+def test_a_cached_step_built_from_the_public_pieces_equals_the_model(shape):
+    """embed, the blocks' parts, split/merge_heads and unembed are enough to write a cached step."""
+    from attnviz.mha import merge_heads, split_heads
+
+    model = _model(shape)
+    tokens = torch.randint(model.vocab_size, (2, 7))
+    with torch.no_grad():
+        full, _ = model(tokens)
+        cache = KVCache()
+        model(tokens[:, :4], cache)
+        x = model.embed(tokens[:, 4:], start=4)                              # (2, 3, d_model)
+        for layer, block in enumerate(model.blocks):
+            normed = block.norm_attention(x)
+            query = split_heads(block.attention.W_q(normed), model.n_heads)
+            key = split_heads(block.attention.W_k(normed), model.n_kv_heads)
+            value = split_heads(block.attention.W_v(normed), model.n_kv_heads)
+            key, value = cache.append(layer, key, value)
+            group = model.n_heads // model.n_kv_heads
+            key, value = key.repeat_interleave(group, 1), value.repeat_interleave(group, 1)
+            heads, _ = attnviz.scaled_dot_product_attention(query, key, value, decoding_mask(3, 7))
+            x = x + block.attention.W_o(merge_heads(heads))
+            x = x + block.mlp(block.norm_mlp(x))
+        torch.testing.assert_close(model.unembed(x), full[:, 4:], atol=1e-5, rtol=1e-5)
+
+
+def test_a_copied_cache_is_independent():
+    model = _model(SHAPES[0])
+    tokens = torch.randint(model.vocab_size, (1, 5))
+    cache = KVCache()
+    with torch.no_grad():
+        model(tokens[:, :3], cache)
+        twin = cache.copy()
+        model(tokens[:, 3:], cache)
+    # appending to the original leaves the copy at the length it had
+    assert cache.length == 5 and twin.length == 3
+    assert torch.equal(twin.keys[0], cache.keys[0][..., :3, :])
