@@ -28,7 +28,8 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """``(batch, n_heads, n, d_head)`` → ``(batch, n, n_heads · d_head)``, the inverse of :func:`split_heads`."""
+    """``(batch, n_heads, n, d_head)`` → ``(batch, n, n_heads · d_head)``: the inverse of
+    :func:`split_heads`."""
     batch, n_heads, n, d_head = x.shape
     return x.transpose(1, 2).contiguous().view(batch, n, n_heads * d_head)
 
