@@ -14,7 +14,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
 	@echo "make test   run the unit tests and every notebook (nbval)"
-	@echo "make student  write the student edition (solutions replaced by stubs) to student/"
+	@echo "make student  build the learner's edition in student/ (exercises as stubs; keeps every notebook you changed)"
 	@echo "make nbgrader write an nbgrader course folder (one assignment per exercise notebook) to nbgrader_course/"
 	@echo "make screenshots  run the browser test and refresh the README's images in docs/screenshots/"
 	@echo "make clean  remove .venv"
@@ -35,8 +35,11 @@ $(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	  done; fi
 	touch $(STAMP)
 
+# Learners work in the learner's edition (student/), built from the teacher's edition (notebooks/);
+# building it again never overwrites a notebook the learner changed (tools/make_student.py).
 lab: $(STAMP)
-	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) notebooks/00_start_here.ipynb
+	$(BIN)/python tools/make_student.py notebooks student
+	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) student/00_start_here.ipynb
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools

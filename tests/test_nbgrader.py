@@ -229,7 +229,7 @@ def test_autograded_check_cells_show_the_verdict(graded, assignment):
     buggy = check_output("one_zoo_bug")
     assert f"[bug: {bug_id}]" in buggy and "AssertionError" in buggy
     untouched = check_output("untouched_release")
-    assert "not yet implemented" in untouched and "Hint: " in untouched
+    assert "not written yet" in untouched and "Hint: " in untouched
     assert "AssertionError" not in check_output("teacher_solution")
 
 
