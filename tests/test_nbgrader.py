@@ -116,7 +116,7 @@ def test_an_exercise_without_a_check_cell_is_an_error(tmp_path):
     write(tmp_path / "course" / "01_x.ipynb", [
         ("md", "# X"), ("code", "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION",
                         ["solution"])])
-    with pytest.raises(StudentEditionError, match="no check cell calls a checker on f"):
+    with pytest.raises(StudentEditionError, match="no check cell"):   # the markers check says it first
         make_nbgrader.make_nbgrader(tmp_path / "course", tmp_path / "out")
 
 
