@@ -39,7 +39,7 @@ $(STAMP): requirements.txt pyproject.toml binder/overrides.json
 # building it again never overwrites a notebook the learner changed (tools/make_student.py).
 lab: $(STAMP)
 	$(BIN)/python tools/make_student.py notebooks student
-	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) student/00_start_here.ipynb
+	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) --ServerApp.root_dir=. student/00_start_here.ipynb
 
 test: $(STAMP)
 	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools
