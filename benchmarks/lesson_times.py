@@ -1,19 +1,23 @@
-"""Kernel CPU and wall time of the cells each 60-minute lesson in docs/lessons/ runs.
+"""Kernel CPU time, wall time and memory of the cells each 60-minute lesson in docs/lessons/ runs.
 
-    .venv/bin/python benchmarks/lesson_times.py            # every lesson
-    .venv/bin/python benchmarks/lesson_times.py 2          # lesson 2 only
+    .venv/bin/python benchmarks/lesson_times.py                  # every lesson, a class of 30
+    .venv/bin/python benchmarks/lesson_times.py 2 --students 24  # lesson 2 only, a class of 24
 
 A lesson plan says which notebooks the class opens and which cells the teacher runs in front of the
 room. Each of those notebooks runs here top to bottom in a fresh kernel, as *Run All* does (later
 cells need earlier ones), and every cell is timed twice: the kernel process's CPU time (user +
 system, from /proc, its waited-for children included) and the wall time around the cell. The table
 prints, per notebook, the whole Run All (what each learner's kernel costs when the class opens the
-notebook) and each cell the plan shows live, then the lesson's totals. A busy machine inflates the
-wall times far more than the CPU times; compare CPU times between machines.
+notebook) with the kernel's peak memory (VmHWM from /proc), then each cell the plan shows live, then
+the lesson's totals: per learner, and for a class (``--students``, default 30) whose every learner
+runs the lesson's notebooks, either one kernel at a time (the last one shut down before the next is
+opened) or with every kernel kept open. A busy machine inflates the wall times far more than the
+CPU times; compare CPU times between machines. On a hub each learner also has a server process of
+their own besides the kernels; this benchmark does not measure that.
 
 The cells are named by their cell id (stable when cells are added around them) and checked before
 anything runs: a plan naming a cell that no longer exists is an error that names it. Notebook 07
-is being rebuilt; its cells in lesson 3 are to be re-timed after that change (see the lesson page).
+is being rebuilt; lesson 3 times notebook 06 only until then (see the lesson page).
 """
 
 from __future__ import annotations
@@ -87,6 +91,14 @@ LESSONS = {
 }
 
 
+def _peak_mb(pid: int) -> float:
+    """The process's peak resident memory so far (VmHWM), in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
+
+
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU time of the process and of its children it has waited for."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -124,10 +136,16 @@ def time_cells(path: Path, timeout: int = 600) -> dict:
             client.execute_cell(cell, index)
             per_cell[cell.get("id")] = (_cpu_seconds(pid) - cpu, time.monotonic() - wall)
         total = (_cpu_seconds(pid) - start_cpu, time.monotonic() - start_wall)
-    return {"cells": per_cell, "total": total}
+        peak = _peak_mb(pid)
+    return {"cells": per_cell, "total": total, "peak_mb": peak}
 
 
 def main(argv: list[str]) -> int:
+    students = 30
+    if "--students" in argv:
+        at = argv.index("--students")
+        students = int(argv[at + 1])
+        argv = argv[:at] + argv[at + 2:]
     problems = check_plans()
     if problems:
         print("\n".join(problems))
@@ -136,24 +154,30 @@ def main(argv: list[str]) -> int:
     for number in wanted:
         title, notebooks = LESSONS[number]
         print(f"\nLesson {number}: {title}")
-        print(f"{'notebook / cell':<58} {'CPU (s)':>8} {'wall (s)':>9}")
-        print("-" * 77)
-        run_all = [0.0, 0.0]
-        live = [0.0, 0.0]
+        print(f"{'notebook / cell':<58} {'CPU (s)':>8} {'wall (s)':>9} {'peak MB':>8}")
+        print("-" * 86)
+        run_all, live, peaks = [0.0, 0.0], [0.0, 0.0], []
         for stem, cells in notebooks.items():
             timed = time_cells(REPO / "notebooks" / f"{stem}.ipynb")
             cpu, wall = timed["total"]
             run_all[0] += cpu
             run_all[1] += wall
-            print(f"{stem + ': Run All (every cell)':<58} {cpu:>8.1f} {wall:>9.1f}", flush=True)
+            peaks.append(timed["peak_mb"])
+            print(f"{stem + ': Run All (every cell)':<58} {cpu:>8.1f} {wall:>9.1f} {peaks[-1]:>8.0f}",
+                  flush=True)
             for cell_id, what in cells:
                 cpu, wall = timed["cells"][cell_id]
                 live[0] += cpu
                 live[1] += wall
                 print(f"  {cell_id:<10} {what[:44]:<44} {cpu:>8.2f} {wall:>9.2f}", flush=True)
-        print("-" * 77)
-        print(f"{'lesson total, Run All of its notebooks':<58} {run_all[0]:>8.1f} {run_all[1]:>9.1f}")
-        print(f"{'lesson total, the cells run live':<58} {live[0]:>8.1f} {live[1]:>9.1f}", flush=True)
+        print("-" * 86)
+        print(f"{'per learner: Run All of the lesson notebooks':<58} {run_all[0]:>8.1f} {run_all[1]:>9.1f}")
+        print(f"{'per learner: the cells run live':<58} {live[0]:>8.1f} {live[1]:>9.1f}")
+        print(f"per learner, kernel memory: {max(peaks):.0f} MB one kernel at a time, "
+              f"{sum(peaks):.0f} MB with every kernel kept open")
+        print(f"a class of {students}: {students * run_all[0]:.0f} CPU seconds for everyone's Run All; "
+              f"kernel memory {students * max(peaks) / 1024:.1f} GB one kernel at a time, "
+              f"{students * sum(peaks) / 1024:.1f} GB with every kernel kept open", flush=True)
     return 0
 
 

@@ -144,7 +144,7 @@ def index_page(out: Path) -> str:
              "render in class; each caption says what to point at. The numbers in each picture are the "
              "explorer's own.", ""]
     for name, (notebook, _, pictures) in SETTINGS.items():
-        lines += [f"## {name} explorer (notebook {notebook[:2]}, `{notebook}.ipynb`)", ""]
+        lines += [f"## {name} explorer", "", f"In notebook {notebook[:2]}, `{notebook}.ipynb`.", ""]
         for stem, code, caption in pictures:
             setting = code.splitlines()[-1] if "\n" not in code else code.replace("\n", "; ")
             lines += [f"**{caption}** (`{setting}`)", "", f"![{caption}]({stem}.png)", ""]
