@@ -54,7 +54,8 @@ SETTINGS = {
         ("lookup_3_hot", "lookup_explorer(query_angle=30, temperature=100)",
          "Temperature 100 (its highest): even weights, the blend at the plain average of the values."),
         ("lookup_4_cat_dog", "lookup_explorer(query_angle=40, temperature=0.5)",
-         "Query at 40°, halfway between cat and dog, temperature 0.5: the two share the weight."),
+         "Query at 40°, halfway between cat and dog, temperature 0.5 (the slider's nearest step shows "
+         "0.501): the two share the weight."),
     ]),
     "saturation": ("03_why_sqrt_dk", "from attnviz.widgets import saturation_explorer", [
         ("saturation_1_start", "saturation_explorer(d_k=64, scaled=False)",
@@ -67,7 +68,8 @@ SETTINGS = {
         ("saturation_4_scaled", "saturation_explorer(d_k=4096, scaled=True)",
          "d_k = 4096, metrics for the scaled side: still a blend, the gradient intact."),
         ("saturation_5_cold", "saturation_explorer(d_k=4096, scaled=True, temperature=0.05)",
-         "d_k = 4096, scaled, temperature 0.05 (its lowest): the scaled side sharpens too."),
+         "d_k = 4096, scaled, temperature 0.05 (its lowest; the slider shows 0.0501): the scaled side "
+         "sharpens too."),
         ("saturation_6_hot", "saturation_explorer(d_k=4096, scaled=True, temperature=20)",
          "Temperature 20 (its highest): the rows flatten to an even spread."),
     ]),
