@@ -83,10 +83,13 @@ def table(result: dict, students: int = 30) -> str:
         lines.append(f"{e['student']:<10} {e['notebook']:<22} {e['kernel_hwm_mb']:>13.0f} "
                      f"{e['kernel_tree_peak_mb']:>13.0f} {e['kernel_cpu_s']:>8.1f}")
     size = sizing(result, students)
-    lines += ["", "Each student's Jupyter server (the whole session: hand-out, two notebooks, fetch, submit)",
-              f"{'student':<10} {'peak RSS (MB)':>13} {'CPU (s)':>8}", "-" * 33]
+    lines += ["", "Each student's Jupyter server and their other processes (terminals, nbgrader, git, and",
+              "the `yarn config` JupyterLab runs on a page load when node is on the PATH), whole session",
+              f"{'student':<10} {'server peak RSS (MB)':>20} {'server CPU (s)':>14} {'others CPU (s)':>14}",
+              "-" * 61]
     for role, s in size["per_student"].items():
-        lines.append(f"{role:<10} {s['server_mb']:>13.0f} {s['server_cpu_s']:>8.1f}")
+        others = sum(p["cpu_s"] for p in result["processes"] if p["owner"] == role and p["kind"] == "other")
+        lines.append(f"{role:<10} {s['server_mb']:>20.0f} {s['server_cpu_s']:>14.1f} {others:>14.1f}")
     lines += ["", "The hub's own processes (the whole session)", f"{'process':<28} {'peak RSS (MB)':>13} "
               f"{'CPU (s)':>8}", "-" * 51]
     for kind, label in (("hub", "jupyterhub"), ("proxy", "configurable-http-proxy")):
@@ -95,7 +98,7 @@ def table(result: dict, students: int = 30) -> str:
     teacher = [p for p in result["processes"] if p["owner"] == "teacher"]
     teacher_peak = max((p["peak_tree_mb"] for p in teacher), default=0)
     teacher_cpu = sum(p["cpu_s"] for p in teacher)
-    lines.append(f"{'teacher (all, incl. grading)':<28} {teacher_peak:>13.0f} {teacher_cpu:>8.1f}")
+    lines.append(f"{'the teacher (incl. grading)':<28} {teacher_peak:>13.0f} {teacher_cpu:>8.1f}")
     totals = result["totals"]
     rss, pss = totals["peak_all_rss_mb"], totals["peak_all_pss_mb"]
     students_pss, samples = totals["peak_students_pss_mb"], totals["samples"]

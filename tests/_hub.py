@@ -551,8 +551,8 @@ class ProcessRecord:
     cmdline: str
     peak_rss: int = 0
     peak_tree_rss: int = 0   # the process and its children, summed, at one sample
-    cpu: float = 0.0         # user + system seconds, its waited-for children included
-    children_cpu: float = 0.0
+    cpu: float = 0.0         # its own user + system seconds
+    children_cpu: float = 0.0  # of the children it waited for (a kernel's forked checkers)
     hwm: int = 0             # VmHWM: the kernel's own exact peak RSS, from /proc
 
 
@@ -626,7 +626,7 @@ class Sampler:
                         "hub" if process.pid == getattr(self.hub.proc, "pid", None) else "other")
                 record = self.records[process.pid] = ProcessRecord(process.pid, owner, kind, cmdline[:300])
             record.peak_rss = max(record.peak_rss, memory.rss)
-            record.cpu = times.user + times.system + times.children_user + times.children_system
+            record.cpu = times.user + times.system
             record.children_cpu = times.children_user + times.children_system
             if record.kind == "kernel":
                 record.hwm = max(record.hwm, _vm_hwm(process.pid))

@@ -287,7 +287,8 @@ def run_class(browser, log=print) -> dict:
                 assert record is not None, f"measure: no kernel process found for {page.name}"
                 result["notebooks"][f"{role} {stem}"] = {
                     "student": role, "notebook": notebook, "kernel_hwm_mb": record.hwm / MB,
-                    "kernel_tree_peak_mb": record.peak_tree_rss / MB, "kernel_cpu_s": record.cpu}
+                    "kernel_tree_peak_mb": record.peak_tree_rss / MB,
+                    "kernel_cpu_s": record.cpu + record.children_cpu}
                 page.close()      # the tab closes; the kernel stays running, as JupyterLab leaves it
 
         step("release: the teacher's release finishes (make_nbgrader, generate_ and release_assignment)")
@@ -422,4 +423,5 @@ def _check_outputs(course: Path, names: dict[str, str]) -> dict:
 def _process_table(sampler: Sampler) -> list[dict]:
     return [{"pid": r.pid, "owner": r.owner, "kind": r.kind, "peak_rss_mb": round(r.peak_rss / MB, 1),
              "peak_tree_mb": round(r.peak_tree_rss / MB, 1), "hwm_mb": round(r.hwm / MB, 1),
-             "cpu_s": round(r.cpu, 2), "cmdline": r.cmdline[:160]} for r in sampler.records.values()]
+             "cpu_s": round(r.cpu, 2), "children_cpu_s": round(r.children_cpu, 2),
+             "cmdline": r.cmdline[:160]} for r in sampler.records.values()]
