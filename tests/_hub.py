@@ -110,14 +110,31 @@ def remove_account(name: str) -> str | None:
 
 
 def remove_stale_accounts() -> list[str]:
-    """Accounts an earlier run of this test left behind (its process is gone); removed."""
+    """What an earlier run of this test left behind when it was killed (its process is gone).
+
+    Its accounts (marked in their comment field with the pid that made them) and their processes,
+    its hub's process group (the pid file in its folder) and the folder itself are removed.
+    """
+    import psutil
+
     removed = []
     for entry in pwd.getpwall():
         match = re.fullmatch(rf"{COMMENT} pid=(\d+)", entry.pw_gecos)
-        if match and not Path(f"/proc/{match.group(1)}").exists():
-            _kill_processes_of({entry.pw_uid})
-            if remove_account(entry.pw_name) is None:
-                removed.append(entry.pw_name)
+        if not match or psutil.pid_exists(int(match.group(1))):
+            continue
+        folder = Path(entry.pw_dir).parent.parent
+        if folder.name.startswith("attnviz-hub-"):
+            try:
+                hub = psutil.Process(int((folder / "hub" / "jupyterhub.pid").read_text().strip()))
+                if "jupyterhub" in " ".join(hub.cmdline()) and str(folder) in " ".join(hub.cmdline()):
+                    os.killpg(hub.pid, 9)
+            except (OSError, ValueError, psutil.Error):
+                pass
+        _kill_processes_of({entry.pw_uid})
+        if remove_account(entry.pw_name) is None:
+            removed.append(entry.pw_name)
+        if folder.name.startswith("attnviz-hub-"):
+            shutil.rmtree(folder, ignore_errors=True)
     return removed
 
 

@@ -32,9 +32,11 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from urllib.parse import quote, urlencode
@@ -184,6 +186,8 @@ def run_class(browser, log=print) -> dict:
     result: dict = {"steps": {}, "repaints": {}, "notebooks": {}, "scores": {}}
     hub = Hub(["teacher", *STUDENTS])
     result["folder"] = str(hub.tmp)
+    # a SIGTERM (a timeout's kill) unwinds through the finally below, so the hub still stops
+    previous = signal.signal(signal.SIGTERM, _terminated) if _main_thread() else None
     sampler = None
     contexts = []
     try:
@@ -358,6 +362,10 @@ def run_class(browser, log=print) -> dict:
             except Exception:  # noqa: BLE001 - the browser may already be gone; the hub must still stop
                 pass
         problems = hub.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        for problem in problems:
+            log(f"[hub] cleanup: {problem}")
         result["cleanup_problems"] = problems
         result["steps"] = step.table()
         if sampler is not None:
@@ -367,6 +375,14 @@ def run_class(browser, log=print) -> dict:
                                 "peak_students_pss_mb": sampler.peak_students_pss / MB,
                                 "samples": sampler.samples}
     return result
+
+
+def _terminated(signum, frame):
+    raise SystemExit(f"hub test: terminated by signal {signum}")
+
+
+def _main_thread() -> bool:
+    return threading.current_thread() is threading.main_thread()
 
 
 def _wait_port(port: int, step: str, timeout: float = 20.0) -> None:
