@@ -354,6 +354,8 @@ def run_class(browser, log=print) -> dict:
         result["refused_requests"] = refused + [u for _, _, r in student_pages.values() for u in r]
         step("done")
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)    # a second SIGTERM must not cut cleanup short
         if sampler is not None:
             sampler.stop()
         for context in contexts:
