@@ -180,8 +180,11 @@ def _check_an_exercise(page: HubNotebookPage, solutions: dict[str, str]) -> dict
     return {"before": unwritten, "after": verdict}
 
 
-def run_class(browser, log=print) -> dict:
-    """Play the class through on a fresh hub; always stops the hub and removes its accounts."""
+def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
+    """Play the class through on a fresh hub; always stops the hub and removes its accounts.
+
+    ``screenshots``: a folder for a picture of what each student sees (after the repaint, the check).
+    """
     step = _Step(log)
     result: dict = {"steps": {}, "repaints": {}, "notebooks": {}, "scores": {}}
     hub = Hub(["teacher", *STUDENTS])
@@ -282,9 +285,14 @@ def run_class(browser, log=print) -> dict:
                 moved = _move_control(page, notebook)
                 result["repaints"][f"{role} {stem}"] = moved
                 assert moved["outcome"] == "repainted", f"repaint: {page.name}: {moved}"
+                if screenshots is not None:
+                    page.screenshot(screenshots / f"hub_{stem}_{role}.png")
             if notebook.startswith("04"):
                 step("check: one student writes an exercise and runs its check cell")
                 result["checked"] = _check_an_exercise(pages[CHECKER], solutions)
+                if screenshots is not None:
+                    pages[CHECKER].scroll_to(".attnviz-verdict.attnviz-passed")
+                    pages[CHECKER].screenshot(screenshots / f"hub_04_{CHECKER}_checked.png")
             sampler.sample()
             for role, page in pages.items():
                 record = sampler.kernel(role, kernels[role])

@@ -13,7 +13,8 @@ solution; one catalogued bug; nothing) and submit through nbgrader's exchange; t
 collects and autogrades, and the marks are read from the gradebook. The hub is stopped and the
 accounts removed at the end, whatever happened. Memory and CPU of every process are sampled
 throughout; the measurements go to benchmarks/results/hub_sizing.json, which
-``benchmarks/hub_sizing.py --from`` prints as the sizing table.
+``benchmarks/hub_sizing.py --from`` prints as the sizing table; what each student saw goes to
+screenshots/hub_*.png.
 
 Without Chromium, Playwright, root, node's proxy or the hub's packages the test skips with the
 reason, unless ATTNVIZ_REQUIRE_BROWSER=1 (CI sets it), in which case it fails.
@@ -43,7 +44,7 @@ def hub_class():
             pytest.fail(f"the hub test is required here (ATTNVIZ_REQUIRE_BROWSER=1) but {reason}")
         pytest.skip(f"hub test skipped: {reason}")
     with chromium() as browser:
-        result = run_class(browser)
+        result = run_class(browser, screenshots=REPO / "screenshots")
     write_json(RESULTS, result)
     return result
 
