@@ -507,7 +507,7 @@ _JS_TERMINAL_SEND = r"""async ([key, command]) => {
       if (message.type === 'stdout') entry.out += message.content[0];
     });
     terminals[key] = entry;
-    for (let i = 0; i < 200 && connection.connectionStatus !== 'connected'; i++) {
+    for (let i = 0; i < 600 && connection.connectionStatus !== 'connected'; i++) {
       await new Promise(resolve => setTimeout(resolve, 100));
     }
   }
@@ -635,13 +635,13 @@ class Sampler:
                 continue
             cmdline = " ".join(process.info["cmdline"] or [])
             record = self.records.get(process.pid)
-            if record is None or record.cmdline != cmdline[:300]:
+            if record is None or record.cmdline != cmdline[:2000]:
                 owner = by_uid.get(uid, "hub")
                 kind = ("kernel" if "ipykernel_launcher" in cmdline else
                         "server" if "jupyterhub.singleuser" in cmdline else
                         "proxy" if "configurable-http-proxy" in cmdline else
                         "hub" if process.pid == getattr(self.hub.proc, "pid", None) else "other")
-                record = self.records[process.pid] = ProcessRecord(process.pid, owner, kind, cmdline[:300])
+                record = self.records[process.pid] = ProcessRecord(process.pid, owner, kind, cmdline[:2000])
             record.peak_rss = max(record.peak_rss, memory.rss)
             record.cpu = times.user + times.system
             record.children_cpu = times.children_user + times.children_system
