@@ -335,6 +335,17 @@ class Hub:
         except OSError:
             return ""
 
+    def give(self, role: str, folders: list[Path], name: str) -> Path:
+        """Copy ``folders`` into ``~/name`` of ``role``'s account, owned by that user."""
+        account = self.accounts[role]
+        dest = account.home / name
+        for folder in folders:
+            shutil.copytree(folder, dest / folder.name, ignore=shutil.ignore_patterns(
+                "__pycache__", ".ipynb_checkpoints"))
+        for path in [dest, *dest.rglob("*")]:
+            os.chown(path, account.uid, account.gid, follow_symlinks=False)
+        return dest
+
     def run_as(self, role: str, command: list[str], **kwargs) -> subprocess.Popen:
         """A helper process of the test run as ``role``'s user (stopped by ``close``)."""
         account = self.accounts[role]

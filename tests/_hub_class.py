@@ -8,7 +8,8 @@ release, fetch, write, submit, collect, autograde) when a step fails. Used by te
 What each person does, all in headless Chromium through the hub (each has their own browser
 context, so their own login cookie):
 
-1. The teacher logs in; in a terminal in their JupyterLab they build the learner's edition
+1. The teacher, who has their own copy of the course (its notebooks and tools) in their home,
+   logs in; in a terminal in their JupyterLab they build the learner's edition
    (``python tools/make_student.py notebooks ~/attention-course``), commit it to a git repository
    (which ``git daemon``, run as the teacher, serves on 127.0.0.1 in place of a git host), write the
    nbgrader course folder (``python tools/make_nbgrader.py notebooks ~/course``, what `make
@@ -59,6 +60,7 @@ import make_nbgrader  # noqa: E402
 STUDENTS = ("right", "buggy", "untouched")     # named by what each hands in
 CHECKER = "right"                              # the student who checks an exercise in the edition
 FOLDER = "attention-course"                    # the learner's edition's folder in each home
+SOURCE = "~/attention-from-first-principles"   # the teacher's copy of the course (the teacher's edition)
 NOTEBOOKS = ("03_why_sqrt_dk.ipynb", "04_masking.ipynb")
 ASSIGNMENT = "04_masking"
 # what the buggy student hands in: one exercise replaced by a catalogued bug (tests/test_nbgrader.py)
@@ -201,6 +203,8 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
         hub.start()
         sampler = Sampler(hub).start()
         teacher = hub.accounts["teacher"]
+        # the teacher's own copy of the course (its notebooks and tools), as a clone would give them
+        hub.give("teacher", [REPO / "notebooks", REPO / "tools"], SOURCE.removeprefix("~/"))
 
         step("login: the teacher")
         context = browser.new_context(viewport=VIEWPORT)
@@ -212,8 +216,8 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
         desk = Terminal(teacher_page, "the teacher")
 
         step("hand-out: the teacher builds the learner's edition and commits it")
-        desk.run(f"cd ~ && python {REPO}/tools/make_student.py {REPO}/notebooks ~/{FOLDER} && cd ~/{FOLDER} "
-                 "&& git init -q -b main && git add -A && git -c user.name=Teacher "
+        desk.run(f"cd ~ && python {SOURCE}/tools/make_student.py {SOURCE}/notebooks ~/{FOLDER} "
+                 f"&& cd ~/{FOLDER} && git init -q -b main && git add -A && git -c user.name=Teacher "
                  "-c user.email=teacher@localhost commit -q -m 'The learner edition' && git log --oneline",
                  "hand-out")
         port = free_port()
@@ -224,8 +228,9 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
         _wait_port(port, "hand-out: git daemon")
 
         # the release runs in the teacher's terminal while the students log in (waited for before fetch)
-        desk.send(f"cd ~ && python {REPO}/tools/make_nbgrader.py {REPO}/notebooks ~/course && cd ~/course "
-                  f"&& nbgrader generate_assignment {ASSIGNMENT} && nbgrader release_assignment {ASSIGNMENT}",
+        desk.send(f"cd ~ && python {SOURCE}/tools/make_nbgrader.py {SOURCE}/notebooks ~/course "
+                  f"&& cd ~/course && nbgrader generate_assignment {ASSIGNMENT} "
+                  f"&& nbgrader release_assignment {ASSIGNMENT}",
                   "release")
 
         link = "/hub/user-redirect/git-pull?" + urlencode({
