@@ -291,6 +291,7 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
                 result["repaints"][f"{role} {stem}"] = moved
                 assert moved["outcome"] == "repainted", f"repaint: {page.name}: {moved}"
                 if screenshots is not None:
+                    page.scroll_to('[data-attnviz-root="0"]')
                     page.screenshot(screenshots / f"hub_{stem}_{role}.png")
             if notebook.startswith("04"):
                 step("check: one student writes an exercise and runs its check cell")
