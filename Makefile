@@ -5,19 +5,21 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+NODE   := node_modules/.installed
 PORT   ?= 8888
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test lint clean help student nbgrader screenshots
+.PHONY: lab test js canvas clean help student nbgrader screenshots
 
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
 	@echo "make test   run the unit tests and every notebook (nbval)"
+	@echo "make canvas rebuild attnviz/widgets/canvas.js from the front-end's modules in attnviz/widgets/js/"
 	@echo "make student  write the student edition (solutions replaced by stubs) to student/"
 	@echo "make nbgrader write an nbgrader course folder (one assignment per exercise notebook) to nbgrader_course/"
 	@echo "make screenshots  run the browser test and refresh the README's images in docs/screenshots/"
-	@echo "make clean  remove .venv"
+	@echo "make clean  remove .venv and node_modules"
 
 $(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,12 +37,26 @@ $(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	  done; fi
 	touch $(STAMP)
 
+# The JavaScript tools pinned in package.json (biome, esbuild, ...), from the npm registry.
+$(NODE): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE)
+
 lab: $(STAMP)
 	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
-test: $(STAMP)
+test: $(STAMP) js
 	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools
 	$(BIN)/python -m pytest
+
+# The front-end's JavaScript: biome (lint and format), then its unit tests on node's own test runner
+# (no browser), including that attnviz/widgets/canvas.js is what its modules build.
+js: $(NODE)
+	node_modules/.bin/biome ci --colors=off --error-on-warnings
+	node --test tests/js/*.test.js
+
+canvas: $(NODE)
+	node tools/build_canvas.js
 
 student: $(STAMP)
 	$(BIN)/python tools/make_student.py notebooks student
@@ -56,4 +72,4 @@ screenshots: $(STAMP)
 	cp screenshots/[0-9][0-9]_*.png docs/screenshots/
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) node_modules
