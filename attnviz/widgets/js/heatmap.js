@@ -15,7 +15,7 @@ import {
   rampChannels,
   rgb,
 } from "./colour.js";
-import { digitsOf, flagsOf, valuesOf } from "./scene.js";
+import { digitsOf, flagsOf, labelsOr, valuesOf } from "./scene.js";
 
 export const FLAG_MASKED = 1;
 export const FLAG_NAN = 2;
@@ -146,10 +146,6 @@ function paintCells(ctx, theme, frame, panel, values, flags) {
   }
 }
 
-function indexLabels(count) {
-  return [...Array(count).keys()].map(String);
-}
-
 /** Query labels down the left, key labels along the bottom (turned 45 degrees when they crowd). */
 function paintLabels(ctx, theme, frame, panel) {
   const cell = panel.cell;
@@ -158,7 +154,7 @@ function paintLabels(ctx, theme, frame, panel) {
   ctx.textBaseline = "middle";
   ctx.textAlign = "right";
   if (panel.n_q <= LABELS_UP_TO) {
-    const rows = panel.y_labels || indexLabels(panel.n_q);
+    const rows = labelsOr(panel.y_labels, panel.n_q);
     rows.forEach((label, i) => {
       ctx.fillText(label, frame.left - 4, frame.top + (i + 0.5) * cell);
     });
@@ -166,7 +162,7 @@ function paintLabels(ctx, theme, frame, panel) {
   if (panel.n_k > LABELS_UP_TO) {
     return;
   }
-  const columns = panel.x_labels || indexLabels(panel.n_k);
+  const columns = labelsOr(panel.x_labels, panel.n_k);
   columns.forEach((label, j) => {
     ctx.save();
     ctx.translate(frame.left + (j + 0.5) * cell, frame.top + frame.h + 4);

@@ -137,6 +137,11 @@ export function edgesOf(panel, bins) {
   return Float64Array.from({ length: bins + 1 }, (_unused, b) => low + ((high - low) * b) / bins);
 }
 
+/** A panel's labels along one side, or the positions 0, 1, ... when it has none. */
+export function labelsOr(labels, count) {
+  return labels || [...Array(count).keys()].map(String);
+}
+
 /** A heatmap with the defaults Python leaves out of the scene filled in. */
 export function withDefaults(panel, defaults) {
   if (panel.kind !== "heatmap") {

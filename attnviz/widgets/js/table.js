@@ -4,22 +4,18 @@
 import { fmt } from "./axes.js";
 import { make } from "./dom.js";
 import { FLAG_MASKED, FLAG_NAN } from "./heatmap.js";
-import { digitsOf, edgesOf, flagsOf, valuesOf } from "./scene.js";
+import { digitsOf, edgesOf, flagsOf, labelsOr, valuesOf } from "./scene.js";
 
 /** A heatmap's table shows at most this many rows and columns (and says so). */
 export const TABLE_UP_TO = 32;
-
-function indexLabels(count) {
-  return [...Array(count).keys()].map(String);
-}
 
 function heatmapTable(panel) {
   const values = valuesOf(panel);
   const flags = flagsOf(panel);
   const rows = Math.min(panel.n_q, TABLE_UP_TO);
   const columns = Math.min(panel.n_k, TABLE_UP_TO);
-  const keys = (panel.x_labels || indexLabels(panel.n_k)).slice(0, columns);
-  const queries = panel.y_labels || indexLabels(panel.n_q);
+  const keys = labelsOr(panel.x_labels, panel.n_k).slice(0, columns);
+  const queries = labelsOr(panel.y_labels, panel.n_q);
   const cell = (k) => {
     if (flags[k] & FLAG_NAN) {
       return "NaN";
