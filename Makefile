@@ -10,11 +10,12 @@ PORT   ?= 8888
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test js canvas clean help student nbgrader screenshots
+.PHONY: lab test check lint js canvas clean help student nbgrader screenshots
 
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
-	@echo "make test   run the unit tests and every notebook (nbval)"
+	@echo "make test   run every test: lint, unit tests, every notebook (nbval), the browser test, Binder, nbgrader"
+	@echo "make check  the quick loop: lint and the unit tests (no notebooks, no browser, no slow builds)"
 	@echo "make canvas rebuild attnviz/widgets/canvas.js from the front-end's modules in attnviz/widgets/js/"
 	@echo "make student  write the student edition (solutions replaced by stubs) to student/"
 	@echo "make nbgrader write an nbgrader course folder (one assignment per exercise notebook) to nbgrader_course/"
@@ -45,14 +46,26 @@ $(NODE): package.json package-lock.json
 lab: $(STAMP)
 	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) notebooks/00_start_here.ipynb
 
-test: $(STAMP) js
-	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools
-	$(BIN)/python -m pytest
+# Test files run side by side (pytest-xdist): each file, and each notebook, on one worker with its own
+# kernels and fixtures (the browser test with its own JupyterLab and Chromium), three at a time on two
+# cores, since much of the time goes to waiting on kernels and browsers.
+PARALLEL ?= -n 3 --dist loadfile
 
-# The front-end's JavaScript: biome (lint and format), then its unit tests on node's own test runner
-# (no browser), including that attnviz/widgets/canvas.js is what its modules build.
-js: $(NODE)
+test: lint js
+	$(BIN)/python -m pytest $(PARALLEL)
+
+# The quick loop for an edit: lint and the unit tests, in under a minute; make test runs the rest.
+check: lint js
+	$(BIN)/python -m pytest tests -q -m "not slow and not browser and not corpus" -n 2 --dist loadfile
+
+# Python with ruff; the front-end's JavaScript with biome (lint and format).
+lint: $(STAMP) $(NODE)
+	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools
 	node_modules/.bin/biome ci --colors=off --error-on-warnings
+
+# The front-end's unit tests on node's own test runner (no browser), among them that
+# attnviz/widgets/canvas.js is what its modules in attnviz/widgets/js/ build.
+js: $(NODE)
 	node --test tests/js/*.test.js
 
 canvas: $(NODE)
