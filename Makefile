@@ -60,7 +60,7 @@ check: lint js
 
 # Python with ruff; the front-end's JavaScript with biome (lint and format).
 lint: $(STAMP) $(NODE)
-	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools
+	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools conftest.py
 	node_modules/.bin/biome ci --colors=off --error-on-warnings
 
 # The front-end's unit tests on node's own test runner (no browser), among them that
