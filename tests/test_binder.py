@@ -27,7 +27,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 BINDER = REPO / "binder"
-TEST_ONLY = {"pytest", "nbval", "hypothesis", "ruff", "playwright", "jupyter-repo2docker",
+TEST_ONLY = {"pytest", "pytest-xdist", "nbval", "hypothesis", "ruff", "playwright", "jupyter-repo2docker",
              "nbgrader",                    # the teacher's grading tool, not for learners on Binder
              "jupyterhub", "nbgitpuller"}   # tests/test_hub.py's hub; Binder runs its own
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
