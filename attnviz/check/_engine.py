@@ -143,7 +143,8 @@ class Trial:
             if ans.output.is_floating_point() and not finite:
                 return f"{subject} returned NaN or inf on {probe.name}"
         wrong = sum(not self.right(p, a) for p, a in self.main)
-        return f"{subject} returned the wrong {output} on {wrong} of {len(self.main)} test inputs"
+        inputs = self.spec.words.get(f"inputs:{self.main_kind}", "test inputs")
+        return f"{subject} returned the wrong {output} on {wrong} of {len(self.main)} {inputs}"
 
     def describe(self, probe, ans) -> str:
         if self.spec.describe is not None:
@@ -192,10 +193,12 @@ def _describe(trial, probe, ans) -> str:
     expected = probe.expected
     if ans.output.shape != expected.shape:
         return f"{where} {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims)}"
+    words = trial.spec.words
     if not bool(torch.isfinite(live_rows(probe, ans.output)).all()):
-        return f"{where} the output holds NaN or inf in rows that have keys to attend to."
+        nan = words.get("nan", "the output holds NaN or inf in rows that have keys to attend to.")
+        return f"{where} {nan}"
     gap = max_gap(ans.output, expected, probe.live_rows(ans.output))
-    return f"{where} the output differs from the correct one by up to {gap:.3g}."
+    return f"{where} {words.get('gap', 'the output differs from the correct one by up to')} {gap:.3g}."
 
 
 @dataclass(frozen=True)
@@ -220,7 +223,7 @@ def decide(trial):
     return None
 
 
-def run_check(spec, probes, steps, time_limit, read=None):
+def run_check(spec, probes, steps, time_limit, read=None, main_kind="main"):
     """Run ``steps`` (one per probe, in order) in one isolated child and decide; returns a verdict.
 
     ``read(step, probe) -> Answer`` turns a sandbox Step into the learner's answer (default
@@ -233,6 +236,5 @@ def run_check(spec, probes, steps, time_limit, read=None):
         answers = [read(step, probe) for step, probe in zip(run.steps, probes, strict=True)]
     else:
         answers = [Answer() for _ in run.steps]
-    trial = Trial(spec, probes, answers, run, time_limit, notes)
-    return decide(trial)
+    return decide(Trial(spec, probes, answers, run, time_limit, notes, main_kind=main_kind))
 

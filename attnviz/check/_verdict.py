@@ -96,7 +96,7 @@ def bug_found(checked: str, bug_id: str, happened: str, observed=None, fix=None)
         f"{happened}. It looks like the known bug {bug_id.replace('_', ' ')}.",
         what=bug.what,
         shows=bug.shows,
-        fix=fix or bug.fix,
+        fix=fix or bug.fix_for(checked),
         observed=list(observed or []),
     )
 
