@@ -493,7 +493,8 @@ class DecodeStep:
 
     def split(self, x, n_heads):                                     # (batch, n, h * d) -> (batch, h, n, d)
         batch, n, width = x.shape
-        return x.view(batch, n, n_heads, width // n_heads).transpose(1, 2)
+        d_head = width // n_heads
+        return x.view(batch, n, n_heads, d_head).transpose(1, 2)
 
     def append(self, kept, key, value):
         if kept is not None:
@@ -637,7 +638,8 @@ class StepDropoutLeftOn(DecodeStep):
 class StepHeadsSplitWithoutTranspose(DecodeStep):
     def split(self, x, n_heads):
         batch, n, width = x.shape
-        return x.view(batch, n_heads, n, width // n_heads)                   # BUG: (b, n, h, d), transpose
+        d_head = width // n_heads
+        return x.view(batch, n_heads, n, d_head)                             # BUG: (b, n, h, d), transpose
 
 
 class StepHeadsMergedWithoutTranspose(DecodeStep):
@@ -657,7 +659,8 @@ class StepMissingContiguous(DecodeStep):
 class StepBatchOneOnly(DecodeStep):
     def split(self, x, n_heads):
         batch, n, width = 1, x.shape[-2], x.shape[-1]                        # BUG: batch = x.shape[0]
-        return x.view(batch, n, n_heads, width // n_heads).transpose(1, 2)
+        d_head = width // n_heads
+        return x.view(batch, n, n_heads, d_head).transpose(1, 2)
 
 
 class StepMissingOutputProjection(DecodeStep):

@@ -112,7 +112,7 @@ _ENTRIES = [
         "Without the transpose each 'head' gets a slice that runs across several positions, so "
         "positions are scrambled together before attention even starts.",
         "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # (batch, n_heads, n, d_k)",
-        fixes={DECODING: "query = attention.W_q(normed).view(batch, n_new, h, d).transpose(1, 2)"},
+        fixes={DECODING: "x.view(batch, n, n_heads, d_head).transpose(1, 2)   # (batch, n_heads, n, d_head)"},
     ),
     Bug(
         "heads_merged_without_transpose",

@@ -89,10 +89,20 @@ def _same(probe, mine: Answer, theirs, compare) -> bool:
     return bool(compare(probe, mine, theirs))
 
 
+def _informative(theirs) -> bool:
+    """A variant's result that tells something: it ran, and not to NaN or inf everywhere."""
+    if isinstance(theirs, str):
+        return False
+    if isinstance(theirs, torch.Tensor) and theirs.is_floating_point():
+        return bool(torch.isfinite(theirs).any())
+    return True
+
+
 def matching_bug(answers, hypotheses, probes, *, compare, order=None):
     """The first bug id (in ``order``, default the variants' order) with a variant that matches
     every probe: both raised (or the learner's output has another shape, the way a raise would),
-    or ``compare(probe, answer, variant_output)``. A variant raising everywhere explains nothing."""
+    or ``compare(probe, answer, variant_output)``. A variant that raises, or gives nothing but NaN
+    or inf, on every probe explains nothing (many bugs do that)."""
     for bug_id in order or hypotheses.variants:
         for v in range(len(hypotheses.variants.get(bug_id, ()))):
             ran = False
@@ -100,7 +110,7 @@ def matching_bug(answers, hypotheses, probes, *, compare, order=None):
                 theirs = hypotheses.output(bug_id, v, probe)
                 if not _same(probe, a, theirs, compare):
                     break
-                ran = ran or not isinstance(theirs, str)
+                ran = ran or _informative(theirs)
             else:
                 if ran:
                     return bug_id

@@ -331,7 +331,8 @@ def raised(t):
         probe, ans = errors[0]
         return t.problem(
             f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.",
-            [t.describe(probe, ans), f"It raised on {len(errors)} of the {len(t.main)} main inputs."],
+            [t.describe(probe, ans), f"It raised on {len(errors)} of the {len(t.main)} "
+             f"{t.spec.words.get(f'inputs:{t.main_kind}', 'main inputs')}."],
             fix=t.spec.words.get("raised_fix", ""),
         )
     return None
@@ -361,6 +362,13 @@ def no_known_bug(t):
     detail.append(f"Right on: {'; '.join(right) or 'none of the inputs'}. Wrong on: {'; '.join(wrong)}.")
     if not all(_dead_finite(p, a) for p, a in t.main):
         detail.append("A fully masked query row comes out as NaN.")
+    outputs = [a.output for _, a in t.main if isinstance(a.output, torch.Tensor)]
+    outputs = [o for o in outputs if o.is_floating_point()]
+    if outputs and not any(bool(torch.isfinite(o).any()) for o in outputs):
+        detail.append(
+            "Every number it returned is NaN or inf, which many mistakes give: look for a -inf that meets a "
+            "0 (0 * -inf, (1 - mask) * -inf) or a softmax over scores that are all -inf."
+        )
     return t.problem(
         f"{t.happened(probe, ans)}, and it matches no known bug.", detail, fix=t.spec.fix
     )

@@ -72,7 +72,7 @@ def _probes():
             *(randn(2, n, 3, d).transpose(1, 2) for n, d in ((4, d_k), (6, d_k), (6, 5))),
             None,
         ),
-        _probe(
+        five := _probe(
             "5 queries, 5 keys, d_k = 9, a mask",
             randn(5, 9),
             randn(5, 9),
@@ -141,8 +141,8 @@ def _probes():
             kind="float16",
             tolerance=2e-2,
         ),
-        Probe("the 5-query input again", probes[3].args, kind="repeat", same_as=probes[3].name,
-              live=probes[3].live, shapes=probes[3].shapes),
+        Probe("the 5-query input again", five.args, kind="repeat", same_as=five.name, live=five.live,
+              shapes=five.shapes),
         _probe(
             "a backward pass",
             randn(2, 4, d_k),

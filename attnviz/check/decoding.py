@@ -96,9 +96,14 @@ def _setup():
     every layer's true keys and values, and the two hypothesis tables; built once per kernel."""
     with neutral(), torch.no_grad(), one_thread():
         if not _SETUP:
-            with torch.random.fork_rng():
-                torch.manual_seed(7)
-                model = TinyGPT(**SIZES).eval()
+            dtype = torch.get_default_dtype()
+            try:                                       # the same float32 model whatever the kernel set
+                torch.set_default_dtype(torch.float32)
+                with torch.random.fork_rng():
+                    torch.manual_seed(7)
+                    model = TinyGPT(**SIZES).eval()
+            finally:
+                torch.set_default_dtype(dtype)
             exact = copy.deepcopy(model).double().pieces()
             g = torch.Generator().manual_seed(8)
             text = torch.randint(SIZES["vocab_size"], (2, 10), generator=g)
@@ -232,8 +237,12 @@ def _summary(cache, truth):
 
 
 def _describe_value(value):
+    if value is None:
+        return "None"
     if isinstance(value, torch.Tensor):
         return f"a tensor of shape {shape_str(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
     return f"a {type(value).__name__}"
 
 
@@ -394,8 +403,8 @@ def _weights_meet_values(t):
 def _branch(t):
     probe, ans = t.one("branch")
     if probe is not None and not t.right(probe, ans):
-        return t.bug("cache_modified_in_place", "your step's logits are right while generating straight on, "
-                     "but wrong when a cache is used twice", [
+        return t.bug("cache_modified_in_place", "your step gave the right logits generating straight on, "
+                     "but not when a cache is used twice", [
                          t.describe(probe, ans),
                          "Called a second time with the cache the prefill returned, your step no longer got "
                          "the prefill's 4 positions: the first call changed that cache."])
