@@ -22,6 +22,8 @@ import math
 
 import torch
 
+from .._threads import one_thread
+
 __all__ = ["neutral", "in_neutral", "attention", "multi_head", "ATTENTION_VARIANTS", "MULTI_HEAD_VARIANTS",
            "causal", "padding"]
 
@@ -39,10 +41,11 @@ def neutral():
 
 
 def in_neutral(check):
-    """Decorator: the whole checker runs inside :func:`neutral`."""
+    """Decorator: the whole checker runs inside :func:`neutral`, on one CPU thread (its tensors are
+    tiny: a second thread only adds waiting, milliseconds per product on a busy machine)."""
     @functools.wraps(check)
     def wrapper(*args, **kwargs):
-        with neutral():
+        with neutral(), one_thread():
             return check(*args, **kwargs)
     return wrapper
 
