@@ -66,8 +66,9 @@ class Spec:
     """What makes one checker: its name and words, its hypotheses, its rules, its comparison.
 
     ``subject`` names the learner's code in verdicts ("your function", "forward", "your step").
-    ``compare(probe, answer) -> bool`` says whether an answer is right (default: the output agrees
-    with ``probe.expected`` on the live rows). ``passed(trial)`` gives the passing verdict.
+    ``compare(probe, answer, expected) -> bool`` says whether an answer equals ``expected`` (the
+    probe's reference result, or a hypothesis's; default: the output agrees on the live rows).
+    ``passed(trial)`` gives the passing verdict; ``words`` holds the checker's own sentences.
     """
 
     name: str
@@ -106,12 +107,12 @@ class Trial:
         return self.pairs(self.main_kind)
 
     def one(self, kind):
-        """The ``(probe, answer)`` of the one probe of ``kind``, or (None, None)."""
-        found = self.pairs(kind)
-        return found[0] if found else (None, None)
+        """The ``(probe, answer)`` of the (first) probe of ``kind``, or (None, None)."""
+        return next(iter(self.pairs(kind)), (None, None))
 
     def named(self, name):
-        return next((pa for pa in self.pairs() if pa[0].name == name), (None, None))
+        """The ``(probe, answer)`` of the probe called ``name``, or (None, None)."""
+        return next(((p, a) for p, a in self.pairs() if p.name == name), (None, None))
 
     def right(self, probe, ans) -> bool:
         key = id(probe)
@@ -155,10 +156,13 @@ class Trial:
         return next(((p, a) for p, a in self.main if not self.right(p, a)), (None, None))
 
     def bug(self, bug_id, happened, observed=(), fix=None):
-        return _verdict.bug_found(self.spec.name, bug_id, happened, list(observed) + self.notes, fix=fix)
+        """A known bug's verdict (empty observed lines are left out; the notes come last)."""
+        lines = [line for line in observed if line] + self.notes
+        return _verdict.bug_found(self.spec.name, bug_id, happened, lines, fix=fix)
 
     def problem(self, headline, observed=(), fix=""):
-        return _verdict.problem(self.spec.name, headline, list(observed) + self.notes, fix=fix)
+        lines = [line for line in observed if line] + self.notes
+        return _verdict.problem(self.spec.name, headline, lines, fix=fix)
 
 
 def default_compare(probe, ans, expected):

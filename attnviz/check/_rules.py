@@ -112,13 +112,13 @@ def large_scores_nan(t):
 
 
 def dead_rows_nan(t):
-    bad = [(p, a) for p, a in t.main if not _dead_finite(p, a)]
-    if bad:
+    probe = next((p for p, a in t.main if not _dead_finite(p, a)), None)
+    if probe is not None:
         return t.bug(
             "nan_on_fully_masked_row",
             f"{t.spec.subject} returned NaN on a fully masked query row",
             [
-                f"{bad[0][0].where} a query with no key to attend to comes out NaN; every query that has "
+                f"{probe.where} a query with no key to attend to comes out NaN; every query that has "
                 f"a key to attend to gets the right output."
             ],
         )
@@ -312,7 +312,7 @@ def batch_one(t):
 def matmul_everywhere(t):
     main = t.main
     if main and all(error_kind(a.error) == "matmul" for _, a in main):
-        probe, ans = main[0]
+        probe, ans = next(iter(main))
         return t.bug(
             "missing_key_transpose",
             f"{t.spec.subject} raised {ans.error['type']} on every input",
@@ -328,7 +328,7 @@ def matmul_everywhere(t):
 def raised(t):
     errors = [(p, a) for p, a in t.main if a.error is not None]
     if errors:
-        probe, ans = errors[0]
+        probe, ans = next(iter(errors))
         return t.problem(
             f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.",
             [t.describe(probe, ans), f"It raised on {len(errors)} of the {len(t.main)} "

@@ -352,7 +352,7 @@ def _held(summary, kind, layer):
 
 def _appended(t):
     """Read the caches the step returned, up to the first wrong piece: are keys AND values appended?"""
-    stop = t.first_wrong()[0]
+    stop, _ = t.first_wrong()
     for probe, ans in t.pairs():
         if probe.kind not in ("prefill", "cached") or probe.facts["batch_one"]:
             continue

@@ -238,8 +238,9 @@ def _plan(cls, cache):
     state: dict = {}
     probes, steps = [], []
     for key in dict.fromkeys(_module_key(p) for p in cache["calls"]):
-        d_model, n_heads = CONFIGS[key[0]]
-        in_dtype = "" if key[1] == "float32" else f" in {key[1]}"
+        config, dtype = key
+        d_model, n_heads = CONFIGS[config]
+        in_dtype = "" if dtype == "float32" else f" in {dtype}"
         note = " After module.to(dtype) every parameter has that dtype." if in_dtype else ""
         probes.append(Probe(f"Building cls({d_model}, {n_heads}){in_dtype}", kind="setup",
                             facts={"raised_note": note}))
