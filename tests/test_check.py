@@ -306,7 +306,7 @@ def test_not_written_yet_reads_the_same_for_every_checker():
                       (check_padding_mask, stub), (check_decoding_step, stub)):
         result = check(fn)
         assert result.status == "not_implemented" and result.headline == NOT_WRITTEN, result
-        assert result.observed == [] and "Traceback" not in repr(result)   # the stub's default hint is not shown
+        assert result.observed == [] and "Traceback" not in repr(result)   # no hint for the default one
 
 
 def _zeros_mask(scores, mask):
@@ -323,7 +323,7 @@ def test_a_float32_additive_mask_on_float16_inputs_is_dtype_changed():
 
     class Heads(zoo.MultiHeadWith):
         def __init__(self, d_model, n_heads):
-            super().__init__(d_model, n_heads, attention=lambda q, k, v, mask=None: (attention(q, k, v, mask), None))
+            super().__init__(d_model, n_heads, attention=lambda *qkvm: (attention(*qkvm), None))
 
     for result in (check_attention(attention), check_multi_head(Heads)):
         assert result.bug == "dtype_changed", result
@@ -335,7 +335,8 @@ def test_a_bug_verdict_says_what_happened_first():
     assert result.headline.startswith("your function returned the wrong output on ")
     assert result.headline.endswith("It looks like the known bug missing scale.")
     raised = check_multi_head(zoo.MULTI_HEAD_BUGS["missing_contiguous"])
-    assert raised.headline.startswith("forward raised RuntimeError on ") and raised.bug == "missing_contiguous"
+    assert raised.headline.startswith("forward raised RuntimeError on ")
+    assert raised.bug == "missing_contiguous"
 
 
 def test_probes_are_one_dataclass_never_read_by_index():

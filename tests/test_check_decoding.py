@@ -74,8 +74,9 @@ def test_attention_bugs_are_named_on_the_prefill_as_check_attention_names_them()
 
 def test_the_issue_ids_are_in_the_one_catalog_and_the_docs():
     doc = (ROOT / "docs" / "checkers.md").read_text()
-    for bug_id in ("cache_not_appended", "values_not_appended", "is_causal_top_left", "positions_not_advanced",
-                   *CACHE_LEVEL):
+    named_in_the_issue = ("cache_not_appended", "values_not_appended", "is_causal_top_left",
+                          "positions_not_advanced")
+    for bug_id in (*named_in_the_issue, *CACHE_LEVEL):
         assert bug_id in BUGS and f"### `{bug_id}`" in doc, bug_id
     assert set(zoo.DECODING_BUGS) <= set(BUGS)
 
@@ -157,7 +158,8 @@ def test_the_top_left_text_does_not_claim_is_causal_was_used():
     """The zoo's member builds a top-left tril() by hand: nothing in its verdict says it used is_causal."""
     result = check_decoding_step(zoo.DECODING_BUGS["is_causal_top_left"])
     assert "is_causal=True) does that, and so does torch.ones(n_new, n_all).tril()" in result.what
-    assert all("is_causal" not in line for line in (result.headline, result.shows, result.fix, *result.observed))
+    lines = (result.headline, result.shows, result.fix, *result.observed)
+    assert all("is_causal" not in line for line in lines)
 
 
 # ---- what happened, in the headline --------------------------------------------------------------
@@ -219,7 +221,8 @@ def test_the_library_one_liner_and_generate_fail_in_plain_words():
     def generates(model, tokens, cache):
         return gpt.generate(model, tokens, 1)[:, None].float(), cache
 
-    for result, call in ((one_liner, "model(tokens, cache)"), (check_decoding_step(generates), "gpt.generate")):
+    generated = check_decoding_step(generates)
+    for result, call in ((one_liner, "model(tokens, cache)"), (generated, "gpt.generate")):
         assert not result.passed and result.bug is None
         assert result.headline == "your step hands the work to the library instead of doing it."
         assert call in result.observed[0], result
@@ -263,8 +266,10 @@ def test_the_view_exposes_the_agreed_pieces_and_refuses_the_rest():
     for mine, theirs in zip(view.blocks, model.blocks, strict=True):
         assert mine.norm_attention is theirs.norm_attention and mine.mlp is theirs.mlp
         assert mine.norm_mlp is theirs.norm_mlp
-        assert all(getattr(mine.attention, w) is getattr(theirs.attention, w) for w in ("W_q", "W_k", "W_v", "W_o"))
-    refused = [lambda: view(tokens), lambda: view(tokens, gpt.KVCache()), lambda: gpt.generate(view, tokens, 2),
+        assert all(getattr(mine.attention, w) is getattr(theirs.attention, w)
+                   for w in ("W_q", "W_k", "W_v", "W_o"))
+    refused = [lambda: view(tokens), lambda: view(tokens, gpt.KVCache()),
+               lambda: gpt.generate(view, tokens, 2),
                lambda: view.blocks[0].attention(x), lambda: view.blocks[0](x),
                lambda: gpt.cached_attention(view.blocks[0].attention, x, 4, 2, gpt.KVCache())]
     for call in refused:
