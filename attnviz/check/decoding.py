@@ -352,7 +352,7 @@ def _held(summary, kind, layer):
 
 def _appended(t):
     """Read the caches the step returned, up to the first wrong piece: are keys AND values appended?"""
-    stop, _ = t.first_wrong()
+    stop, failed = t.first_wrong()
     for probe, ans in t.pairs():
         if probe.kind not in ("prefill", "cached") or probe.facts["batch_one"]:
             continue
@@ -364,8 +364,8 @@ def _appended(t):
                        ("behind", "behind"): "cache_not_appended"}.get((state["keys"], state["values"]))
                 if bug:
                     last = probe.facts["positions"] - 1
-                    return t.bug(bug, t.happened(*t.first_wrong()), [
-                        t.describe(*t.first_wrong()),
+                    return t.bug(bug, t.happened(stop, failed), [
+                        t.describe(stop, failed),
                         f"After {probe.name} the cache your step returned holds layer {layer}'s keys for "
                         f"positions {_held(summary, 'keys', layer)} and its values for positions "
                         f"{_held(summary, 'values', layer)}; both should cover 0..{last}."])
@@ -381,10 +381,11 @@ _EINSUM = re.compile(r"has size (\d+) for operand 1 which does not broadcast wit
 def _weights_meet_values(t):
     """weights @ values refused: the weights cover one number of keys, the values another."""
     probe, ans = t.first_wrong()
-    if probe is None or ans.error is None or error_kind(ans.error) != "matmul" and "einsum" not in ans.error[
-            "message"]:
+    if probe is None or ans.error is None:
         return None
     message = ans.error["message"]
+    if error_kind(ans.error) != "matmul" and "einsum" not in message:
+        return None
     found = _BMM.search(message)
     keys, values = (int(found[1]), int(found[2])) if found else (None, None)
     found = _EINSUM.search(message)
@@ -406,8 +407,8 @@ def _branch(t):
         return t.bug("cache_modified_in_place", "your step gave the right logits generating straight on, "
                      "but not when a cache is used twice", [
                          t.describe(probe, ans),
-                         "Called a second time with the cache the prefill returned, your step no longer got "
-                         "the prefill's 4 positions: the first call changed that cache."])
+                         "Called again with the cache the prefill returned (and another token 4), your step "
+                         "got the wrong logits: an earlier call changed that cache in place."])
     return None
 
 
