@@ -1,6 +1,6 @@
 """Running one learner call safely: isolated, timed, its inputs guarded, the result as plain data.
 
-The public interface for checkers (also attnviz/check/decoding.py):
+The public interface for checkers (tested in tests/test_check_sandbox.py):
 
 ``call(fn, args, *, positional=(), time_limit=TIME_LIMIT) -> Outcome``
     runs ``fn(*positional args, **keyword args)`` once, under ``torch.no_grad()``, on fresh copies of
