@@ -19,6 +19,15 @@ Torch only. Short enough to read in one sitting:
   ``n_heads``, ``n_kv_heads``, ``d_head``; :func:`attnviz.mha.split_heads` and
   :func:`attnviz.mha.merge_heads`; :meth:`KVCache.copy`.
 * :func:`generate` ``(model, prompt, steps, *, use_cache=True, temperature=0.0, seed=None)``.
+* ``model.pieces()`` returns a :class:`StepModel`: the model as the ``decode_step`` exercise (and
+  its checker, :func:`attnviz.check.check_decoding_step`) sees it. It shares the model's layers
+  and exposes exactly the pieces above: ``embed``, ``unembed``, ``blocks[i]`` (``norm_attention``,
+  ``attention`` with ``W_q``, ``W_k``, ``W_v``, ``W_o``, ``norm_mlp``, ``mlp``), the layers
+  ``token_embedding``, ``position_embedding``, ``norm_final``, ``unembedding``, and the sizes
+  ``n_heads``, ``n_kv_heads``, ``d_head``, ``d_model``, ``n_layers``, ``vocab_size``, ``max_len``.
+  What would do the exercise's work refuses, with a :class:`PiecesOnlyError` that says so in plain
+  words: calling the view (``model(tokens, cache)``), a block's ``attention(...)``, :func:`generate`
+  and :func:`cached_attention` on it.
 """
 
 from __future__ import annotations
@@ -32,7 +41,15 @@ from ._validate import require_positive_int
 from .core import scaled_dot_product_attention
 from .mha import MultiHeadAttention, merge_heads, split_heads
 
-__all__ = ["TinyGPT", "KVCache", "GroupedQueryAttention", "generate", "decoding_mask", "cached_attention"]
+__all__ = ["TinyGPT", "KVCache", "GroupedQueryAttention", "generate", "decoding_mask", "cached_attention",
+           "StepModel", "PiecesOnlyError"]
+
+_BUILD = ("build the step from model.embed(tokens, past), each block's norm_attention, attention.W_q, "
+          "W_k, W_v and W_o, norm_mlp and mlp, then model.unembed(x)")
+
+
+class PiecesOnlyError(TypeError):
+    """Code handed a :class:`StepModel` asked the library to do the cached step it should write."""
 
 
 def decoding_mask(n_new: int, n_total: int) -> torch.Tensor:
@@ -96,6 +113,9 @@ def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, cau
     same for every head) replaces the causal one. Returns
     ``(output (batch, n_new, d_model), weights (batch, n_heads, n_new, n_keys))``.
     """
+    if isinstance(attention, AttentionPieces):
+        raise PiecesOnlyError(f"gpt.cached_attention(...) is the library's own cached attention step; in the "
+                              f"decode_step exercise you write it: {_BUILD}.")
     n_new = x.shape[1]
     query = split_heads(attention.W_q(x), n_heads)        # (batch, h, n_new, d)
     key = split_heads(attention.W_k(x), n_kv_heads)       # (batch, h_kv, n_new, d)
@@ -222,6 +242,10 @@ class TinyGPT(nn.Module):
         unembedding (one score per vocabulary entry)."""
         return self.unembedding(self.norm_final(x))
 
+    def pieces(self) -> StepModel:
+        """This model as the ``decode_step`` exercise sees it: a :class:`StepModel` sharing its layers."""
+        return StepModel(self)
+
     def _run(self, tokens, cache=None, causal=True):
         self._check(tokens, cache, causal)
         past = 0 if cache is None else cache.length
@@ -254,6 +278,56 @@ class TinyGPT(nn.Module):
         return torch.stack(weights)
 
 
+class AttentionPieces(nn.Module):
+    """One block's attention as a cached step sees it: ``W_q``, ``W_k``, ``W_v``, ``W_o`` (the
+    block's own layers) and the sizes ``n_heads``, ``n_kv_heads``, ``d_k``; calling it refuses."""
+
+    def __init__(self, attention, n_heads, n_kv_heads, d_head):
+        super().__init__()
+        self.W_q, self.W_k, self.W_v, self.W_o = attention.W_q, attention.W_k, attention.W_v, attention.W_o
+        self.n_heads, self.n_kv_heads, self.d_k = n_heads, n_kv_heads, d_head
+
+    def forward(self, *args, **kwargs):
+        raise PiecesOnlyError("block.attention(...) runs the attention module's own forward, which knows no "
+                              "cache; in the decode_step exercise use its W_q, W_k, W_v and W_o and attend "
+                              "over the cached keys yourself.")
+
+
+class BlockPieces(nn.Module):
+    """One block as a cached step sees it: ``norm_attention``, ``attention`` (:class:`AttentionPieces`),
+    ``norm_mlp``, ``mlp``, the block's own layers."""
+
+    def __init__(self, block, n_heads, n_kv_heads, d_head):
+        super().__init__()
+        self.norm_attention, self.norm_mlp, self.mlp = block.norm_attention, block.norm_mlp, block.mlp
+        self.attention = AttentionPieces(block.attention, n_heads, n_kv_heads, d_head)
+
+    def forward(self, *args, **kwargs):
+        raise PiecesOnlyError(f"calling a block runs it whole; in the decode_step exercise {_BUILD}.")
+
+
+class StepModel(nn.Module):
+    """A :class:`TinyGPT` as the ``decode_step`` exercise sees it (``model.pieces()``): its layers, its
+    sizes, ``embed`` and ``unembed``, and no forward of its own (see the module docstring)."""
+
+    embed = TinyGPT.embed          # the same two methods as the model's, on the same layers
+    unembed = TinyGPT.unembed
+
+    def __init__(self, model: TinyGPT):
+        super().__init__()
+        for size in ("vocab_size", "d_model", "n_heads", "n_kv_heads", "d_head", "n_layers", "max_len"):
+            setattr(self, size, getattr(model, size))
+        self.token_embedding, self.position_embedding = model.token_embedding, model.position_embedding
+        self.blocks = nn.ModuleList(BlockPieces(block, model.n_heads, model.n_kv_heads, model.d_head)
+                                    for block in model.blocks)
+        self.norm_final, self.unembedding = model.norm_final, model.unembedding
+
+    def forward(self, tokens=None, cache=None, *args, **kwargs):
+        call = "model(tokens, cache)" if cache is not None else "model(tokens)"
+        raise PiecesOnlyError(f"{call} runs TinyGPT's own forward, which does the whole step; in the "
+                              f"decode_step exercise the model has no forward: {_BUILD}.")
+
+
 def _pick(logits, temperature, generator):
     """Greedy at temperature 0, else one draw from softmax(logits / temperature) per row."""
     if temperature == 0:
@@ -272,6 +346,9 @@ def generate(model, prompt, steps, *, use_cache=True, temperature=0.0, seed=None
     step feeds only the newest token and a :class:`KVCache`; without it the whole sequence is
     recomputed every step. Both give the same tokens.
     """
+    if isinstance(model, StepModel):
+        raise PiecesOnlyError(f"gpt.generate(...) runs TinyGPT's own cached forward; in the decode_step "
+                              f"exercise you write one step of it: {_BUILD}.")
     if not isinstance(model, TinyGPT):
         raise TypeError(f"model must be a TinyGPT, got a {type(model).__name__}.")
     steps = require_positive_int(steps, "steps", allow_zero=True)

@@ -5,7 +5,7 @@ notebook can run it beside the correct version and show its symptom, and the
 checkers in :mod:`attnviz.check` can recognise it in a learner's code. Torch
 only.
 
-Four families, each a dict from bug id to implementation, with the same call
+Five families, each a dict from bug id to implementation, with the same call
 signature as the exercise it belongs to:
 
 * ``ATTENTION_BUGS``: ``fn(q, k, v, mask=None) -> (output, weights)``, the
@@ -17,6 +17,10 @@ signature as the exercise it belongs to:
 * ``CAUSAL_MASK_BUGS``: ``fn(n)`` -> bool mask, meant to be ``(n, n)``.
 * ``PADDING_MASK_BUGS``: ``fn(lengths, n)`` -> bool mask, meant to be ``(batch, 1, n)``
   (``padding_masks_queries`` returns ``(batch, n, 1)``: that is its bug).
+* ``DECODING_BUGS``: ``step(model, tokens, cache) -> (logits, cache)``, notebook 07's cached
+  decoding step for a :class:`attnviz.gpt.TinyGPT` (or its ``model.pieces()`` view), written from
+  the model's public pieces; ``decode_step`` is the correct one. The cache is a list of
+  ``(keys, values)`` per layer, each ``(batch, n_kv_heads, positions, d_head)``.
 
 ``get(bug_id)`` returns the entry for an id, ``BUG_IDS`` lists them all.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 __all__ = [
@@ -33,6 +38,9 @@ __all__ = [
     "MULTI_HEAD_BUGS",
     "CAUSAL_MASK_BUGS",
     "PADDING_MASK_BUGS",
+    "DECODING_BUGS",
+    "DecodeStep",
+    "decode_step",
     "BUG_IDS",
     "SHOWS_ONLY_ON_EDGES",
     "get",
@@ -448,18 +456,309 @@ PADDING_MASK_BUGS = {
     "mask_inverted": padding_mask_inverted,
 }
 
-BUG_IDS = tuple(dict.fromkeys([*ATTENTION_BUGS, *MULTI_HEAD_BUGS, *CAUSAL_MASK_BUGS, *PADDING_MASK_BUGS]))
+# --------------------------------------------------------------------------
+# Decoding (notebook 07): step(model, tokens, cache) -> (logits, cache)
+# --------------------------------------------------------------------------
+
+class DecodeStep:
+    """A cached decoding step written from a TinyGPT's public pieces, one method per step of the recipe.
+
+    ``DecodeStep()(model, tokens, cache)``: ``tokens`` ``(batch, n_new)`` are the positions after the
+    cached ones; ``cache`` None or a list of ``(keys, values)`` per layer. The subclasses below each
+    get one method wrong.
+    """
+
+    def __call__(self, model, tokens, cache):
+        past = 0 if cache is None else cache[0][0].shape[-2]
+        x = self.embed(model, tokens, past)                          # (batch, n_new, d_model)
+        new_cache = self.start_cache(cache)
+        for layer, block in enumerate(model.blocks):
+            attention = block.attention
+            normed = block.norm_attention(x)
+            query = self.split(attention.W_q(normed), model.n_heads)           # (batch, h, n_new, d)
+            key = self.split(attention.W_k(normed), model.n_kv_heads)          # (batch, h_kv, n_new, d)
+            value = self.split(attention.W_v(normed), model.n_kv_heads)
+            kept = None if cache is None else cache[layer]                     # what was cached
+            key, value = self.append(kept, key, value)                         # (batch, h_kv, n_all, d)
+            self.keep(new_cache, layer, kept, key, value)
+            key, value = self.share(key, value, model.n_heads // model.n_kv_heads)         # (batch, h, ..)
+            heads = self.attend(model, query, key, value)                      # (batch, h, n_new, d)
+            x = self.add_attention(x, attention, self.merge(heads))
+            x = x + block.mlp(block.norm_mlp(x))
+        return model.unembed(x), new_cache
+
+    def embed(self, model, tokens, past):
+        x = model.embed(tokens, past)                                # positions past .. past + n_new - 1
+        return x
+
+    def split(self, x, n_heads):                                     # (batch, n, h * d) -> (batch, h, n, d)
+        batch, n, width = x.shape
+        d_head = width // n_heads
+        return x.view(batch, n, n_heads, d_head).transpose(1, 2)
+
+    def append(self, kept, key, value):
+        if kept is not None:
+            past_keys, past_values = kept
+            key = torch.cat([past_keys, key], dim=-2)                # along the positions
+            value = torch.cat([past_values, value], dim=-2)
+        return key, value
+
+    def start_cache(self, cache):
+        new_cache = []                                               # a new list: the given cache stays
+        return new_cache
+
+    def keep(self, new_cache, layer, kept, key, value):
+        if layer < len(new_cache):
+            new_cache[layer] = (key, value)
+        else:
+            new_cache.append((key, value))
+        return new_cache
+
+    def share(self, key, value, group):                              # query head i uses kv head i // group
+        key, value = key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1)
+        return key, value
+
+    def attend(self, model, query, key, value):
+        n_new, n_all = query.shape[-2], key.shape[-2]
+        mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new)   # bottom right
+        scores = query @ key.transpose(-2, -1) / math.sqrt(model.d_head)  # (batch, h, n_new, n_all)
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ value
+
+    def merge(self, heads):                                          # (batch, h, n, d) -> (batch, n, h * d)
+        batch, h, n_new, d = heads.shape
+        merged = heads.transpose(1, 2).contiguous().view(batch, n_new, h * d)
+        return merged
+
+    def add_attention(self, x, attention, merged):
+        x = x + attention.W_o(merged)
+        return x
+
+
+decode_step = DecodeStep()
+
+
+class _Attend(DecodeStep):
+    """The attention of the new queries, written out for a subclass to get one line of it wrong."""
+
+    def attend(self, model, query, key, value):
+        n_new, n_all = query.shape[-2], key.shape[-2]
+        mask = self.mask(n_new, n_all)
+        scores = self.scores(model, query, key)
+        scores = self.fill(scores, mask)
+        weights = self.normalise(scores)
+        return weights @ value
+
+    def mask(self, n_new, n_all):
+        mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new)
+        return mask
+
+    def scores(self, model, query, key):
+        scores = query @ key.transpose(-2, -1) / math.sqrt(model.d_head)
+        return scores
+
+    def fill(self, scores, mask):
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return scores
+
+    def normalise(self, scores):
+        weights = torch.softmax(scores, dim=-1)
+        return weights
+
+
+class StepMissingScale(_Attend):
+    def scores(self, model, query, key):
+        scores = query @ key.transpose(-2, -1)                               # BUG: / math.sqrt(model.d_head)
+        return scores
+
+
+class StepWrongScale(_Attend):
+    def scores(self, model, query, key):
+        scores = query @ key.transpose(-2, -1) / model.d_head               # BUG: the square root of d_head
+        return scores
+
+
+class StepScaleMultiplied(_Attend):
+    def scores(self, model, query, key):
+        scores = query @ key.transpose(-2, -1) * math.sqrt(model.d_head)    # BUG: divide
+        return scores
+
+
+class StepScaleByDModel(_Attend):
+    def scores(self, model, query, key):
+        scores = query @ key.transpose(-2, -1) / math.sqrt(model.d_model)   # BUG: per head, d_head
+        return scores
+
+
+class StepSoftmaxWrongAxis(_Attend):
+    def normalise(self, scores):
+        weights = torch.softmax(scores, dim=-2)                              # BUG: over the keys, dim=-1
+        return weights
+
+
+class StepMaskInverted(_Attend):
+    def fill(self, scores, mask):
+        scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)    # BUG: ~mask
+        return scores
+
+
+class StepAdditiveMaskWrong(_Attend):
+    def fill(self, scores, mask):
+        scores = scores + mask.float()                                       # BUG: adding 1 blocks nothing
+        return scores
+
+
+class StepCausalOffByOne(_Attend):
+    def mask(self, n_new, n_all):
+        mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new + 1)   # BUG: no + 1
+        return mask
+
+
+class StepTopLeft(_Attend):
+    def mask(self, n_new, n_all):
+        mask = torch.ones(n_new, n_all, dtype=torch.bool).tril()           # BUG: top left, not bottom right
+        return mask
+
+
+class StepNoCausalMask(_Attend):
+    def mask(self, n_new, n_all):
+        mask = torch.ones(n_new, n_all, dtype=torch.bool)                    # BUG: no causal triangle
+        return mask
+
+
+class StepDropoutLeftOn(DecodeStep):
+    def attend(self, model, query, key, value):
+        n_new, n_all = query.shape[-2], key.shape[-2]
+        mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new)
+        heads = F.scaled_dot_product_attention(query, key, value, attn_mask=mask, dropout_p=0.1)   # BUG
+        return heads
+
+
+class StepHeadsSplitWithoutTranspose(DecodeStep):
+    def split(self, x, n_heads):
+        batch, n, width = x.shape
+        d_head = width // n_heads
+        return x.view(batch, n_heads, n, d_head)                             # BUG: (b, n, h, d), transpose
+
+
+class StepHeadsMergedWithoutTranspose(DecodeStep):
+    def merge(self, heads):
+        batch, h, n_new, d = heads.shape
+        merged = heads.reshape(batch, n_new, h * d)                          # BUG: transpose(1, 2) first
+        return merged
+
+
+class StepMissingContiguous(DecodeStep):
+    def merge(self, heads):
+        batch, h, n_new, d = heads.shape
+        merged = heads.transpose(1, 2).view(batch, n_new, h * d)             # BUG: .contiguous() before .view
+        return merged
+
+
+class StepBatchOneOnly(DecodeStep):
+    def split(self, x, n_heads):
+        batch, n, width = 1, x.shape[-2], x.shape[-1]                        # BUG: batch = x.shape[0]
+        d_head = width // n_heads
+        return x.view(batch, n, n_heads, d_head).transpose(1, 2)
+
+
+class StepMissingOutputProjection(DecodeStep):
+    def add_attention(self, x, attention, merged):
+        x = x + merged                                                       # BUG: attention.W_o(merged)
+        return x
+
+
+class StepKvHeadsRepeated(DecodeStep):
+    def share(self, key, value, group):
+        key, value = key.repeat(1, group, 1, 1), value.repeat(1, group, 1, 1)   # BUG: repeat_interleave
+        return key, value
+
+
+class StepPositionsNotAdvanced(DecodeStep):
+    def embed(self, model, tokens, past):
+        x = model.embed(tokens, 0)                                           # BUG: start at past
+        return x
+
+
+class StepCacheNotAppended(DecodeStep):
+    def keep(self, new_cache, layer, kept, key, value):
+        new_cache.append(kept if kept is not None else (key, value))        # BUG: (key, value), appended
+        return new_cache
+
+
+class StepKeysNotAppended(DecodeStep):
+    def append(self, kept, key, value):
+        if kept is not None:
+            past_keys, past_values = kept
+            pass                                                             # BUG: keys not appended
+            value = torch.cat([past_values, value], dim=-2)
+        return key, value
+
+
+class StepValuesNotAppended(DecodeStep):
+    def append(self, kept, key, value):
+        if kept is not None:
+            past_keys, past_values = kept
+            key = torch.cat([past_keys, key], dim=-2)
+            pass                                                             # BUG: values not appended
+        return key, value
+
+
+class StepCacheWrongAxis(DecodeStep):
+    def append(self, kept, key, value):
+        if kept is not None:
+            past_keys, past_values = kept
+            key, value = torch.cat([past_keys, key], dim=1), torch.cat([past_values, value], dim=1)  # BUG
+        return key, value
+
+
+class StepCacheModifiedInPlace(DecodeStep):
+    def start_cache(self, cache):
+        new_cache = cache if cache is not None else []                       # BUG: the caller's list, changed
+        return new_cache
+
+
+DECODING_BUGS = {
+    "missing_scale": StepMissingScale(),
+    "wrong_scale": StepWrongScale(),
+    "scale_multiplied": StepScaleMultiplied(),
+    "scale_by_d_model": StepScaleByDModel(),
+    "softmax_wrong_axis": StepSoftmaxWrongAxis(),
+    "mask_inverted": StepMaskInverted(),
+    "additive_mask_wrong": StepAdditiveMaskWrong(),
+    "causal_off_by_one": StepCausalOffByOne(),
+    "causal_mask_missing": StepNoCausalMask(),
+    "heads_split_without_transpose": StepHeadsSplitWithoutTranspose(),
+    "heads_merged_without_transpose": StepHeadsMergedWithoutTranspose(),
+    "missing_contiguous": StepMissingContiguous(),
+    "batch_one_only": StepBatchOneOnly(),
+    "dropout_left_on": StepDropoutLeftOn(),
+    "missing_output_projection": StepMissingOutputProjection(),
+    "kv_heads_repeated_not_interleaved": StepKvHeadsRepeated(),
+    "positions_not_advanced": StepPositionsNotAdvanced(),
+    "is_causal_top_left": StepTopLeft(),
+    "cache_not_appended": StepCacheNotAppended(),
+    "keys_not_appended": StepKeysNotAppended(),
+    "values_not_appended": StepValuesNotAppended(),
+    "cache_wrong_axis": StepCacheWrongAxis(),
+    "cache_modified_in_place": StepCacheModifiedInPlace(),
+}
+
+BUG_IDS = tuple(dict.fromkeys([*ATTENTION_BUGS, *MULTI_HEAD_BUGS, *CAUSAL_MASK_BUGS, *PADDING_MASK_BUGS,
+                               *DECODING_BUGS]))
 
 
 def get(bug_id, family=None):
-    """The zoo entry for ``bug_id``; ``family`` is 'attention', 'multi_head', 'causal' or 'padding'.
+    """The zoo entry for ``bug_id``; ``family`` is 'attention', 'multi_head', 'causal', 'padding' or
+    'decoding'.
 
-    ``mask_inverted`` exists in three families; without ``family`` the
-    attention version is returned.
+    Several ids (``mask_inverted``, ``missing_scale``, ...) exist in more than one family; without
+    ``family`` the first family's version is returned, in that order.
     """
     families = {
         "attention": ATTENTION_BUGS, "multi_head": MULTI_HEAD_BUGS,
-        "causal": CAUSAL_MASK_BUGS, "padding": PADDING_MASK_BUGS,
+        "causal": CAUSAL_MASK_BUGS, "padding": PADDING_MASK_BUGS, "decoding": DECODING_BUGS,
     }
     if family is not None:
         if family not in families:

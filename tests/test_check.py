@@ -285,3 +285,88 @@ def test_catalog_doc_is_up_to_date():
 
     doc = Path(__file__).resolve().parent.parent / "docs" / "checkers.md"
     assert doc.read_text() == catalog_markdown(), "run: python -m attnviz.check._catalog > docs/checkers.md"
+
+
+# ---- issue 20: one engine, verdicts that say what happened ----------------------------------------
+
+
+def test_not_written_yet_reads_the_same_for_every_checker():
+    from attnviz.check import check_decoding_step
+    from attnviz.check._verdict import NOT_WRITTEN
+
+    def stub(*args, **kwargs):
+        raise NotImplementedError("write your code here")
+
+    class Stub(nn.Module):
+        def __init__(self, d_model, n_heads):
+            raise NotImplementedError("write your code here")
+
+    assert NOT_WRITTEN == "not written yet: write your function in the cell above, then run this cell again."
+    for check, fn in ((check_attention, stub), (check_multi_head, Stub), (check_causal_mask, stub),
+                      (check_padding_mask, stub), (check_decoding_step, stub)):
+        result = check(fn)
+        assert result.status == "not_implemented" and result.headline == NOT_WRITTEN, result
+        assert result.observed == [] and "Traceback" not in repr(result)   # no hint for the default one
+
+
+def _zeros_mask(scores, mask):
+    """An additive mask built with torch.zeros(mask.shape): float32, whatever the scores' dtype."""
+    return scores + torch.zeros(mask.shape).masked_fill(~mask, -1e4)
+
+
+def test_a_float32_additive_mask_on_float16_inputs_is_dtype_changed():
+    def attention(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = _zeros_mask(scores, mask)
+        return scores.softmax(-1) @ v
+
+    class Heads(zoo.MultiHeadWith):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads, attention=lambda *qkvm: (attention(*qkvm), None))
+
+    for result in (check_attention(attention), check_multi_head(Heads)):
+        assert result.bug == "dtype_changed", result
+        assert "float16" in result.headline and "torch.zeros(mask.shape" in result.fix
+
+
+def test_a_bug_verdict_says_what_happened_first():
+    result = check_attention(zoo.missing_scale)
+    assert result.headline.startswith("your function returned the wrong output on ")
+    assert result.headline.endswith("It looks like the known bug missing scale.")
+    raised = check_multi_head(zoo.MULTI_HEAD_BUGS["missing_contiguous"])
+    assert raised.headline.startswith("forward raised RuntimeError on ")
+    assert raised.bug == "missing_contiguous"
+
+
+def test_probes_are_one_dataclass_never_read_by_index():
+    """Every checker builds engine Probes; none reads a probe, an answer or a list of them by position."""
+    import ast
+    import dataclasses
+    from pathlib import Path
+
+    from attnviz.check._engine import Probe
+
+    assert dataclasses.is_dataclass(Probe)
+    root = Path(attnviz.__file__).parent / "check"
+    for name in ("attention.py", "multi_head.py", "masks.py", "decoding.py", "_rules.py", "_engine.py"):
+        for node in ast.walk(ast.parse((root / name).read_text())):
+            if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+                index = node.slice
+                if node.value.id in ("p", "probe", "probes", "answers", "ans", "calls", "pairs") and (
+                        isinstance(index, ast.Constant) and isinstance(index.value, int)):
+                    raise AssertionError(f"{name}:{node.lineno} reads {node.value.id}[{index.value}]")
+
+
+def test_attention_and_multi_head_share_one_decision_sequence():
+    """Both checkers decide with the engine's shared rules; neither writes verdicts of bugs itself."""
+    from pathlib import Path
+
+    from attnviz.check import attention, multi_head
+    from attnviz.check._rules import RULES
+
+    for module in (attention, multi_head):
+        shared = [rule.name for rule in module.SPEC.rules if rule in RULES]
+        assert shared == [rule.name for rule in RULES if rule.name in shared]     # in the shared order
+        assert len(shared) == len(RULES)                                          # and all of them
+        assert "bug_found(" not in Path(module.__file__).read_text()

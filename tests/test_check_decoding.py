@@ -1,45 +1,301 @@
-"""check_decoding_step: the right step passes, each written-out mistake is named, the rest gets a verdict."""
+"""check_decoding_step: right steps pass; every bug class is named with its own id and fix; a step that
+raised, exited, returned a list or timed out is told exactly that; the library cannot do the exercise;
+the checker meets TinyGPT only through its public pieces."""
+
+import ast
+import json
+import math
+import os
+import threading
+from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
-from attnviz.check import check_decoding_step
-from attnviz.check.decoding import DECODING_BUGS, DECODING_WORDS, reference_decode_step
+from attnviz import gpt, zoo
+from attnviz.check import BUGS, check_decoding_step
+from attnviz.check._catalog import DECODING
+from attnviz.check._verdict import NOT_WRITTEN
+from attnviz.check.decoding import DECODING_BUGS, reference_decode_step
+from attnviz.mha import merge_heads, split_heads
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# the bug classes issue 20 lists for decode_step, each with the id the verdict must give
+ATTENTION_LEVEL = ["missing_scale", "wrong_scale", "scale_multiplied", "softmax_wrong_axis", "mask_inverted",
+                   "additive_mask_wrong", "heads_split_without_transpose", "heads_merged_without_transpose",
+                   "missing_contiguous", "batch_one_only", "dropout_left_on", "missing_output_projection",
+                   "causal_off_by_one"]
+CACHE_LEVEL = ["positions_not_advanced", "cache_not_appended", "keys_not_appended", "values_not_appended",
+               "cache_wrong_axis", "is_causal_top_left", "causal_mask_missing",
+               "kv_heads_repeated_not_interleaved", "cache_modified_in_place"]
 
 
-def test_the_reference_step_passes():
-    result = check_decoding_step(reference_decode_step)
-    assert result.passed and result.status == "passed", result
+def _solution():
+    """Notebook 07's exercise solution, read from its cell (### BEGIN SOLUTION)."""
+    nb = json.loads((ROOT / "notebooks" / "07_tiny_gpt.ipynb").read_text())
+    (source,) = ["".join(c["source"]) for c in nb["cells"] if "### BEGIN SOLUTION" in "".join(c["source"])
+                 and "def decode_step" in "".join(c["source"])]
+    space = {"torch": torch, "F": F, "math": math}
+    exec(source, space)                                          # noqa: S102 - the notebook's own cell
+    return space["decode_step"]
 
 
-@pytest.mark.parametrize("bug_id", sorted(DECODING_BUGS))
-def test_each_mistake_is_named(bug_id):
-    result = check_decoding_step(DECODING_BUGS[bug_id])
+@pytest.mark.parametrize("step", [reference_decode_step, zoo.decode_step, _solution()],
+                         ids=["reference", "zoo", "notebook_solution"])
+def test_right_steps_pass(step):
+    result = check_decoding_step(step)
+    assert result.passed and result.status == "passed" and result.bug is None, result
+
+
+def test_the_zoo_has_a_step_for_every_bug_class():
+    assert set(ATTENTION_LEVEL + CACHE_LEVEL) <= set(zoo.DECODING_BUGS)
+
+
+@pytest.mark.parametrize("bug_id", sorted(zoo.DECODING_BUGS))
+def test_every_bug_class_is_named_with_its_own_id_and_fix(bug_id):
+    result = check_decoding_step(zoo.DECODING_BUGS[bug_id])
     assert not result.passed and result.bug == bug_id, result
-    assert result.what == DECODING_WORDS[bug_id][0] and result.fix
-    assert "On " in result.observed[0]
+    assert result.fix == BUGS[bug_id].fix_for(DECODING) and result.what == BUGS[bug_id].what
+    # the headline says first what happened, then which bug it looks like
+    assert result.headline.startswith("your step ") and result.headline.endswith(
+        f"It looks like the known bug {bug_id.replace('_', ' ')}.")
 
 
-def test_the_bugs_are_required_to_be_at_least_these():
-    assert {"cache_not_appended", "values_not_appended", "is_causal_top_left",
-            "positions_not_advanced"} <= set(DECODING_BUGS)
+def test_attention_bugs_are_named_on_the_prefill_as_check_attention_names_them():
+    from attnviz.check import check_attention
+
+    for bug_id in ("missing_scale", "softmax_wrong_axis", "mask_inverted"):
+        result = check_decoding_step(zoo.DECODING_BUGS[bug_id])
+        assert "prefill" in result.observed[0], result
+        assert check_attention(zoo.ATTENTION_BUGS[bug_id]).bug == bug_id
 
 
-def test_not_implemented_and_other_failures_are_verdicts():
+def test_the_issue_ids_are_in_the_one_catalog_and_the_docs():
+    doc = (ROOT / "docs" / "checkers.md").read_text()
+    named_in_the_issue = ("cache_not_appended", "values_not_appended", "is_causal_top_left",
+                          "positions_not_advanced")
+    for bug_id in (*named_in_the_issue, *CACHE_LEVEL):
+        assert bug_id in BUGS and f"### `{bug_id}`" in doc, bug_id
+    assert set(zoo.DECODING_BUGS) <= set(BUGS)
+
+
+# ---- misnaming that the old checker did ----------------------------------------------------------
+
+
+def _step_with(append):
+    """A step (list-of-tuples cache, fused attention) whose append is ``append(past_kv, key, value)``."""
+    def step(model, tokens, cache):
+        past = 0 if cache is None else cache[0][0].shape[-2]
+        x = model.embed(tokens, past)
+        new = []
+        for layer, block in enumerate(model.blocks):
+            a, y = block.attention, block.norm_attention(x)
+            q = split_heads(a.W_q(y), model.n_heads)
+            k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+            if cache is not None:
+                k, v, stored = append(cache[layer], k, v)
+            else:
+                stored = (k, v)
+            new.append(stored)
+            g = model.n_heads // model.n_kv_heads
+            n_new, n_all = q.shape[-2], k.shape[-2]
+            o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                               attn_mask=torch.ones(n_new, n_all, dtype=torch.bool).tril(
+                                                   n_all - n_new))
+            x = x + a.W_o(merge_heads(o))
+            x = x + block.mlp(block.norm_mlp(x))
+        return model.unembed(x), new
+    return step
+
+
+def _both(past, k, v):
+    k, v = torch.cat([past[0], k], -2), torch.cat([past[1], v], -2)
+    return k, v, (k, v)
+
+
+def test_keys_and_values_not_appended_are_named_apart():
+    keys_kept = _step_with(lambda past, k, v: (*_both(past, k, v)[:2], (past[0], _both(past, k, v)[1])))
+    values_kept = _step_with(lambda past, k, v: (*_both(past, k, v)[:2], (_both(past, k, v)[0], past[1])))
+    assert check_decoding_step(keys_kept).bug == "keys_not_appended"
+    assert check_decoding_step(values_kept).bug == "values_not_appended"
+
+
+def test_the_wrong_concat_axis_is_not_called_values_not_appended():
+    def features(past, k, v):
+        k, v = torch.cat([past[0], k], -1), torch.cat([past[1], v], -1)
+        return k, v, (k, v)
+
+    assert check_decoding_step(_step_with(features)).bug == "cache_wrong_axis"
+
+
+def test_no_mask_for_one_token_and_is_causal_for_several_is_named():
+    def step(model, tokens, cache):
+        past = 0 if cache is None else cache[0][0].shape[-2]
+        x = model.embed(tokens, past)
+        new = []
+        for layer, block in enumerate(model.blocks):
+            a, y = block.attention, block.norm_attention(x)
+            q = split_heads(a.W_q(y), model.n_heads)
+            k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+            if cache is not None:
+                k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+            new.append((k, v))
+            g = model.n_heads // model.n_kv_heads
+            o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                               is_causal=tokens.shape[1] > 1)
+            x = x + a.W_o(merge_heads(o))
+            x = x + block.mlp(block.norm_mlp(x))
+        return model.unembed(x), new
+
+    result = check_decoding_step(step)
+    assert result.bug == "is_causal_top_left", result
+    assert "chunk" in result.observed[0]                   # single tokens are right; the chunk is not
+
+
+def test_the_top_left_text_does_not_claim_is_causal_was_used():
+    """The zoo's member builds a top-left tril() by hand: nothing in its verdict says it used is_causal."""
+    result = check_decoding_step(zoo.DECODING_BUGS["is_causal_top_left"])
+    assert "is_causal=True) does that, and so does torch.ones(n_new, n_all).tril()" in result.what
+    lines = (result.headline, result.shows, result.fix, *result.observed)
+    assert all("is_causal" not in line for line in lines)
+
+
+# ---- what happened, in the headline --------------------------------------------------------------
+
+
+def test_a_step_that_raised_says_so_and_names_no_bug():
+    def interrupted(model, tokens, cache):
+        raise KeyboardInterrupt
+
+    for fn, word in ((interrupted, "KeyboardInterrupt"), (lambda m, t, c: {}["layer"], "KeyError")):
+        result = check_decoding_step(fn)
+        assert result.bug is None and result.headline.startswith(f"your step raised {word} on the prefill")
+
+
+def test_a_step_that_exits_or_returns_a_list_says_exactly_that():
+    exited = check_decoding_step(lambda m, t, c: os._exit(3))
+    assert exited.bug is None and exited.headline == "the process running your code ended before it finished."
+    assert "exit code 3" in repr(exited)
+
+    def as_list(model, tokens, cache):
+        logits, cache = zoo.decode_step(model, tokens, cache)
+        return logits.tolist(), cache
+
+    listed = check_decoding_step(as_list)
+    assert listed.bug is None and listed.headline.startswith("your step returned the logits as a list")
+    assert "tuple of two" not in listed.headline
+    single = check_decoding_step(lambda m, t, c: zoo.decode_step(m, t, c)[0])
+    assert "return (logits, cache), a tuple of two" in single.headline
+
+
+def test_a_timeout_says_the_child_was_stopped_not_restart_the_kernel():
+    release = threading.Event()
+
+    def stuck(model, tokens, cache):
+        release.wait(10)
+        return zoo.decode_step(model, tokens, cache)
+
+    result = check_decoding_step(stuck, time_limit=0.5)
+    release.set()
+    assert result.headline == "your code did not finish within 0.5 s."
+    assert "kernel is unaffected" in repr(result) and "Restart" not in repr(result)
+
+
+def test_not_written_yet_is_a_friendly_verdict():
     def stub(model, tokens, cache):
-        raise NotImplementedError("append, attend, advance")
+        raise NotImplementedError("write your code here")
 
-    assert check_decoding_step(stub).status == "not_implemented"
-    assert "tuple of two" in check_decoding_step(lambda m, t, c: m(t)[0]).headline
-    noisy = check_decoding_step(lambda m, t, c: (m(t)[0] + 1.0, c))   # shape right, numbers not
-    assert noisy.status == "problem" and "differ" in noisy.observed[0]
-    assert check_decoding_step(42).status == "problem"
+    result = check_decoding_step(stub)
+    assert result.status == "not_implemented" and result.headline == NOT_WRITTEN and not result.observed
 
 
-def test_recomputing_everything_passes_too():
-    """A step that keeps the tokens as its 'cache' and recomputes is slow but correct."""
+# ---- the exercise is done, not handed to the library -------------------------------------------
+
+
+def test_the_library_one_liner_and_generate_fail_in_plain_words():
+    one_liner = check_decoding_step(lambda model, tokens, cache: model(tokens, cache if cache is not None
+                                                                       else gpt.KVCache()))
+
+    def generates(model, tokens, cache):
+        return gpt.generate(model, tokens, 1)[:, None].float(), cache
+
+    generated = check_decoding_step(generates)
+    for result, call in ((one_liner, "model(tokens, cache)"), (generated, "gpt.generate")):
+        assert not result.passed and result.bug is None
+        assert result.headline == "your step hands the work to the library instead of doing it."
+        assert call in result.observed[0], result
+
+
+def test_recomputing_with_the_models_own_forward_is_refused_too():
     def recompute(model, tokens, cache):
         seen = tokens if cache is None else torch.cat([cache, tokens], dim=1)
         return model(seen)[0][:, -tokens.shape[1]:], seen
 
-    assert check_decoding_step(recompute).passed
+    result = check_decoding_step(recompute)
+    assert not result.passed and "model(tokens)" in result.observed[0]
+
+
+def test_the_checkers_own_steps_are_still_importable_for_notebook_07():
+    """Notebook 07 and the nbgrader test use these on a real TinyGPT."""
+    assert check_decoding_step(DECODING_BUGS["values_not_appended"]).bug == "values_not_appended"
+    torch.manual_seed(0)
+    model = gpt.TinyGPT(11, 16, 4, 2, 12).eval()
+    tokens = torch.randint(11, (2, 6))
+    with torch.no_grad():
+        first, cache = reference_decode_step(model, tokens[:, :4], None)
+        second, _ = reference_decode_step(model, tokens[:, 4:], cache)
+        torch.testing.assert_close(torch.cat([first, second], 1), model(tokens)[0], atol=1e-5, rtol=1e-5)
+
+
+# ---- the model view: the agreed public pieces, and nothing that does the step ----------------------
+
+
+def test_the_view_exposes_the_agreed_pieces_and_refuses_the_rest():
+    torch.manual_seed(1)
+    model = gpt.TinyGPT(13, 24, 4, 2, 16, n_kv_heads=2).eval()
+    view = model.pieces()
+    for size in ("vocab_size", "d_model", "n_heads", "n_kv_heads", "d_head", "n_layers", "max_len"):
+        assert getattr(view, size) == getattr(model, size), size
+    tokens = torch.randint(13, (2, 5))
+    x = torch.randn(2, 5, 24)
+    assert torch.equal(view.embed(tokens, 3), model.embed(tokens, 3))
+    assert torch.equal(view.unembed(x), model.unembed(x))
+    assert view.token_embedding is model.token_embedding and view.unembedding is model.unembedding
+    for mine, theirs in zip(view.blocks, model.blocks, strict=True):
+        assert mine.norm_attention is theirs.norm_attention and mine.mlp is theirs.mlp
+        assert mine.norm_mlp is theirs.norm_mlp
+        assert all(getattr(mine.attention, w) is getattr(theirs.attention, w)
+                   for w in ("W_q", "W_k", "W_v", "W_o"))
+    refused = [lambda: view(tokens), lambda: view(tokens, gpt.KVCache()),
+               lambda: gpt.generate(view, tokens, 2),
+               lambda: view.blocks[0].attention(x), lambda: view.blocks[0](x),
+               lambda: gpt.cached_attention(view.blocks[0].attention, x, 4, 2, gpt.KVCache())]
+    for call in refused:
+        with pytest.raises(gpt.PiecesOnlyError, match="decode_step exercise"):
+            call()
+    assert "model.pieces()" in gpt.__doc__ and "PiecesOnlyError" in gpt.__doc__
+
+
+def test_the_checker_meets_the_model_only_through_its_public_pieces():
+    """No private attribute of a model, block or attention is read by the decoding checker or its
+    reference; the attribute names it reads on them are the agreed ones."""
+    agreed = {"embed", "unembed", "blocks", "norm_attention", "attention", "W_q", "W_k", "W_v", "W_o",
+              "norm_mlp", "mlp", "n_heads", "n_kv_heads", "d_head", "d_model", "n_layers", "vocab_size",
+              "max_len", "pieces", "eval", "double"}
+    for name in ("decoding.py", "_reference.py"):
+        tree = ast.parse((ROOT / "attnviz" / "check" / name).read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in (
+                    "model", "block", "parts", "exact", "view"):
+                assert node.attr in agreed, (name, node.value.id, node.attr)
+
+
+def test_check_imports_no_zoo():
+    for path in (ROOT / "attnviz" / "check").glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                assert "zoo" not in (node.module or "") and all(a.name != "zoo" for a in node.names), path
+            if isinstance(node, ast.Import):
+                assert all("zoo" not in a.name for a in node.names), path

@@ -22,13 +22,13 @@ MAY_USE = {
     "math": {"math"},
     "toys": {"math", "toys"},
     "zoo": {"math"},
-    "checkers": {"math", "zoo", "checkers"},
+    "checkers": {"math", "checkers"},
     "quiz": {"quiz"},
     "figures": {"math", "figures"},
     "explorers": {"math", "toys", "explorers"},
 }
 # allowed above while the work that removes it is under way, though docs/ARCHITECTURE.md forbids it
-BEING_REMOVED = {"checkers": {"zoo"}}
+BEING_REMOVED: dict[str, set] = {}
 # third-party packages a layer may import (torch, numpy and the standard library are open to all)
 DISPLAY = {"plotly", "ipywidgets", "anywidget", "IPython", "jupyterquiz", "traitlets", "ipykernel"}
 MAY_DISPLAY = {
@@ -104,7 +104,7 @@ def private_imports(source: str, here: tuple, is_package: bool = False) -> list[
 
 
 # private names a module still imports while the work that removes it is under way (attnviz/check)
-PRIVATE_BEING_REMOVED = {"check/decoding.py": {"imports _exception from attnviz.check._run"}}
+PRIVATE_BEING_REMOVED: dict[str, set] = {}
 
 
 def architecture_table() -> dict[str, dict]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from learner_code import attention, causal_mask, hostile, multi_head, padding_mask
+from learner_code import attention, causal_mask, decoding, hostile, multi_head, padding_mask
 from learner_code._case import verdict_problem
 from learner_code._state import kernel_state, state_changes
 from learner_code.run_hostile import MARK
@@ -52,7 +52,8 @@ pytestmark = [
 ]
 
 CHECKER_OF = {attention: "check_attention", multi_head: "check_multi_head",
-              causal_mask: "check_causal_mask", padding_mask: "check_padding_mask"}
+              causal_mask: "check_causal_mask", padding_mask: "check_padding_mask",
+              decoding: "check_decoding_step"}
 CASES = [(CHECKER_OF[module], case) for module in CHECKER_OF for case in module.CASES]
 TIME_LIMIT = 2.0           # seconds, handed to the checker for hostile code
 MARGIN = 3.0               # what the checker may take beyond its limit (fork, kill, verdict)

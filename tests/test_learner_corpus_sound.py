@@ -12,11 +12,12 @@ from collections import Counter
 
 import pytest
 import torch
-from learner_code import _probe, attention, causal_mask, hostile, multi_head, padding_mask
+from learner_code import _probe, attention, causal_mask, decoding, hostile, multi_head, padding_mask
 from learner_code._case import PASS
 
 SYMPTOMS = {attention: _probe.attention_symptoms, multi_head: _probe.multi_head_symptoms,
-            causal_mask: _probe.causal_symptoms, padding_mask: _probe.padding_symptoms}
+            causal_mask: _probe.causal_symptoms, padding_mask: _probe.padding_symptoms,
+            decoding: _probe.decoding_symptoms}
 CASES = [(module, case) for module in SYMPTOMS for case in module.CASES]
 
 # the ids the lead listed for issue 12, and the ids of today's catalog some cases may also be given
@@ -32,6 +33,10 @@ NEW_IDS = {
 }
 LEGACY_IDS = {"scale_by_d_model", "missing_output_projection", "causal_future_visible",
               "causal_excludes_self", "padding_masks_queries", "modifies_inputs"}
+# the decoding ids of issue 20 (notebook 07's decode_step)
+DECODING_IDS = {"cache_not_appended", "keys_not_appended", "values_not_appended", "cache_wrong_axis",
+                "is_causal_top_left", "positions_not_advanced", "causal_mask_missing",
+                "kv_heads_repeated_not_interleaved", "cache_modified_in_place"}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -63,10 +68,10 @@ def test_corpus_size_and_coverage():
     # at least 150 implementations, about a third of them correct
     assert len(cases) >= 150 and 0.25 < correct / len(cases) < 0.45
     named = Counter(bug for case in cases for bug in case.ids)
-    # every id issue 12 lists is expected for at least two implementations
-    assert {bug for bug in NEW_IDS if named[bug] < 2} == set()
+    # every id issue 12 lists, and every decoding id, is expected for at least two implementations
+    assert {bug for bug in NEW_IDS | DECODING_IDS if named[bug] < 2} == set()
     # no case expects an id outside the agreed list and today's catalog
-    assert set(named) <= NEW_IDS | LEGACY_IDS
+    assert set(named) <= NEW_IDS | LEGACY_IDS | DECODING_IDS
     # names are unique within each file
     for module in (*SYMPTOMS, hostile):
         names = [case.name for case in module.CASES]

@@ -11,7 +11,14 @@ from torch import nn
 
 import attnviz
 from attnviz import zoo
-from attnviz.check import BUGS, check_attention, check_causal_mask, check_multi_head, check_padding_mask
+from attnviz.check import (
+    BUGS,
+    check_attention,
+    check_causal_mask,
+    check_decoding_step,
+    check_multi_head,
+    check_padding_mask,
+)
 
 ISSUE_IDS = {
     "missing_scale",
@@ -406,6 +413,29 @@ def test_each_attention_fix_line_applied_to_its_zoo_member_passes(bug_id):
     fixed = _apply_fix(zoo.ATTENTION_BUGS[bug_id], BUGS[bug_id].fix)
     result = check_attention(fixed)
     assert result.passed, (BUGS[bug_id].fix, repr(result))
+
+
+def _fix_decoding_member(step, fix):
+    """A decoding zoo member's class with its one ``# BUG`` line replaced by the fix line (code before
+    '   #'; an expression replacing a ``return`` line is returned)."""
+    cls = type(step)
+    lines = textwrap.dedent(inspect.getsource(cls)).split("\n")
+    (bug,) = [i for i, line in enumerate(lines) if "# BUG" in line]
+    code = fix.split("   #")[0]
+    indent = lines[bug][: len(lines[bug]) - len(lines[bug].lstrip())]
+    if lines[bug].lstrip().startswith("return ") and " = " not in code and not code.startswith("return"):
+        code = "return " + code                          # an expression fix for a `return ...` line
+    lines[bug] = indent + code
+    space = dict(vars(zoo))
+    exec("\n".join(lines), space)                      # noqa: S102 - the zoo's own source
+    return space[cls.__name__]()
+
+
+@pytest.mark.parametrize("bug_id", sorted(zoo.DECODING_BUGS))
+def test_each_decoding_fix_line_applied_to_its_zoo_member_passes(bug_id):
+    fix = BUGS[bug_id].fix_for("check_decoding_step")
+    result = check_decoding_step(_fix_decoding_member(zoo.DECODING_BUGS[bug_id], fix))
+    assert result.passed, (fix, repr(result))
 
 
 def test_no_fix_line_suggests_a_minus_inf_fill():

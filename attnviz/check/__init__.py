@@ -1,11 +1,13 @@
 """Checkers that run a learner's attention code and name the classic mistake it makes.
 
-``check_attention(fn)``, ``check_multi_head(cls)``, ``check_causal_mask(fn)`` and
-``check_padding_mask(fn)`` each return a :class:`CheckResult` with ``.passed``
-and ``.bug`` (a bug id, see :mod:`attnviz.zoo`, or None) that shows itself in a
-notebook as a short verdict: what is wrong, how it shows, the one-line fix.
-Learner code that raises, returns the wrong thing, changes its inputs or runs
-too long gets a verdict too; nothing it does escapes as an exception.
+``check_attention(fn)``, ``check_multi_head(cls)``, ``check_causal_mask(fn)``,
+``check_padding_mask(fn)`` and ``check_decoding_step(fn)`` (notebook 07) each
+return a :class:`CheckResult` with ``.passed`` and ``.bug`` (a bug id from
+:data:`BUGS`, or None) that shows itself in a notebook as a short verdict: what
+happened, which bug it looks like, how it shows, the one-line fix. Learner code
+that raises, returns the wrong thing, changes its inputs or runs too long gets a
+verdict too; nothing it does escapes as an exception. All five run on one engine
+(:mod:`._engine`: probes, and one ordered list of rules in :mod:`._rules`).
 
 The learner's code runs in a child process forked from the kernel (it sees
 every definition made there; see :mod:`._sandbox`), killed when the check's
@@ -14,7 +16,8 @@ checkers compare with their own private reference math (:mod:`._reference`),
 not with :mod:`attnviz.core`, and name a bug by which hypothesis (the
 reference with one thing done wrong, in several styles) reproduces the
 learner's outputs on every probe. Every bug id is documented in
-``docs/checkers.md`` (generated from :mod:`._catalog`).
+``docs/checkers.md`` (generated from :mod:`._catalog`), which also says how to
+add one.
 
 Torch only (no ipywidgets or plotly).
 """

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["Bug", "BUGS"]
 
@@ -13,6 +13,16 @@ class Bug:
     what: str  # what is wrong, in one sentence
     shows: str  # how it shows in the numbers
     fix: str  # the one-line fix (code)
+    fixes: dict = field(default_factory=dict)  # checker name -> the fix in that exercise's own words
+
+    def fix_for(self, checker: str) -> str:
+        return self.fixes.get(checker, self.fix)
+
+
+DECODING = "check_decoding_step"
+_SCORES = "scores = query @ key.transpose(-2, -1) / math.sqrt(model.d_head)"
+_BOTTOM_RIGHT = "mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new)"
+_MERGE = "merged = heads.transpose(1, 2).contiguous().view(batch, n_new, h * d)"
 
 
 _ENTRIES = [
@@ -22,6 +32,7 @@ _ENTRIES = [
         "Your output equals attention with scale 1: the weights are more peaked than they should be, "
         "and the larger d_k, the closer each row gets to a hard one-hot pick with almost no gradient.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])",
+        fixes={DECODING: _SCORES + "   # or F.scaled_dot_product_attention, which divides for you"},
     ),
     Bug(
         "wrong_scale",
@@ -30,12 +41,14 @@ _ENTRIES = [
         "The weights are too flat or too peaked, and by how much changes with the input's sizes: "
         "right for one shape, wrong for the next.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # this input's own d_k",
+        fixes={DECODING: _SCORES + "   # this model's own d_head"},
     ),
     Bug(
         "scale_multiplied",
         "The scores are multiplied by √d_k instead of divided by it.",
         "The weights are far too peaked: the scores are d_k times larger than they should be.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # divide, do not multiply",
+        fixes={DECODING: _SCORES + "   # divide, do not multiply"},
     ),
     Bug(
         "scale_after_softmax",
@@ -99,12 +112,14 @@ _ENTRIES = [
         "Without the transpose each 'head' gets a slice that runs across several positions, so "
         "positions are scrambled together before attention even starts.",
         "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # (batch, n_heads, n, d_k)",
+        fixes={DECODING: "x.view(batch, n, n_heads, d_head).transpose(1, 2)   # (batch, n_heads, n, d_head)"},
     ),
     Bug(
         "heads_merged_without_transpose",
         "The heads are merged with .view/.reshape(batch, n, d_model) straight from (batch, n_heads, n, d_k).",
         "The shape comes out right, but each output row mixes pieces of different positions.",
         "out.transpose(1, 2).contiguous().view(batch, n, d_model)",
+        fixes={DECODING: _MERGE},
     ),
     Bug(
         "heads_averaged",
@@ -119,6 +134,7 @@ _ENTRIES = [
         "The weights are too flat: the scores are √n_heads times smaller than they should be. "
         "It is the per-head size d_k that sets the spread of a head's dot products.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)   # d_k = d_model // n_heads",
+        fixes={DECODING: _SCORES + "   # per head: d_head, not d_model"},
     ),
     Bug(
         "missing_output_projection",
@@ -126,6 +142,7 @@ _ENTRIES = [
         "The shape is right but the numbers are the heads' raw concatenation; the layer cannot mix "
         "information across heads.",
         "return self.W_o(out)",
+        fixes={DECODING: "x = x + attention.W_o(merged)"},
     ),
     Bug(
         "causal_future_visible",
@@ -133,6 +150,7 @@ _ENTRIES = [
         "Each position may attend to itself and the future but not to the past: training looks "
         "superb because the model reads ahead, and generation is nonsense.",
         "torch.ones(n, n, dtype=torch.bool).tril()",
+        fixes={DECODING: _BOTTOM_RIGHT},
     ),
     Bug(
         "causal_excludes_self",
@@ -140,12 +158,14 @@ _ENTRIES = [
         "The first position has no key left at all (a fully masked row, NaN with a -inf fill), and "
         "every position loses its own value.",
         "torch.ones(n, n, dtype=torch.bool).tril()   # diagonal=0 keeps i == j",
+        fixes={DECODING: _BOTTOM_RIGHT},
     ),
     Bug(
         "causal_off_by_one",
         "The causal mask's diagonal is shifted by one: each position also sees the next one.",
         "Position i may attend to key i + 1, one step into the future: training sees the next token.",
         "torch.ones(n, n, dtype=torch.bool).tril()   # diagonal=0",
+        fixes={DECODING: _BOTTOM_RIGHT},
     ),
     Bug(
         "causal_not_rectangular",
@@ -186,6 +206,7 @@ _ENTRIES = [
         "PyTorch raises 'view size is not compatible with input tensor's size and stride': after "
         "transpose the numbers are no longer laid out in memory in the order view needs.",
         "out.transpose(1, 2).contiguous().view(batch, n, d_model)   # or .reshape(batch, n, d_model)",
+        fixes={DECODING: _MERGE + "   # or .reshape(batch, n_new, h * d)"},
     ),
     Bug(
         "mask_ignored",
@@ -234,6 +255,7 @@ _ENTRIES = [
         "an nn.Dropout in train mode).",
         "The same input gives a different output on each call, and rows of weights do not sum to 1.",
         "weights = torch.softmax(scores, dim=-1)   # no dropout here; in a module: training=self.training",
+        fixes={DECODING: "heads = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)"},
     ),
     Bug(
         "softmax_overflow",
@@ -251,9 +273,12 @@ _ENTRIES = [
     ),
     Bug(
         "dtype_changed",
-        "The output's dtype differs from the inputs' (for example float64 out for float32 in).",
+        "The output's dtype differs from the inputs' (for example float64 out for float32 in), or a tensor "
+        "built inside the code in the default float32 (torch.zeros(mask.shape) for an additive mask) meets "
+        "float16 or float64 inputs.",
         "The numbers are right, but the next layer gets a dtype it does not expect (and float64 is "
-        "slower and twice the memory).",
+        "slower and twice the memory); a float32 tensor mixed into float16 work turns the result into "
+        "float32, or PyTorch refuses the mix (expected m1 and m2 to have the same dtype).",
         "return weights @ v   # no .double(): constants with dtype=q.dtype, torch.finfo(scores.dtype)",
     ),
     Bug(
@@ -262,6 +287,7 @@ _ENTRIES = [
         "Unbatched inputs are right; with batch and head dimensions the call fails or mixes entries: "
         "k.T, x[0], squeeze() or shape[1] read the wrong dimension.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # index from the end",
+        fixes={DECODING: "batch, n, width = x.shape   # the batch from the tensor: never 1, never x[0]"},
     ),
     Bug(
         "modifies_inputs",
@@ -269,24 +295,127 @@ _ENTRIES = [
         "The caller's tensors are different after the call, so calling it twice gives different answers.",
         "use out-of-place operations: scores = scores / ..., scores.masked_fill(...) (no underscore)",
     ),
+    # ---- notebook 07: a cached decoding step (check_decoding_step) ----
+    Bug(
+        "positions_not_advanced",
+        "The new tokens get the position embeddings 0, 1, ... again instead of continuing after the cache.",
+        "The prefill is right; every later token is read as if it stood at the start of the text.",
+        "x = model.embed(tokens, past)   # past = positions already in the cache",
+    ),
+    Bug(
+        "cache_not_appended",
+        "This step's keys and values are not added to the cache it returns (it returns the cache it was "
+        "given, or one holding only the newest tokens).",
+        "The first token after the prompt is right, then every later token attends to too few positions, "
+        "as if the tokens generated in between did not exist.",
+        "new_cache.append((key, value))   # after torch.cat with the cached ones, not the given cache",
+    ),
+    Bug(
+        "keys_not_appended",
+        "The new values are appended to the cache but the new keys are not.",
+        "The cache holds more values than keys, so the next step's weights @ values fails or pairs each "
+        "weight with the value of another position.",
+        "key = torch.cat([past_keys, key], dim=-2)   # keys AND values, both along the positions",
+    ),
+    Bug(
+        "values_not_appended",
+        "The new keys are appended to the cache but the new values are not.",
+        "There are more keys than values, so weights @ values fails (or pairs each weight with the value "
+        "of another position).",
+        "value = torch.cat([past_values, value], dim=-2)   # as for the keys",
+    ),
+    Bug(
+        "cache_wrong_axis",
+        "The cached and new keys and values are concatenated along the wrong axis (heads, batch or "
+        "features) instead of the positions.",
+        "torch.cat refuses as soon as a step adds fewer positions than the cache holds: the sizes differ "
+        "on the positions axis, which is the one that should grow.",
+        "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)",
+    ),
+    Bug(
+        "is_causal_top_left",
+        "The new queries' causal triangle is aligned to the top left of the scores: "
+        "F.scaled_dot_product_attention(..., is_causal=True) does that, and so does "
+        "torch.ones(n_new, n_all).tril() without an offset.",
+        "Right on the prefill, where the new queries are all the positions; after it, new query i may see "
+        "keys 0..i only instead of every cached key and the new ones up to itself, so one new token is "
+        "computed from the first token alone.",
+        _BOTTOM_RIGHT + "   # bottom right; one new query needs no mask",
+    ),
+    Bug(
+        "causal_mask_missing",
+        "Several new tokens at once (the prompt, or a chunk after it) are attended without a causal mask.",
+        "Each of the new queries also sees the new tokens after it: the prompt's logits (or the chunk's) "
+        "are computed from the future, while single tokens come out right.",
+        _BOTTOM_RIGHT + "   # needed whenever n_new > 1",
+    ),
+    Bug(
+        "kv_heads_repeated_not_interleaved",
+        "The shared key/value heads are repeated with .repeat (kv 0, 1, 0, 1) instead of "
+        ".repeat_interleave (kv 0, 0, 1, 1).",
+        "With grouped-query attention query head i must use key/value head i // group; with .repeat it "
+        "uses head i % n_kv_heads, so most query heads read another head's keys and values.",
+        "key, value = key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1)"
+        "   # group = n_heads // n_kv_heads",
+    ),
+    Bug(
+        "cache_modified_in_place",
+        "The step changes the cache it was given (appends to it in place) instead of returning a new one.",
+        "Generating straight on works, but a caller that reuses a cache (two continuations of one prompt, "
+        "as beam search does) finds it already holding the other continuation's tokens.",
+        "new_cache = []   # build the returned cache anew (or cache = cache.copy() for a gpt.KVCache)",
+    ),
 ]
 
 BUGS = {bug.id: bug for bug in _ENTRIES}
 
 
 def catalog_markdown() -> str:
-    """docs/checkers.md: every bug id with what is wrong, how it shows and the fix."""
+    """docs/checkers.md: how the checkers decide, how to add a bug, and every bug id with its words."""
     out = [
         "# Checker catalog",
         "",
-        "Every bug id the checkers in `attnviz.check` can name: what is wrong, how it shows, the fix.",
-        "Generated from `attnviz/check/_catalog.py` by",
+        "Every bug id the checkers in `attnviz.check` can name (`check_attention`, `check_multi_head`,",
+        "`check_causal_mask`, `check_padding_mask`, `check_decoding_step`): what is wrong, how it shows, the",
+        "fix. Generated from `attnviz/check/_catalog.py` by",
         "`python -m attnviz.check._catalog > docs/checkers.md`; do not edit by hand.",
+        "",
+        "## How a checker decides",
+        "",
+        "Every checker runs on one engine (`attnviz/check/_engine.py`): its *probes* (one `Probe` each:",
+        "the arguments, the checker's own float64 reference result, a kind such as `main`, `repeat`,",
+        "`float16` or `backward`) run the learner's code in one forked child process with a time budget,",
+        "and one ordered list of *rules* (`attnviz/check/_rules.py`) reads the answers. A checker is its",
+        "probes plus the rules that differ. The rules say first what happened (timed out, the process",
+        "ended, not written yet, raised, returned something unreadable), then which bug it looks like: a",
+        "bug id is named only when a *hypothesis* (`attnviz/check/_reference.py`: the reference with that",
+        "one thing done wrong) reproduces the learner's outputs on every main probe, or when one of the",
+        "shared rules recognises its symptom (NaN on a fully masked row, inputs changed in place, a",
+        "`.view` after `transpose`, a changed dtype, gradients cut off, ...). `check_decoding_step` decides",
+        "in two stages: the prefills first (no cache yet, where every attention-level bug already shows),",
+        "then the cached steps, where it also reads which keys and values the returned cache holds.",
+        "",
+        "## Adding a bug",
+        "",
+        "1. A `Bug(id, what, shows, fix)` entry in `attnviz/check/_catalog.py` (with `fixes={checker: ...}`",
+        "   when an exercise names things its own way), then regenerate this file.",
+        "2. The hypothesis that reproduces it, in `attnviz/check/_reference.py`, in the table of the",
+        "   checker that should name it (`ATTENTION_VARIANTS`, `MULTI_HEAD_VARIANTS`, `PREFILL_VARIANTS`,",
+        "   `CACHED_VARIANTS`; the masks' tables are in `attnviz/check/masks.py`), or a rule in",
+        "   `_rules.py` (or the checker's own rules) when no hypothesis can reproduce it. Without one",
+        "   of these the id is never named.",
+        "3. A member of the bug zoo, `attnviz/zoo.py`, in the family's `*_BUGS` dict, written the way a",
+        "   learner would, with its one wrong line marked `# BUG`.",
+        "4. Tests: `tests/test_zoo.py` (the checker names the zoo member by its id, and the fix line put",
+        "   in place of the `# BUG` line passes) and a case in the learner corpus, `tests/learner_code/`,",
+        "   written in a style of your own.",
+        "",
+        "## The bug ids",
         "",
     ]
     for bug in sorted(BUGS.values(), key=lambda b: b.id):
         out += [
-            f"## `{bug.id}`",
+            f"### `{bug.id}`",
             "",
             f"**What is wrong:** {bug.what}",
             "",
@@ -295,6 +424,7 @@ def catalog_markdown() -> str:
             f"**Fix:** `{bug.fix}`",
             "",
         ]
+        out += [f"**Fix in `{checker}`:** `{fix}`\n" for checker, fix in sorted(bug.fixes.items())]
     return "\n".join(out)
 
 

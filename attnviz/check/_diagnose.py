@@ -2,10 +2,10 @@
 
 A learner's result on one probe is an :class:`Answer`: the output tensor, or
 the error it raised, or a complaint about what it returned. A hypothesis
-variant's result is a tensor or ``RAISED``. A variant *matches* when on every
-probe either both raised (or the learner's output has another shape, the
-way a raise would) or both produced tensors that :func:`agrees` on the
-live rows.
+variant's result is a tensor (or whatever the checker compares) or ``RAISED``.
+A variant *matches* when on every probe either both raised (or the learner's
+output has another shape, the way a raise would) or the checker's comparison
+says the learner's output equals the variant's.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from dataclasses import dataclass
 import torch
 
 from .._threads import one_thread
-from ._compare import agrees
 from ._reference import neutral
 from ._run import rebuild
 
@@ -55,46 +54,63 @@ def answer(step) -> Answer:
 
 
 class Hypotheses:
-    """Bug variants evaluated lazily on the probes' arguments, each result kept once computed.
+    """Bug variants evaluated lazily on the probes, each result kept once computed.
 
-    ``variants`` is ``{bug_id: [fn(*args) -> output tensor]}``, ``probe_args`` a list of argument
-    tuples (one per probe). A variant that raises on a probe gives ``RAISED`` there.
+    ``variants`` is ``{bug_id: [variant, ...]}``. A variant's result on a probe is
+    ``variant(*arguments(probe))``, or ``evaluate(variant, probe)`` when given (a decoding variant
+    runs a whole sequence of steps). Results are kept by probe name, so the order in which a
+    checker lists its probes does not matter. A variant that raises on a probe gives ``RAISED``.
     """
 
-    def __init__(self, variants, probe_args):
-        self.variants, self.probe_args, self._memo = variants, probe_args, {}
+    def __init__(self, variants, arguments=None, evaluate=None):
+        self.variants, self._memo = variants, {}
+        self.evaluate = evaluate or (lambda variant, probe: variant(*arguments(probe)))
 
-    def output(self, bug_id, v, p):
-        key = (bug_id, v, p)
+    def output(self, bug_id, v, probe):
+        key = (bug_id, v, probe.name)
         if key not in self._memo:
             try:
                 with one_thread(), neutral():
-                    self._memo[key] = self.variants[bug_id][v](*self.probe_args[p])
+                    self._memo[key] = self.evaluate(self.variants[bug_id][v], probe)
             except Exception:  # noqa: BLE001 - a variant that cannot run on this probe
                 self._memo[key] = RAISED
         return self._memo[key]
 
 
-def _same(mine: Answer, theirs, live, shape) -> bool:
+def _same(probe, mine: Answer, theirs, compare) -> bool:
     if isinstance(theirs, str):  # the variant raised here
-        return mine.error is not None or (mine.output is not None and tuple(mine.output.shape) != shape)
-    if mine.output is None:
+        expected = probe.expected
+        shape = tuple(expected.shape) if isinstance(expected, torch.Tensor) else None
+        return mine.error is not None or (
+            isinstance(mine.output, torch.Tensor) and shape is not None and tuple(mine.output.shape) != shape
+        )
+    if mine.error is not None or mine.output is None:
         return False
-    return agrees(mine.output, theirs, live)
+    return bool(compare(probe, mine, theirs))
 
 
-def matching_bug(answers, hypotheses, lives, shapes, order=None):
+def _informative(theirs) -> bool:
+    """A variant's result that tells something: it ran, and not to NaN or inf everywhere."""
+    if isinstance(theirs, str):
+        return False
+    if isinstance(theirs, torch.Tensor) and theirs.is_floating_point():
+        return bool(torch.isfinite(theirs).any())
+    return True
+
+
+def matching_bug(answers, hypotheses, probes, *, compare, order=None):
     """The first bug id (in ``order``, default the variants' order) with a variant that matches
-    every probe; ``shapes`` are the correct output shapes. A variant raising everywhere explains
-    nothing."""
+    every probe: both raised (or the learner's output has another shape, the way a raise would),
+    or ``compare(probe, answer, variant_output)``. A variant that raises, or gives nothing but NaN
+    or inf, on every probe explains nothing (many bugs do that)."""
     for bug_id in order or hypotheses.variants:
         for v in range(len(hypotheses.variants.get(bug_id, ()))):
             ran = False
-            for p, (a, live, shape) in enumerate(zip(answers, lives, shapes, strict=True)):
-                theirs = hypotheses.output(bug_id, v, p)
-                if not _same(a, theirs, live, tuple(shape)):
+            for a, probe in zip(answers, probes, strict=True):
+                theirs = hypotheses.output(bug_id, v, probe)
+                if not _same(probe, a, theirs, compare):
                     break
-                ran = ran or not isinstance(theirs, str)
+                ran = ran or _informative(theirs)
             else:
                 if ran:
                     return bug_id
@@ -108,8 +124,17 @@ _MATMUL = re.compile(
 )
 
 
+_DTYPE = re.compile(
+    r"expected scalar type \w+ but found|same dtype|dtype to be bool or float or to match|"
+    r"can't be cast to the desired output type|expected both vectors to have same dtype",
+    re.IGNORECASE,
+)
+
+
 def error_kind(error: dict | None) -> str | None:
-    """'contiguous' for view-after-transpose, 'matmul' for a shape mismatch in a product, else None."""
+    """What a PyTorch error says went wrong: 'contiguous' (view after transpose), 'matmul' (the
+    shapes of a product do not line up), 'overflow' (a fill the dtype cannot hold), 'dtype' (two
+    dtypes met), or None."""
     if not error:
         return None
     text = error.get("message", "")
@@ -119,4 +144,6 @@ def error_kind(error: dict | None) -> str | None:
         return "matmul"
     if "without overflow" in text:
         return "overflow"
+    if _DTYPE.search(text):
+        return "dtype"
     return None

@@ -22,6 +22,8 @@ import math
 
 import torch
 
+from .._threads import one_thread
+
 __all__ = ["neutral", "in_neutral", "attention", "multi_head", "ATTENTION_VARIANTS", "MULTI_HEAD_VARIANTS",
            "causal", "padding"]
 
@@ -39,10 +41,11 @@ def neutral():
 
 
 def in_neutral(check):
-    """Decorator: the whole checker runs inside :func:`neutral`."""
+    """Decorator: the whole checker runs inside :func:`neutral`, on one CPU thread (its tensors are
+    tiny: a second thread only adds waiting, milliseconds per product on a busy machine)."""
     @functools.wraps(check)
     def wrapper(*args, **kwargs):
-        with neutral():
+        with neutral(), one_thread():
             return check(*args, **kwargs)
     return wrapper
 
@@ -335,3 +338,119 @@ MULTI_HEAD_VARIANTS = {
 }
 """Structural multi-head bugs; each attention bug above, run inside correct multi-head attention, is
 tried as well (the checker adds those)."""
+
+
+# ---- decoding: one cached step of a TinyGPT, from its public pieces --------------------------------
+#
+# ``model`` is anything with the agreed pieces (a TinyGPT or its StepModel view): ``embed(tokens,
+# start)``, ``blocks[i]`` with ``norm_attention``, ``attention.W_q/W_k/W_v/W_o``, ``norm_mlp``, ``mlp``,
+# ``unembed(x)`` and the sizes ``n_heads``, ``n_kv_heads``. The cache is None or a list of
+# ``(keys, values)`` per layer, each ``(batch, n_kv_heads, positions, d_head)``. Each keyword of
+# :func:`decode` is one thing a learner may do wrong; the defaults are the correct step.
+
+
+def _decoding_mask(how, n_new, n_all, cached):
+    """Bool (n_new, n_all), True = may attend, or None for no mask; ``how`` names the learner's choice."""
+    ones = torch.ones(n_new, n_all, dtype=torch.bool)
+    past = n_all - n_new
+    masks = {
+        "bottom_right": lambda: ones.tril(past),
+        "top_left": lambda: ones.tril(),                              # is_causal=True, or tril() by hand
+        "none_for_one": lambda: None if n_new == 1 else ones.tril(),  # no mask for one, is_causal for several
+        "prefill_only": lambda: None if cached else ones.tril(past),
+        "none": lambda: None,
+        "off_by_one": lambda: ones.tril(past + 1),
+        "excludes_self": lambda: ones.tril(past - 1),
+        "future_visible": lambda: ones.triu(past),
+    }
+    return masks[how]()
+
+
+def _expand(how, tensor, group):
+    """The key/value heads shared by ``group`` query heads each: head i uses kv head i // group."""
+    if how == "repeat":                              # the bug: head i gets kv head i % n_kv_heads
+        return tensor.repeat(1, group, 1, 1)
+    return tensor.repeat_interleave(group, dim=1)
+
+
+def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
+           expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None):
+    """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
+
+    ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
+    ``keep``: what the returned cache holds ('appended', or the bugs 'given': the cache it was given,
+    'newest': this step's keys and values only).
+    """
+    if attend is None:
+        def attend(q, k, v, m):
+            return _finish(q @ _t(k) * (scale or 1 / math.sqrt(q.shape[-1])), m, v)[0]
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    n_new = tokens.shape[1]
+    x = model.embed(tokens, past if advance else 0)                    # (batch, n_new, d_model)
+    h, h_kv = model.n_heads, model.n_kv_heads
+    kept = []
+    for layer, block in enumerate(model.blocks):
+        normed, parts = block.norm_attention(x), block.attention
+        query = split(parts.W_q(normed), h)                             # (batch, h, n_new, d)
+        key, value = split(parts.W_k(normed), h_kv), split(parts.W_v(normed), h_kv)
+        if cache is not None:
+            key_all = torch.cat([cache[layer][0], key], dim=-2)         # (batch, h_kv, n_all, d)
+            value_all = torch.cat([cache[layer][1], value], dim=-2)
+        else:
+            key_all, value_all = key, value
+        given = (key, value) if cache is None else cache[layer]
+        kept.append({"appended": (key_all, value_all), "given": given, "newest": (key, value)}[keep])
+        mask = _decoding_mask(causal_mask, n_new, key_all.shape[-2], cache is not None)
+        group = h // h_kv
+        heads = attend(query, _expand(expand, key_all, group), _expand(expand, value_all, group), mask)
+        mixed = merge(heads)                                            # (batch, n_new, d_model)
+        x = x + (parts.W_o(mixed) if project_out else mixed)
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), kept
+
+
+def _step(**choices):
+    return lambda model, tokens, cache: decode(model, tokens, cache, **choices)
+
+
+def _dead(how):
+    """attention whose fully masked rows give NaN, zeros or a uniform blend (the learner's fill)."""
+    fill = _MIN if how == "uniform" else -_INF
+    return lambda q, k, v, m: _finish(q @ _t(k) / math.sqrt(q.shape[-1]), m, v, fill=fill, dead=how)[0]
+
+
+def _masks(how):
+    return [_step(causal_mask=how, attend=_dead(dead)) for dead in ("nan", "zero", "uniform")]
+
+
+PREFILL_VARIANTS = {
+    bug_id: [_step(attend=fn) for fn in fns]
+    for bug_id, fns in ATTENTION_VARIANTS.items()
+    if bug_id != "mask_ignored"  # with no mask argument, a step that never masks is causal_mask_missing
+} | {
+    "heads_split_without_transpose": [
+        _step(split=_split_no_transpose),
+        _step(split=_split_no_transpose, merge=_merge_no_transpose),
+        _step(split=_heads_last, merge=_merge_heads_last),
+    ],
+    "heads_merged_without_transpose": [_step(merge=_merge_no_transpose)],
+    "missing_output_projection": [_step(project_out=False)],
+    "scale_by_d_model": [
+        lambda model, tokens, cache: decode(model, tokens, cache, scale=1 / math.sqrt(model.d_model))
+    ],
+    "kv_heads_repeated_not_interleaved": [_step(expand="repeat")],
+    "causal_mask_missing": [_step(causal_mask="none")],
+    "causal_off_by_one": _masks("off_by_one"),
+    "causal_future_visible": _masks("future_visible"),
+    "causal_excludes_self": _masks("excludes_self"),  # last: with a -inf fill it gives NaN, as others do
+}
+"""Bugs that show on a prefill (no cache yet): each attention bug inside the step, the structural
+multi-head bugs, the causal mask of the prompt, grouped-query heads shared in the wrong order."""
+
+CACHED_VARIANTS = {
+    "positions_not_advanced": [_step(advance=False)],
+    "is_causal_top_left": [_step(causal_mask="top_left"), _step(causal_mask="none_for_one")],
+    "causal_mask_missing": [_step(causal_mask="prefill_only")],
+    "cache_not_appended": [_step(keep="given"), _step(keep="newest")],
+}
+"""Bugs that show only once there is a cache (the prefill is right)."""

@@ -1,6 +1,6 @@
 """Running one learner call safely: isolated, timed, its inputs guarded, the result as plain data.
 
-The public interface for checkers (also attnviz/check/decoding.py):
+The public interface for checkers (tested in tests/test_check_sandbox.py):
 
 ``call(fn, args, *, positional=(), time_limit=TIME_LIMIT) -> Outcome``
     runs ``fn(*positional args, **keyword args)`` once, under ``torch.no_grad()``, on fresh copies of
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import torch
 
 from .._validate import shape_str
-from ._sandbox import error_info, fork_available, run_steps, to_plain
+from ._sandbox import error_info, run_steps, to_plain
 
 __all__ = [
     "Outcome",
@@ -182,9 +182,3 @@ def first_tensor(value):
         return None, None, f"returned {value.what}, not a real-valued torch.Tensor the checker can read."
     return None, None, f"returned a {type(value).__name__}, not a torch.Tensor."
 
-
-def isolation_note() -> str:
-    """'' when learner code runs in a child process, else the thread fallback's warning."""
-    from ._sandbox import THREAD_NOTE
-
-    return "" if fork_available() else THREAD_NOTE

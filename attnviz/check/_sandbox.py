@@ -46,7 +46,6 @@ __all__ = [
     "Run",
     "run_steps",
     "to_plain",
-    "from_plain",
     "error_info",
     "fork_available",
     "THREAD_NOTE",
@@ -215,13 +214,6 @@ def _tensor_to_plain(t):
         return plain
     except BaseException as err:  # noqa: BLE001 - exotic tensors: say what it is, never raise
         return {"kind": "odd", "what": f"a tensor that cannot be read ({error_info(err)['type']})"}
-
-
-def from_plain(plain):
-    """A tensor record back to a float64/bool/int64 torch tensor; anything else unchanged."""
-    if isinstance(plain, dict) and plain.get("kind") == "tensor":
-        return torch.from_numpy(plain["array"])
-    return plain
 
 
 # ---- the child ------------------------------------------------------------------------------

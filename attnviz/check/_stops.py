@@ -45,7 +45,8 @@ def stop_verdict(name, run, labels, time_limit, notes):
             name,
             "your code is too slow for this check.",
             [
-                f"The check makes {len(run.steps)} calls and stopped at call {index + 1}, {label}, after "
+                f"The check makes {len(run.steps)} calls and stopped at call {index + 1}, "
+                f"{label[:1].lower()}{label[1:]}, after "
                 f"using its whole time budget{each}. Correct code takes milliseconds per call. {stopped}"
             ]
             + notes,

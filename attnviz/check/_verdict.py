@@ -22,7 +22,7 @@ _LOOK = {
 class CheckResult:
     """What a checker found.
 
-    ``passed`` (bool) and ``bug`` (a bug id from :mod:`attnviz.zoo`, or None)
+    ``passed`` (bool) and ``bug`` (a bug id from :data:`attnviz.check.BUGS`, or None)
     are the machine-readable part. ``status`` is 'passed', 'bug' (a known bug
     was recognised), 'problem' (something is wrong that matches no known bug;
     ``observed`` says what) or 'not_implemented'. ``headline``, ``what``,
@@ -84,30 +84,35 @@ def passed(checked: str, headline: str, observed=None) -> CheckResult:
     return CheckResult(True, None, "passed", checked, headline, observed=list(observed or []))
 
 
-def bug_found(checked: str, bug_id: str, observed=None, fix=None) -> CheckResult:
+def bug_found(checked: str, bug_id: str, happened: str, observed=None, fix=None) -> CheckResult:
+    """A known bug: the headline says first what ``happened`` ("your function raised RuntimeError
+    on ..."), then which bug it looks like; the catalog gives what is wrong, how it shows, the fix."""
     bug = BUGS[bug_id]
     return CheckResult(
         False,
         bug_id,
         "bug",
         checked,
-        f"found a known bug, {bug_id.replace('_', ' ')}",
+        f"{happened}. It looks like the known bug {bug_id.replace('_', ' ')}.",
         what=bug.what,
         shows=bug.shows,
-        fix=fix or bug.fix,
+        fix=fix or bug.fix_for(checked),
         observed=list(observed or []),
     )
 
 
+NOT_WRITTEN = "not written yet: write your function in the cell above, then run this cell again."
+
+
 def not_implemented(checked: str, hint: str = "") -> CheckResult:
+    """The exercise's stub (``raise NotImplementedError(hint)``) ran: a friendly verdict, no traceback."""
     observed = [hint] if hint and hint.strip() != "write your code here" else []  # the stub's default
     return CheckResult(
         False,
         None,
         "not_implemented",
         checked,
-        "not written yet. Write your code in the cell above, in place of its "
-        "raise NotImplementedError line; run that cell, then this one again.",
+        NOT_WRITTEN,
         observed=observed,
     )
 

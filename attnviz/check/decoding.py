@@ -1,226 +1,467 @@
-"""check_decoding_step: a learner's cached decoding step against full recomputation.
+"""check_decoding_step: a learner's cached decoding step, named by its symptoms at two levels.
 
-The learner writes ``decode_step(model, tokens, cache) -> (logits, cache)`` for an
-:class:`attnviz.gpt.TinyGPT`: ``tokens`` ``(batch, n_new)`` are the positions after those already
-in ``cache`` (None at the start), ``logits`` ``(batch, n_new, vocab)``, and the returned cache is
-handed to the next call (its format is the learner's own). The checker feeds a prompt in pieces (a
-prefill of 4 tokens, three single tokens, then a chunk of 3) and compares every piece's logits with
-``model(all tokens so far)``. Four classic mistakes are written out below and recognised by their
-outcomes: the cache never appended, keys appended but not values, ``is_causal=True`` on the new
-queries (aligned top-left), and positions not advanced. Torch only.
+The learner writes ``decode_step(model, tokens, cache) -> (logits, cache)`` for notebook 07's
+tiny GPT: ``tokens`` ``(batch, n_new)`` are the positions after those already in ``cache`` (None
+at the start), ``logits`` ``(batch, n_new, vocab_size)``, and the returned cache (its format is the
+learner's own) is handed to the next call. The step gets ``model.pieces()``
+(:class:`attnviz.gpt.StepModel`): the agreed public pieces, and no forward of its own, so the
+exercise cannot be handed back to the library.
+
+This checker is its probes plus the rules that differ from the shared engine (:mod:`._engine`,
+:mod:`._rules`), in two stages:
+
+1. the prefills (no cache yet: where every attention-level bug already shows) against a full
+   recomputation by the checker's own reference (:func:`._reference.decode`, float64), with the
+   shared rules and the prefill hypotheses, so missing scale, softmax over the wrong axis, heads
+   split without the transpose, a mask off by one, ... are named as ``check_attention`` and
+   ``check_multi_head`` name them;
+2. when the prefills are right, the cached steps (three single tokens, a chunk of three, a second
+   continuation from the prefill's cache): the cache the step returned is read in the child
+   (which tensors hold which layer's keys and values, for how many positions) to name keys or
+   values not appended or concatenated on the wrong axis, then the cached hypotheses (positions
+   not advanced, a top-left triangle, no mask for a chunk, the cache not appended), then a cache
+   changed in place.
+
+The checker meets the model only through its public pieces (``embed``, ``blocks[i]``, ``unembed``,
+the sizes; see :mod:`attnviz.gpt`). Torch only.
 """
 
 from __future__ import annotations
 
-import torch
-import torch.nn.functional as F
+import copy
+import re
+from dataclasses import replace
 
+import torch
+
+from .._threads import one_thread
 from ..gpt import TinyGPT
 from . import _verdict
-from ._run import TIME_LIMIT, Outcome, _exception, describe_error, rebuild, shape_str
-from ._sandbox import run_steps, to_plain
+from ._diagnose import RAISED, Answer, Hypotheses, error_kind
+from ._engine import Probe, Rule, Spec, Trial, decide, run_check
+from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, neutral
+from ._rules import hypothesis, no_known_bug, raised, rules
+from ._run import TIME_LIMIT, Odd, rebuild, shape_str
+from ._sandbox import to_plain
 
-__all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS", "DECODING_WORDS"]
+__all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
 NAME = "check_decoding_step"
-PIECES = ((0, 4), (4, 5), (5, 6), (6, 7), (7, 10))   # prefill, three single tokens, a chunk of 3
-ATOL = 1e-4
-
-
-def _decode(model, tokens, cache, *, append_keys=True, append_values=True, attend="bottom_right",
-            advance=True):
-    """The cached step, with switches for the four mistakes. ``cache``: None or [(keys, values)] per layer."""
-    past = 0 if cache is None else cache[0][0].shape[-2]
-    batch, n_new = tokens.shape
-    start = past if advance else 0
-    x = model.token_embedding(tokens) + model.position_embedding(torch.arange(start, start + n_new))
-    h, h_kv, d = model.n_heads, model.n_kv_heads, model.d_head
-    new_cache = []
-    for layer, block in enumerate(model.blocks):
-        normed, attention = block.norm_attention(x), block.attention
-        query = attention.W_q(normed).view(batch, n_new, h, d).transpose(1, 2)      # (batch, h, n_new, d)
-        key = attention.W_k(normed).view(batch, n_new, h_kv, d).transpose(1, 2)     # (batch, h_kv, n_new, d)
-        value = attention.W_v(normed).view(batch, n_new, h_kv, d).transpose(1, 2)
-        if cache is not None:
-            key = torch.cat([cache[layer][0], key], dim=-2)                         # (batch, h_kv, n_all, d)
-            value = torch.cat([cache[layer][1], value], dim=-2) if append_values else cache[layer][1]
-        kept = (key, value) if cache is None else cache[layer]                        # what was there
-        new_cache.append((key, value) if append_keys else kept)
-        key, value = key.repeat_interleave(h // h_kv, 1), value.repeat_interleave(h // h_kv, 1)
-        if attend == "bottom_right":
-            mask = torch.ones(n_new, key.shape[-2], dtype=torch.bool).tril(key.shape[-2] - n_new)
-            heads = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)
-        else:
-            heads = F.scaled_dot_product_attention(query, key, value, is_causal=True)   # top-left
-        x = x + attention.W_o(heads.transpose(1, 2).contiguous().view(batch, n_new, h * d))
-        x = x + block.mlp(block.norm_mlp(x))
-    return model.unembedding(model.norm_final(x)), new_cache
+SIZES = {"vocab_size": 11, "d_model": 24, "n_heads": 4, "n_layers": 2, "max_len": 12, "n_kv_heads": 2}
+_FIX = ("per layer: project, append keys AND values along the positions (dim=-2), repeat_interleave the "
+        "key/value heads, attend with a bottom-right mask; embed positions past .. past + n_new - 1")
+_PASSED = ("A prefill of 4 tokens, three single tokens and a chunk of 3 (batch 2), with 4 query heads "
+           "sharing 2 key/value heads; a second continuation from the prefill's cache; a prefill of batch 1; "
+           "the same prefill twice.")
 
 
 def reference_decode_step(model, tokens, cache):
-    """The correct cached step (the checker's reference)."""
-    return _decode(model, tokens, cache)
+    """The correct cached step (the checker's own): cache None or a list of (keys, values) per layer."""
+    return decode(model, tokens, cache)
+
+
+def _keep_keys_only(model, tokens, cache):
+    logits, kept = decode(model, tokens, cache)
+    if cache is not None:
+        kept = [(keys, cache[layer][1]) for layer, (keys, _) in enumerate(kept)]
+    return logits, kept
 
 
 DECODING_BUGS = {
-    "cache_not_appended": lambda m, t, c: _decode(m, t, c, append_keys=False),
-    "values_not_appended": lambda m, t, c: _decode(m, t, c, append_values=False),
-    "is_causal_top_left": lambda m, t, c: _decode(m, t, c, attend="top_left"),
-    "positions_not_advanced": lambda m, t, c: _decode(m, t, c, advance=False),
+    "cache_not_appended": CACHED_VARIANTS["cache_not_appended"][0],
+    "values_not_appended": _keep_keys_only,
+    "is_causal_top_left": CACHED_VARIANTS["is_causal_top_left"][0],
+    "positions_not_advanced": CACHED_VARIANTS["positions_not_advanced"][0],
 }
-
-# bug id -> (what is wrong, how it shows, the fix)
-DECODING_WORDS = {
-    "cache_not_appended": (
-        "The new keys and values are never stored: the cache you return is the one you were given.",
-        "The first token after the prompt comes out right, then every later token attends to the prompt "
-        "and itself only, as if the tokens generated in between did not exist.",
-        "cache[layer] = (torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2))"),
-    "values_not_appended": (
-        "The new keys are appended to the cache but the new values are not.",
-        "There is one more key than there are values, so weights @ values fails (or the values "
-        "belong to the wrong positions).",
-        "values = torch.cat([past_values, value], dim=-2)   # as for the keys"),
-    "is_causal_top_left": (
-        "The new queries use F.scaled_dot_product_attention(..., is_causal=True) against the whole cache.",
-        "is_causal=True aligns the triangle to the top left: one new query may see key 0 only, so "
-        "every generated token is computed from the first token alone. Right on the prefill, wrong "
-        "on every step after it.",
-        "one new query: no mask at all; several: a bottom-right mask, "
-        "torch.ones(n_new, n_all, dtype=torch.bool).tril(n_all - n_new)"),
-    "positions_not_advanced": (
-        "The new tokens get position embeddings 0, 1, ... again instead of continuing after the cache.",
-        "The prefill is right; every later token is read as if it stood at the start of the text.",
-        "positions = torch.arange(past, past + n_new)   # past = positions already in the cache"),
-}
+"""Four of the checker's own hypotheses as steps (used by notebook 07 and the nbgrader test); the
+zoo's readable members are in :data:`attnviz.zoo.DECODING_BUGS`."""
 
 
-def _probe():
-    torch.manual_seed(7)
-    model = TinyGPT(vocab_size=11, d_model=16, n_heads=4, n_layers=2, max_len=12, n_kv_heads=2).eval()
-    tokens = torch.randint(11, (2, 10), generator=torch.Generator().manual_seed(8))
+# ---- the probes -------------------------------------------------------------------------------
+
+
+def _piece(name, tokens, start, expected, kind, cache_from="", **facts):
+    n_new = tokens.shape[1]
+    past = "no cache yet" if not cache_from else f"{start} positions cached"
+    facts.update(cache_from=cache_from, positions=start + n_new, n_new=n_new, batch_one=tokens.shape[0] == 1)
+    return Probe(name, {"tokens": tokens}, expected=expected, kind=kind,
+                 shapes=f"tokens {shape_str(tokens.shape)}, {past}", facts=facts)
+
+
+_SETUP: dict = {}
+
+
+def _setup():
+    """The model (seeded), its float64 copy for the reference, the probes with their expected logits,
+    every layer's true keys and values, and the two hypothesis tables; built once per kernel."""
+    with neutral(), torch.no_grad(), one_thread():
+        if not _SETUP:
+            dtype = torch.get_default_dtype()
+            try:                                       # the same float32 model whatever the kernel set
+                torch.set_default_dtype(torch.float32)
+                with torch.random.fork_rng():
+                    torch.manual_seed(7)
+                    model = TinyGPT(**SIZES).eval()
+            finally:
+                torch.set_default_dtype(dtype)
+            exact = copy.deepcopy(model).double().pieces()
+            g = torch.Generator().manual_seed(8)
+            text = torch.randint(SIZES["vocab_size"], (2, 10), generator=g)
+            other = (text[:, 4:5] + 1 + torch.randint(SIZES["vocab_size"] - 1, (2, 1), generator=g)) % 11
+            short = torch.randint(SIZES["vocab_size"], (1, 6), generator=g)
+            full, truth = decode(exact, text, None)
+            branch = decode(exact, torch.cat([text[:, :4], other], dim=1), None)[0][:, 4:5]
+            prefill = "the prefill, tokens 0..3"
+            probes = [
+                _piece(prefill, text[:, :4], 0, full[:, :4], "prefill"),
+                _piece("token 4", text[:, 4:5], 4, full[:, 4:5], "cached", prefill),
+                _piece("token 5", text[:, 5:6], 5, full[:, 5:6], "cached", "token 4"),
+                _piece("token 6", text[:, 6:7], 6, full[:, 6:7], "cached", "token 5"),
+                _piece("the chunk of tokens 7..9, 3 new queries against 10 keys", text[:, 7:10], 7,
+                       full[:, 7:10], "cached", "token 6"),
+                _piece("another token 4, from the prefill's cache", other, 4, branch, "branch", prefill),
+                _piece("a prefill of 6 tokens, batch 1", short, 0, decode(exact, short, None)[0], "prefill"),
+                Probe("the prefill again", {"tokens": text[:, :4]}, full[:, :4], kind="repeat",
+                      same_as=prefill, facts={"cache_from": "", "n_new": 4, "positions": 4}),
+            ]
+            view = model.pieces()
+            _SETUP.update(
+                view=view, probes=probes,
+                truth={"keys": [k for k, _ in truth], "values": [v for _, v in truth]},
+                prefill=Hypotheses(PREFILL_VARIANTS, evaluate=lambda fn, p: _logits(fn, view, p)),
+                cached=Hypotheses(CACHED_VARIANTS, evaluate=_sequence(view, probes)),
+            )
+    return _SETUP
+
+
+def _logits(fn, view, probe):
     with torch.no_grad():
-        expected = model(tokens)[0]
-    return model, tokens, expected
+        return fn(view, probe.args["tokens"], None)[0]
 
 
-def _run_steps(fn, model, tokens, time_limit):
-    """Feed the pieces in order; one entry per piece reached: logits, or the Outcome that failed.
+def _sequence(view, probes):
+    """A hypothesis's logits on every probe that follows a cache, run once per hypothesis."""
+    runs: dict = {}
+    chain = [p for p in probes if p.kind in ("prefill", "cached", "branch") and not p.facts["batch_one"]]
 
-    All pieces run in one isolated child (see :mod:`._sandbox`), so the learner's cache stays
-    whatever object the learner made: only the logits come back to the kernel.
-    """
-    state = {"cache": None}
+    def evaluate(fn, probe):
+        if id(fn) not in runs:
+            caches, out = {}, {}
+            for piece in chain:
+                source = piece.facts["cache_from"]
+                if source and source not in caches:
+                    out[piece.name] = RAISED
+                    continue
+                try:
+                    with torch.no_grad():
+                        logits, caches[piece.name] = fn(view, piece.args["tokens"], caches.get(source))
+                    out[piece.name] = logits
+                except Exception:  # noqa: BLE001 - the hypothesis cannot run this piece
+                    out[piece.name] = RAISED
+            runs[id(fn)] = out
+        return runs[id(fn)][probe.name]
 
-    def piece(start, stop):
+    return evaluate
+
+
+# ---- in the child: the learner's step, and what its cache holds --------------------------------
+
+
+def _tensors(obj, path, found, depth=0):
+    """Every tensor in the learner's cache (lists, tuples, dicts, objects; stacked tensors split)."""
+    if len(found) >= 48 or depth > 5 or isinstance(obj, torch.nn.Module):
+        return
+    try:
+        if isinstance(obj, torch.Tensor):
+            if obj.dim() > 4 and obj.shape[0] <= 8:
+                for i in range(obj.shape[0]):
+                    _tensors(obj[i], f"{path}[{i}]", found, depth + 1)
+            elif obj.is_floating_point():
+                found.append((path, obj.detach()))
+        elif isinstance(obj, (list, tuple)):
+            for i, item in enumerate(list(obj)[:16]):
+                _tensors(item, f"{path}[{i}]", found, depth + 1)
+        elif isinstance(obj, dict):
+            for key in list(obj)[:16]:
+                _tensors(obj[key], f"{path}[{key!r}]", found, depth + 1)
+        elif hasattr(obj, "__dict__") and not isinstance(obj, type):
+            for name, value in list(vars(obj).items())[:16]:
+                _tensors(value, f"{path}.{name}", found, depth + 1)
+    except BaseException:  # noqa: BLE001 - a learner's object may refuse to be read
+        return
+
+
+def _layouts(t, batch, h, h_kv, d):
+    """``t`` seen as (batch, h_kv, positions, d) in the layouts learners cache keys in."""
+    group = h // h_kv
+    if t.dim() == 4 and t.shape[0] == batch and t.shape[-1] == d:
+        for heads_first in (t, t.transpose(1, 2)):
+            if heads_first.shape[1] == h_kv:
+                yield heads_first
+            if heads_first.shape[1] == h:                       # expanded for the query heads
+                yield heads_first[:, ::group]
+                yield heads_first[:, :h_kv]
+    if t.dim() == 3 and t.shape[0] == batch and t.shape[-1] == h_kv * d:
+        yield t.reshape(batch, t.shape[1], h_kv, d).transpose(1, 2)
+    if t.dim() == 3 and t.shape[0] == batch * h_kv and t.shape[-1] == d:
+        yield t.reshape(batch, h_kv, t.shape[1], d)
+
+
+def _identify(t, truth):
+    """(kind, layer, start, length) when ``t`` holds one layer's keys or values from position
+    ``start`` on (its first position must match; the rest may be wrong), else None."""
+    reference = truth["keys"][0]
+    batch, h_kv, total, d = reference.shape
+    for seen in _layouts(t, batch, h_kv * SIZES["n_heads"] // SIZES["n_kv_heads"], h_kv, d):
+        length = seen.shape[2]
+        if not 0 < length <= total:
+            continue
+        first = seen[:, :, :1].to(torch.float64)
+        for kind in ("keys", "values"):
+            for layer, ref in enumerate(truth[kind]):
+                for start in range(total - length + 1):
+                    if torch.allclose(first, ref[:, :, start:start + 1], atol=1e-4, rtol=1e-3):
+                        return kind, layer, start, length
+    return None
+
+
+def _summary(cache, truth):
+    """What the learner's cache holds: [{path, kind, layer, start, length}] for every tensor found."""
+    found, out = [], []
+    _tensors(cache, "cache", found)
+    for path, tensor in found:
+        seen = _identify(tensor, truth)
+        if seen:
+            out.append(dict(zip(("kind", "layer", "start", "length"), seen, strict=True), path=path))
+    return out
+
+
+def _describe_value(value):
+    if value is None:
+        return "None"
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {shape_str(value.shape)}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)}"
+    return f"a {type(value).__name__}"
+
+
+def _steps(fn, setup):
+    view, truth, state = setup["view"], setup["truth"], {}
+
+    def piece(probe):
         def step():
+            source = probe.facts["cache_from"]
+            if source and source not in state:
+                return {"skipped": True}
+            tokens = probe.args["tokens"].clone()
             with torch.no_grad():
-                value = fn(model, tokens[:, start:stop], state["cache"])
-            if not (isinstance(value, (tuple, list)) and len(value) == 2
-                    and isinstance(value[0], torch.Tensor)):
-                return {"wrong": f"returned {type(value).__name__}; return (logits, cache), a tuple of two."}
-            state["cache"] = value[1]
-            return {"logits": to_plain(value[0])}
+                value = fn(view, tokens, state.get(source))
+            out = {"modified": [] if torch.equal(tokens, probe.args["tokens"]) else ["tokens"]}
+            if not (isinstance(value, (tuple, list)) and len(value) == 2):
+                what = _describe_value(value)
+                out["complaint"] = f"returned {what}; return (logits, cache), a tuple of two."
+                return out
+            state[probe.name] = value[1]
+            out["value"] = to_plain(value[0])
+            if probe.kind in ("prefill", "cached") and not probe.facts["batch_one"]:
+                out["summary"] = _summary(value[1], truth)
+            return out
+
         return step
 
-    run = run_steps([piece(a, b) for a, b in PIECES], time_limit=time_limit, budget=time_limit)
-    results = []
-    for step in run.steps:
-        if step.status == "skipped":
+    return [piece(p) for p in setup["probes"]]
+
+
+def _read(step, probe):
+    if step.status == "error":
+        return Answer(error=step.error)
+    if step.status != "ok":
+        return Answer(complaint=step.status)
+    value = step.value
+    if value.get("skipped"):
+        message = f"not run: the step that should have made its cache ({probe.facts['cache_from']}) failed"
+        return Answer(error={"type": "NotRun", "message": message, "where": None, "not_implemented": False,
+                             "skipped": True})
+    if value.get("complaint"):
+        return Answer(complaint=value["complaint"])
+    logits = rebuild(value["value"])
+    tensor = logits if isinstance(logits, torch.Tensor) else None
+    ans = Answer(output=tensor, modified=tuple(value["modified"]), extra={"summary": value.get("summary")})
+    if not isinstance(logits, torch.Tensor):
+        what = logits.what if isinstance(logits, Odd) else f"a {type(logits).__name__}"
+        ans.complaint = (f"returned the logits as {what}, not a torch.Tensor: return (logits, cache) with "
+                         f"logits of shape (batch, n_new, vocab_size).")
+    return ans
+
+
+# ---- the rules that differ --------------------------------------------------------------------
+
+
+def _delegated(t):
+    """The step asked the model (or generate, or cached_attention) to do the step."""
+    for probe, ans in t.pairs():
+        if ans.error is not None and ans.error["type"] == "PiecesOnlyError":
+            return t.problem(
+                "your step hands the work to the library instead of doing it.",
+                [f"{probe.where}: {ans.error['message']}",
+                 "The model it is given is model.pieces(): its layers and sizes, and no forward or "
+                 "generate of its own."],
+                fix="x = model.embed(tokens, past); per block: norm_attention, W_q/W_k/W_v, append to the "
+                "cache, attend, W_o, norm_mlp and mlp; then model.unembed(x)",
+            )
+    return None
+
+
+def _cached_stage(t):
+    """Every prefill is right: decide on the cached steps."""
+    return decide(Trial(replace(t.spec, hypotheses=_SETUP["cached"], rules=CACHED_RULES), t.probes,
+                        t.answers, t.run, t.time_limit, t.notes, main_kind="cached"))
+
+
+_CAT = "Sizes of tensors must match except in dimension"   # torch.cat, along an axis that should not grow
+
+
+def _cat_axis(t):
+    for probe, ans in t.main:
+        if ans.error is not None and _CAT in ans.error["message"]:
+            return t.bug("cache_wrong_axis", f"your step raised {ans.error['type']} on {probe.name}",
+                         [t.describe(probe, ans)])
+    return None
+
+
+def _layer_state(summary, layer, positions):
+    """('right' | 'behind' | 'absent') for this layer's keys and values in a cache summary."""
+    states = {}
+    for kind in ("keys", "values"):
+        entries = [e for e in summary if e["kind"] == kind and e["layer"] == layer]
+        if not entries:
+            states[kind] = "absent"
+        elif any(e["start"] == 0 and e["length"] == positions for e in entries):
+            states[kind] = "right"
+        else:
+            states[kind] = "behind"
+    return states
+
+
+def _held(summary, kind, layer):
+    spans = sorted((e["start"], e["start"] + e["length"] - 1) for e in summary
+                   if e["kind"] == kind and e["layer"] == layer)
+    return " and ".join(f"{a}..{b}" for a, b in spans)
+
+
+def _appended(t):
+    """Read the caches the step returned, up to the first wrong piece: are keys AND values appended?"""
+    stop, failed = t.first_wrong()
+    for probe, ans in t.pairs():
+        if probe.kind not in ("prefill", "cached") or probe.facts["batch_one"]:
+            continue
+        summary = (ans.extra or {}).get("summary")
+        if summary:
+            for layer in range(SIZES["n_layers"]):
+                state = _layer_state(summary, layer, probe.facts["positions"])
+                bug = {("right", "behind"): "values_not_appended", ("behind", "right"): "keys_not_appended",
+                       ("behind", "behind"): "cache_not_appended"}.get((state["keys"], state["values"]))
+                if bug:
+                    last = probe.facts["positions"] - 1
+                    return t.bug(bug, t.happened(stop, failed), [
+                        t.describe(stop, failed),
+                        f"After {probe.name} the cache your step returned holds layer {layer}'s keys for "
+                        f"positions {_held(summary, 'keys', layer)} and its values for positions "
+                        f"{_held(summary, 'values', layer)}; both should cover 0..{last}."])
+        if probe is stop:
             break
-        if step.status in ("timeout", "over_budget"):
-            return results + [Outcome(timed_out=True, isolated=run.isolated)]
-        if step.status == "exited":
-            return results + [Outcome(error=RuntimeError(run.note), exited=run.note, isolated=run.isolated)]
-        if step.status == "error":
-            return results + [Outcome(error=_exception(step.error), isolated=run.isolated)]
-        if "wrong" in step.value:
-            return results + [step.value["wrong"]]
-        results.append(rebuild(step.value["logits"]))
-    return results
+    return None
 
 
-def _same(mine, theirs) -> bool:
-    if len(mine) != len(theirs):
-        return False
-    for a, b in zip(mine, theirs, strict=True):
-        if isinstance(a, torch.Tensor) != isinstance(b, torch.Tensor):
-            return False
-        if isinstance(a, torch.Tensor):
-            if a.shape != b.shape or not torch.allclose(a, b, atol=ATOL, rtol=ATOL):
-                return False
-        elif (a.error is None) != (b.error is None):
-            return False
-    return True
+_BMM = re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]")
+_EINSUM = re.compile(r"has size (\d+) for operand 1 which does not broadcast with previously seen size (\d+)")
 
 
-_KNOWN: dict = {}
+def _weights_meet_values(t):
+    """weights @ values refused: the weights cover one number of keys, the values another."""
+    probe, ans = t.first_wrong()
+    if probe is None or ans.error is None:
+        return None
+    message = ans.error["message"]
+    if error_kind(ans.error) != "matmul" and "einsum" not in message:
+        return None
+    found = _BMM.search(message)
+    keys, values = (int(found[1]), int(found[2])) if found else (None, None)
+    found = _EINSUM.search(message)
+    if found:
+        values, keys = int(found[1]), int(found[2])
+    n_new, total = probe.facts["n_new"], probe.facts["positions"]
+    bug = {(total, n_new): "values_not_appended", (n_new, total): "keys_not_appended"}.get((keys, values))
+    if bug:
+        return t.bug(bug, t.happened(probe, ans), [
+            t.describe(probe, ans),
+            f"The weights cover {keys} keys but there are {values} values: the "
+            f"{'values' if bug == 'values_not_appended' else 'keys'} hold only this step's new positions."])
+    return None
 
 
-def _known(model, tokens):
-    if not _KNOWN:
-        _KNOWN.update({bug: _run_steps(fn, model, tokens, TIME_LIMIT) for bug, fn in DECODING_BUGS.items()})
-    return _KNOWN
+def _branch(t):
+    probe, ans = t.one("branch")
+    if probe is not None and not t.right(probe, ans):
+        return t.bug("cache_modified_in_place", "your step gave the right logits generating straight on, "
+                     "but not when a cache is used twice", [
+                         t.describe(probe, ans),
+                         "Called again with the cache the prefill returned (and another token 4), your step "
+                         "got the wrong logits: an earlier call changed that cache in place."])
+    return None
 
 
-def _found(bug_id, observed):
-    """A verdict for one of this checker's bugs (kept here: they are not in the shared catalogue)."""
-    what, shows, fix = DECODING_WORDS[bug_id]
-    return _verdict.CheckResult(False, bug_id, "bug", NAME, f"found a known bug, {bug_id.replace('_', ' ')}",
-                                what=what, shows=shows, fix=fix, observed=observed)
+def _passed(t):
+    return _verdict.passed(NAME, "every piece's logits equal a full recomputation.", [_PASSED] + t.notes)
 
 
-def _piece_name(index):
-    start, stop = PIECES[index]
-    if index == 0:
-        return f"the prefill (cache None, tokens 0..{stop - 1})"
-    return f"token {start}" if stop - start == 1 else f"the chunk of tokens {start}..{stop - 1}"
+CACHED_RULES = (
+    Rule("cache_wrong_axis", "wrong", _cat_axis),
+    Rule("appended", "wrong", _appended),
+    Rule("weights_meet_values", "wrong", _weights_meet_values),
+    Rule("hypothesis", "wrong", hypothesis),
+    Rule("raised", "wrong", raised),
+    Rule("no_known_bug", "wrong", no_known_bug),
+    Rule("cache_modified_in_place", "right", _branch),
+    Rule("passed", "right", _passed),
+)
+"""The second stage's rules (main probes: the cached steps)."""
+
+SPEC = Spec(
+    NAME,
+    subject="your step",
+    output_dims=("vocabulary (last dimension)", "new positions n_new", "batch"),
+    fix=_FIX,
+    complaint_fix="return logits, new_cache   # logits (batch, n_new, vocab_size)",
+    words={"output": "logits", "inputs:prefill": "prefills", "inputs:cached": "steps after the prefill",
+           "gap": "the logits differ from a full recomputation by up to",
+           "nan": "the logits hold NaN or inf.",
+           "batch_one": "Only the batch of 2 goes wrong: take batch from tokens.shape[0], never 1."},
+    rules=rules(
+        replace={"passed": Rule("cached_steps", "right", _cached_stage)},
+        before={"setup_failed": [Rule("delegated", "always", _delegated)]},
+        drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "other_dtypes",
+              "large_scores_wrong", "matmul_everywhere"),
+    ),
+)
+"""The first stage (main probes: the prefills): the shared rules, and the cached steps in place of
+the pass."""
 
 
+@in_neutral
 def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(model, tokens, cache) -> (logits, cache)`` against full recomputation.
 
-    The model is a :class:`attnviz.gpt.TinyGPT` with 4 query heads sharing 2 key/value heads.
-    Returns a :class:`CheckResult`: passed, a named bug, or what differs and where.
+    ``model`` is a :class:`attnviz.gpt.StepModel` of a tiny GPT with 4 query heads sharing 2
+    key/value heads (24 features, 2 layers); ``tokens`` ``(batch, n_new)``; ``cache`` None, then
+    what the previous call returned. The pieces: a prefill of 4 tokens, three single tokens, a
+    chunk of 3, another token from the prefill's cache, a prefill of batch 1 and the first prefill
+    again, all in one child process with a time limit. Returns a :class:`CheckResult`.
     """
     if not callable(fn):
         return _verdict.problem(NAME, f"expected a function, got a {type(fn).__name__}.",
                                 ["Pass the function itself: check_decoding_step(decode_step)."])
-    model, tokens, expected = _probe()
-    mine = _run_steps(fn, model, tokens, time_limit)
-    last = mine[-1] if mine else None
-    if last is not None and not isinstance(last, torch.Tensor):
-        if isinstance(last, str):
-            return _verdict.problem(NAME, f"on {_piece_name(len(mine) - 1)}, your function {last}", [])
-        if last.timed_out:
-            return _verdict.problem(NAME, f"on {_piece_name(len(mine) - 1)} it did not finish within "
-                                    f"{time_limit:g} s.", ["Restart the kernel if it is still running."])
-        if isinstance(last.error, NotImplementedError):
-            return _verdict.not_implemented(NAME, str(last.error))
-    right = []
-    for index, got in enumerate(mine):
-        start, stop = PIECES[index]
-        want = expected[:, start:stop]
-        right.append(isinstance(got, torch.Tensor) and got.shape == want.shape
-                     and torch.allclose(got, want, atol=ATOL, rtol=ATOL))
-    if len(mine) == len(PIECES) and all(right):
-        return _verdict.passed(NAME, "every piece's logits equal full recomputation.", [
-            "A prefill of 4 tokens, three single tokens and a chunk of 3, with 4 query heads "
-            "sharing 2 key/value heads."])
-    bad = right.index(False) if False in right else len(mine) - 1
-    got, (start, stop) = mine[bad], PIECES[bad]
-    if isinstance(got, torch.Tensor):
-        want = expected[:, start:stop]
-        note = (f"On {_piece_name(bad)} the logits have shape {shape_str(got.shape)} instead of "
-                f"{shape_str(want.shape)}." if got.shape != want.shape else
-                f"On {_piece_name(bad)} the logits differ from full recomputation by up to "
-                f"{(got - want).abs().max().item():.3g}.")
-    else:
-        note = f"On {_piece_name(bad)} your function raised {describe_error(got.error)}"
-    notes = [note] + ([f"Right on: {', '.join(_piece_name(i) for i in range(bad))}."] if bad else [])
-    for bug_id, theirs in _known(model, tokens).items():
-        if _same(mine, theirs):
-            return _found(bug_id, notes)
-    return _verdict.problem(NAME, "the logits differ from full recomputation, and match no known bug.", notes,
-                            fix="append this step's keys and values to the cache, attend with a bottom-right "
-                                "mask, and embed positions past .. past + n_new - 1")
+    setup = _setup()
+    spec = replace(SPEC, hypotheses=setup["prefill"])
+    return run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")

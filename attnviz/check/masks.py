@@ -1,4 +1,10 @@
-"""check_causal_mask and check_padding_mask: a learner's masks against the checker's own."""
+"""check_causal_mask and check_padding_mask: a learner's masks against the checker's own, on the engine.
+
+Each checker is its probes (the sizes or lengths it tries) plus the rules that differ from the
+shared ones (:mod:`._engine`): a mask is compared exactly (True = may attend, broadcast to the
+scores' shape), a non-bool mask is explained, a causal function that also takes ``(n_q, n_k)`` is
+tried on rectangles, and a padding function that changes ``lengths`` is named.
+"""
 
 from __future__ import annotations
 
@@ -8,69 +14,165 @@ import torch
 
 from .._validate import broadcast_shape
 from . import _verdict
+from ._diagnose import Answer, Hypotheses
+from ._engine import Probe, Rule, Spec, run_check
 from ._reference import causal, in_neutral, padding
-from ._run import TIME_LIMIT, Odd, describe_error, guarded_call, rebuild, shape_str
-from ._sandbox import run_steps
-from ._stops import stop_verdict, where_note
+from ._rules import rules
+from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
 
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
 _CAUSAL_SIZES = (1, 4, 6)
 _RECTANGLES = ((3, 5), (5, 3))  # tried when the function takes (n_q, n_k)
 _PADDING_CASES = (([2, 5, 1, 3], 5), ([4, 0], 4), ([2, 3, 1], 6))  # batch != n; the last max(lengths) < n
-
-_INVERTED_FIX = {
-    "causal": "torch.ones(n, n, dtype=torch.bool).tril()   # True = may attend",
-    "padding": "(torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # True = real token",
-}
+_CAUSAL_FIX = "torch.ones(n, n, dtype=torch.bool).tril()"
+_PADDING_FIX = "(torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # True = real token"
 
 _CAUSAL_HYPOTHESES = {
-    "causal_future_visible": lambda n: torch.ones(n, n, dtype=torch.bool).triu(),
-    "causal_excludes_self": lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1),
-    "mask_inverted": lambda n: torch.ones(n, n, dtype=torch.bool).triu(1),
-    "causal_off_by_one": lambda n: torch.ones(n, n, dtype=torch.bool).tril(1),
+    "causal_future_visible": [lambda n: torch.ones(n, n, dtype=torch.bool).triu()],
+    "causal_excludes_self": [lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)],
+    "mask_inverted": [lambda n: torch.ones(n, n, dtype=torch.bool).triu(1)],
+    "causal_off_by_one": [lambda n: torch.ones(n, n, dtype=torch.bool).tril(1)],
 }
 _PADDING_HYPOTHESES = {
-    "padding_masks_queries": lambda lengths, n: padding(lengths, n).transpose(-2, -1),
-    "mask_inverted": lambda lengths, n: ~padding(lengths, n),
+    "padding_masks_queries": [lambda lengths, n: padding(lengths, n).transpose(-2, -1)],
+    "mask_inverted": [lambda lengths, n: ~padding(lengths, n)],
 }
 
 
-def _as_mask(value, expected_shape):
-    """Return (tensor, complaint): the learner's result as a tensor, or why it cannot be one."""
+def _show(value):
+    return value.tolist() if isinstance(value, torch.Tensor) else value
+
+
+def _probe(args, expected, kind="main", **facts):
+    text = ", ".join(f"{name}={_show(value)}" for name, value in args.items())
+    facts.setdefault("where", f"For {text}")
+    return Probe(text, args, expected=expected, kind=kind, facts=facts)
+
+
+def _read(step, probe):
+    """The answer to a mask probe: the mask, or why it cannot be one (None, not a tensor, a shape
+    that does not broadcast to the scores')."""
+    if step.status == "error":
+        return Answer(error=step.error)
+    if step.status != "ok":
+        return Answer(complaint=step.status)
+    value = rebuild(step.value["value"])
+    ans = Answer(output=value if isinstance(value, torch.Tensor) else None,
+                 modified=tuple(step.value.get("modified", ())))
+    shape = tuple(probe.expected.shape)
     if value is None:
-        return None, "your function returned None. Did the function end without a return statement?"
-    if isinstance(value, Odd):
-        return None, f"your function returned {value.what}, not a bool torch.Tensor."
-    if not isinstance(value, torch.Tensor):
-        return None, f"your function returned a {type(value).__name__}, not a torch.Tensor."
-    fits = broadcast_shape(tuple(value.shape), tuple(expected_shape)) == tuple(expected_shape)
-    if not fits:
-        return None, (
-            f"your function returned shape {shape_str(value.shape)}, which does not broadcast to the "
-            f"scores' shape {shape_str(expected_shape)}."
+        ans.complaint = "returned None. Did the function end without a return statement?"
+    elif isinstance(value, Odd):
+        ans.complaint = f"returned {value.what}, not a bool torch.Tensor."
+    elif not isinstance(value, torch.Tensor):
+        ans.complaint = f"returned a {type(value).__name__}, not a torch.Tensor."
+    elif broadcast_shape(tuple(value.shape), shape) != shape:
+        ans.complaint = (
+            f"returned shape {shape_str(value.shape)}, which does not broadcast to the scores' shape "
+            f"{shape_str(shape)}."
         )
-    return value, None
+    return ans
 
 
-def _dtype_note(value, expected):
-    """A non-bool mask with the right pattern: say what is wrong with the dtype."""
-    if value.dtype == torch.bool:
-        return None
-    if value.is_floating_point() and bool(torch.isinf(value).any()):
-        return (
-            "your mask is an additive float mask (0 and -inf). That is a valid mask for "
-            "F.scaled_dot_product_attention, but this exercise asks for a bool mask with True = may "
-            "attend; return the bool version, e.g. torch.isfinite(mask)."
-        )
-    pattern = value != 0
-    if torch.equal(pattern.expand(expected.shape), expected.expand(expected.shape)):
-        return (
-            f"the pattern is right but the dtype is {str(value.dtype).replace('torch.', '')}. A float or int "
-            f"mask is not read as allowed/blocked: a float mask is ADDED to the scores, so 1.0 and 0.0 block "
-            f"nothing. Return a bool mask: add .bool() or build it with dtype=torch.bool."
-        )
+def _same_mask(probe, ans, expected):
+    shape = probe.expected.shape
+    got = ans.output
+    if not isinstance(got, torch.Tensor) or broadcast_shape(tuple(got.shape), tuple(shape)) != tuple(shape):
+        return False
+    try:
+        return torch.equal(got.bool().expand(shape), expected.expand(shape))
+    except RuntimeError:
+        return False
+
+
+def _dtype_note(t):
+    """A non-bool mask: say what is wrong with the dtype (a valid additive mask, or the right pattern)."""
+    for probe, ans in t.pairs():
+        value = ans.output
+        if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or ans.complaint:
+            continue
+        if value.is_floating_point() and bool(torch.isinf(value).any()):
+            note = (
+                "your mask is an additive float mask (0 and -inf). That is a valid mask for "
+                "F.scaled_dot_product_attention, but this exercise asks for a bool mask with True = may "
+                "attend; return the bool version, e.g. torch.isfinite(mask)."
+            )
+        elif _same_mask(probe, Answer(output=value != 0), probe.expected):
+            note = (
+                f"the pattern is right but the dtype is {str(value.dtype).replace('torch.', '')}. A float or "
+                f"int mask is not read as allowed/blocked: a float mask is ADDED to the scores, so 1.0 and "
+                f"0.0 block nothing. Return a bool mask: add .bool() or build it with dtype=torch.bool."
+            )
+        else:
+            continue
+        return t.problem("the mask is not bool.", [note])
     return None
+
+
+def _differences(probe, ans):
+    """The Observed lines for a wrong mask: how many entries leak, how many are blocked wrongly."""
+    shape = probe.expected.shape
+    if ans.error is not None or ans.complaint:
+        return f"{probe.where}: {ans.complaint or ans.error['type'] + ': ' + ans.error['message']}"
+    got, expected = ans.output.bool().expand(shape), probe.expected.expand(shape)
+    leaks, missing = (got & ~expected).nonzero().tolist(), (~got & expected).nonzero().tolist()
+    line = (f"{probe.where}, {len(leaks)} entries allow what should be blocked and {len(missing)} block "
+            f"what should be allowed.")
+    if probe.facts.get("lengths") is not None:
+        b, i, j = (got != expected).nonzero()[0].tolist()
+        allowed = "may" if bool(got[b, i, j]) else "may not"
+        length = int(probe.facts["lengths"][b])
+        return f"{line} In sequence {b} (length {length}) query {i} {allowed} attend to key {j}."
+    if leaks:
+        i, j = leaks[0][-2:]
+        return f"{line} For example query {i} may attend to key {j}, which comes after it."
+    i, j = missing[0][-2:]
+    return f"{line} For example query {i} may not attend to key {j}, which is not after it."
+
+
+def _raised_at_once(t):
+    """A mask function that raises is told so before anything else is compared."""
+    for probe, ans in t.pairs():
+        if ans.error is not None and not (t.spec.words.get("single") and _single_right(t)):
+            return t.problem(f"your function raised {ans.error['type']}.", [_differences(probe, ans)])
+    return None
+
+
+def _single_right(t):
+    return any(t.right(p, a) for p, a in t.main if p.facts.get("batch_one"))
+
+
+def _complaint(t):
+    for probe, ans in t.pairs():
+        if not ans.complaint:
+            continue
+        if probe.kind == "rectangle" and t.all_right:
+            return t.bug("causal_not_rectangular", f"your function returned a mask of the wrong shape for "
+                         f"(n_q, n_k) = {tuple(probe.args.values())}", [f"{probe.where}: {ans.complaint}"])
+        return t.problem(f"your function {ans.complaint}", t.spec.words["complaint_notes"](probe, ans),
+                         fix=t.spec.complaint_fix)
+    return None
+
+
+def _rectangles(t):
+    for probe, ans in t.pairs("rectangle"):
+        if not t.right(probe, ans):
+            return t.bug("causal_not_rectangular", f"your function returned the wrong mask for (n_q, n_k) = "
+                         f"{tuple(probe.args.values())}", [_differences(probe, ans)])
+    return None
+
+
+MASK_RULES = rules(
+    replace={"returned_odd": Rule("complaint", "always", _complaint)},
+    before={
+        "returned_odd": [Rule("raised_at_once", "always", _raised_at_once)],
+        "nondeterministic": [Rule("not_bool", "always", _dtype_note)],
+        "passed": [Rule("rectangles", "right", _rectangles)],
+    },
+    drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "main_dtype", "other_dtypes",
+          "large_scores_wrong", "contiguous_error", "matmul_everywhere"),
+)
 
 
 def _takes_two(fn):
@@ -81,53 +183,37 @@ def _takes_two(fn):
         return False
 
 
-def _collect(name, fn, cases, arg_names, time_limit):
-    """Run every case in one child. Returns (results, verdict_or_None); results[i] is
-    (value, modified)."""
-    steps = [
-        lambda case=case: guarded_call(fn, dict(zip(arg_names, case, strict=True)), arg_names)
-        for case in cases
-    ]
-    run = run_steps(steps, time_limit=time_limit, budget=time_limit)
-    notes = [run.note] if not run.isolated else []
-    labels = [
-        f"For {', '.join(f'{a}={_show(c)}' for a, c in zip(arg_names, case, strict=True))}" for case in cases
-    ]
-    stopped = stop_verdict(name, run, labels, time_limit, notes)
-    if stopped:
-        return None, stopped
-    results = []
-    for step, label in zip(run.steps, labels, strict=True):
-        if step.status == "error":
-            if step.error.get("not_implemented"):
-                return None, _verdict.not_implemented(name, step.error["message"])
-            return None, _verdict.problem(
-                name,
-                f"your function raised {step.error['type']}.",
-                [f"{label}: {describe_error(step.error)}{where_note(step.error)}"] + notes,
-            )
-        results.append((rebuild(step.value["value"]), tuple(step.value["modified"])))
-    return results, None
+def _steps(fn, probes):
+    return [lambda p=p: guarded_call(fn, p.args, tuple(p.args)) for p in probes]
 
 
-def _show(value):
-    return value.tolist() if isinstance(value, torch.Tensor) else value
+def _run(spec, fn, probes, time_limit):
+    return run_check(spec, probes, _steps(fn, probes), time_limit, read=_read)
 
 
-def _first_difference(label, got, expected, future_word=True):
-    leaks = (got & ~expected).nonzero().tolist()
-    missing = (~got & expected).nonzero().tolist()
-    notes = [
-        f"{label}, {len(leaks)} entries allow what should be blocked and {len(missing)} block what "
-        f"should be allowed."
-    ]
-    if leaks:
-        i, j = leaks[0][-2:]
-        notes.append(f"For example query {i} may attend to key {j}, which comes after it.")
-    elif missing:
-        i, j = missing[0][-2:]
-        notes.append(f"For example query {i} may not attend to key {j}, which is not after it.")
-    return notes
+def _causal_passed(t):
+    tried = "n = 1, 4 and 6" + (" and (n_q, n_k) = (3, 5), (5, 3)" if t.pairs("rectangle") else "")
+    return _verdict.passed("check_causal_mask", f"correct for {tried}.",
+                           ["Each query sees itself and every earlier position, nothing later."])
+
+
+CAUSAL = Spec(
+    "check_causal_mask",
+    hypotheses=Hypotheses(_CAUSAL_HYPOTHESES, lambda p: tuple(p.args.values())),
+    fix=_CAUSAL_FIX,
+    passed=_causal_passed,
+    compare=_same_mask,
+    describe=_differences,
+    complaint_fix=_CAUSAL_FIX,
+    words={
+        "output": "mask", "broadcasts": True, "fix:mask_inverted": "torch.ones(n, n, dtype=torch.bool).tril()"
+        "   # True = may attend",
+        "complaint_notes": lambda p, a: [
+            f"{p.where} the mask should have shape {shape_str(p.expected.shape)}."
+        ],
+    },
+    rules=MASK_RULES,
+)
 
 
 @in_neutral
@@ -138,89 +224,55 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     (the triangle starts at the top-left corner, like ``attnviz.causal_mask``). Returns a
     :class:`CheckResult`.
     """
-    name = "check_causal_mask"
     if not callable(fn):
-        return _verdict.problem(
-            name,
-            f"expected a function, got a {type(fn).__name__}.",
-            ["Pass the function itself: check_causal_mask(my_causal_mask)."],
-        )
-    rectangles = _RECTANGLES if _takes_two(fn) else ()
-    square, squares_done = [(n,) for n in _CAUSAL_SIZES], None
-    results, verdict = _collect(name, fn, square, ("n",), time_limit)
-    if verdict:
-        return verdict
-    if rectangles:
-        squares_done = results
-        more, verdict = _collect(name, fn, rectangles, ("n_q", "n_k"), time_limit)
-        if verdict:
-            return verdict
-        results = squares_done + more
-    cases = square + list(rectangles)
-    got_full, expected_full = [], []
-    for case, (value, _) in zip(cases, results, strict=True):
-        expected = causal(*case)
-        mask, complaint = _as_mask(value, expected.shape)
-        squares_right = all(torch.equal(g, e) for g, e in zip(got_full, expected_full, strict=True))
-        if complaint and len(case) == 2 and squares_right:
-            return _verdict.bug_found(
-                name, "causal_not_rectangular", [f"For (n_q, n_k) = {case}: {complaint}"]
-            )
-        if complaint:
-            return _verdict.problem(
-                name,
-                complaint,
-                [f"For {case} the mask should have shape {shape_str(expected.shape)}."],
-                fix="torch.ones(n, n, dtype=torch.bool).tril()",
-            )
-        note = _dtype_note(mask, expected)
-        if note:
-            return _verdict.problem(name, "the mask is not bool.", [note])
-        got_full.append(mask.bool().expand(expected.shape))
-        expected_full.append(expected)
-    right = [torch.equal(g, e) for g, e in zip(got_full, expected_full, strict=True)]
-    n_square = len(square)
-    if all(right):
-        tried = "n = 1, 4 and 6" + (" and (n_q, n_k) = (3, 5), (5, 3)" if rectangles else "")
-        return _verdict.passed(
-            name,
-            f"correct for {tried}.",
-            ["Each query sees itself and every earlier position, nothing later."],
-        )
-    if all(right[:n_square]):
-        i = right.index(False)
-        return _verdict.bug_found(
-            name,
-            "causal_not_rectangular",
-            _first_difference(f"For (n_q, n_k) = {cases[i]}", got_full[i], expected_full[i]),
-        )
-    for bug_id, make in _CAUSAL_HYPOTHESES.items():
-        if all(torch.equal(g, make(n)) for g, (n,) in zip(got_full[:n_square], square, strict=True)):
-            fix = _INVERTED_FIX["causal"] if bug_id == "mask_inverted" else None
-            return _verdict.bug_found(name, bug_id, fix=fix)
-    i = right.index(False)
-    return _verdict.problem(
-        name,
-        "the mask is not the causal pattern, and matches no known bug.",
-        _first_difference(f"For n={cases[i]}", got_full[i], expected_full[i]),
-        fix="torch.ones(n, n, dtype=torch.bool).tril()",
+        return _verdict.problem("check_causal_mask", f"expected a function, got a {type(fn).__name__}.",
+                                ["Pass the function itself: check_causal_mask(my_causal_mask)."])
+    probes = [_probe({"n": n}, causal(n)) for n in _CAUSAL_SIZES]
+    if _takes_two(fn):
+        probes += [_probe({"n_q": a, "n_k": b}, causal(a, b), kind="rectangle") for a, b in _RECTANGLES]
+    return _run(CAUSAL, fn, probes, time_limit)
+
+
+def _padding_notes(probe, ans):
+    lengths, n = probe.args["lengths"], probe.args["n"]
+    batch = len(lengths)
+    notes = [f"{probe.where} the scores are (batch, n_q, n_k) = {shape_str(probe.expected.shape)}, so the "
+             f"mask should be (batch, 1, n_k) = ({batch}, 1, {n})."]
+    value = ans.output
+    if isinstance(value, torch.Tensor) and tuple(value.shape) == (batch, n):
+        notes.append("A (batch, n) mask lines batch up with n_q when broadcast; insert the query axis: "
+                     "mask[:, None, :].")
+    if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[-1] == int(lengths.max()) < n:
+        notes.append(f"Its last dimension is max(lengths) = {int(lengths.max())}, not n = {n}: build it over "
+                     f"torch.arange(n).")
+    return notes
+
+
+def _padding_passed(t):
+    return _verdict.passed(
+        "check_padding_mask", "correct: padding keys are blocked for every query.",
+        [
+            "lengths [2, 5, 1, 3] with n=5, [4, 0] with n=4, and [2, 3, 1] with n=6 (longer than any "
+            "sequence)."
+        ],
     )
 
 
-def _batch_of_one(fn, time_limit):
-    """(right, verdict): is ``fn`` right on a batch of one (lengths [3], n = 5)? Used to name
-    batch_one_only; ``verdict`` is a final one (a time-out, an exit, a stub) or None."""
-    lengths = torch.tensor([3])
-    results, verdict = _collect("check_padding_mask", fn, [(lengths, 5)], ("lengths", "n"), time_limit)
-    if verdict is not None:
-        stopped = verdict.status != "problem" or "raised" not in verdict.headline
-        return False, (verdict if stopped else None)  # a time-out, an exit or a stub: final
-    value, expected = results[0][0], padding(lengths, 5).expand(1, 5, 5)
-    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool:
-        return False, None
-    if broadcast_shape(tuple(value.shape), (1, 5, 5)) != (1, 5, 5):
-        return False, None
-    return torch.equal(value.expand(1, 5, 5), expected), None
+PADDING = Spec(
+    "check_padding_mask",
+    hypotheses=Hypotheses(_PADDING_HYPOTHESES, lambda p: (p.args["lengths"], p.args["n"])),
+    fix=_PADDING_FIX,
+    passed=_padding_passed,
+    compare=_same_mask,
+    describe=_differences,
+    complaint_fix=_PADDING_FIX,
+    words={
+        "output": "mask", "broadcasts": True, "single": True, "fix:mask_inverted": _PADDING_FIX,
+        "modified_bug": "padding_lengths_modified", "complaint_notes": _padding_notes,
+        "batch_one": "Right for lengths=[3], n=5 (a batch of one), wrong for larger batches.",
+    },
+    rules=MASK_RULES,
+)
 
 
 @in_neutral
@@ -233,90 +285,12 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
     :func:`attnviz.padding_mask`, or a full ``(batch, n, n)`` whose rows all
     repeat the key pattern. ``lengths`` must not be changed.
     """
-    name = "check_padding_mask"
     if not callable(fn):
-        return _verdict.problem(
-            name,
-            f"expected a function, got a {type(fn).__name__}.",
-            ["Pass the function itself: check_padding_mask(my_padding_mask)."],
-        )
-    single, stopped = _batch_of_one(fn, time_limit)
-    if stopped:
-        return stopped
-    cases = [(torch.tensor(lengths), n) for lengths, n in _PADDING_CASES]
-    results, verdict = _collect(name, fn, cases, ("lengths", "n"), time_limit)
-    if verdict:
-        if single and verdict.status == "problem":
-            return _verdict.bug_found(name, "batch_one_only", verdict.observed)
-        return verdict
-    got_full, expected_full = [], []
-    for (lengths, n), (value, _) in zip(cases, results, strict=True):
-        batch = len(lengths)
-        expected = padding(lengths, n).expand(batch, n, n)
-        mask, complaint = _as_mask(value, expected.shape)
-        case = f"lengths={lengths.tolist()}, n={n}"
-        if complaint:
-            notes = [
-                f"For {case} the scores are (batch, n_q, n_k) = {shape_str(expected.shape)}, so the "
-                f"mask should be (batch, 1, n_k) = ({batch}, 1, {n})."
-            ]
-            if isinstance(value, torch.Tensor) and tuple(value.shape) == (batch, n):
-                notes.append(
-                    "A (batch, n) mask lines batch up with n_q when broadcast; insert the "
-                    "query axis: mask[:, None, :]."
-                )
-            if (
-                isinstance(value, torch.Tensor)
-                and value.dim() >= 1
-                and value.shape[-1] == int(lengths.max()) < n
-            ):
-                notes.append(
-                    f"Its last dimension is max(lengths) = {int(lengths.max())}, not n = {n}: "
-                    f"build it over torch.arange(n)."
-                )
-            return _verdict.problem(name, complaint, notes, fix=_INVERTED_FIX["padding"])
-        note = _dtype_note(mask, expected)
-        if note:
-            return _verdict.problem(name, "the mask is not bool.", [note])
-        got_full.append(mask.bool().expand(expected.shape))
-        expected_full.append(expected)
-    modified = any("lengths" in changed for _, changed in results)
-    right = all(torch.equal(g, e) for g, e in zip(got_full, expected_full, strict=True))
-    if right and modified:
-        return _verdict.bug_found(name, "padding_lengths_modified", ["The masks are right."])
-    if right:
-        return _verdict.passed(
-            name,
-            "correct: padding keys are blocked for every query.",
-            [
-                "lengths [2, 5, 1, 3] with n=5, [4, 0] with n=4, and [2, 3, 1] with n=6 (longer than any "
-                "sequence)."
-            ],
-        )
-    if single:
-        return _verdict.bug_found(
-            name, "batch_one_only", ["Right for lengths=[3], n=5 (a batch of one), wrong for larger batches."]
-        )
-    for bug_id, make in _PADDING_HYPOTHESES.items():
-        if all(
-            torch.equal(g, make(lengths, n).expand(g.shape))
-            for g, (lengths, n) in zip(got_full, cases, strict=True)
-        ):
-            fix = _INVERTED_FIX["padding"] if bug_id == "mask_inverted" else None
-            return _verdict.bug_found(name, bug_id, fix=fix)
-    pairs = zip(cases, got_full, expected_full, strict=True)
-    (lengths, n), got, expected = next((c, g, e) for c, g, e in pairs if not torch.equal(g, e))
-    b, i, j = (got != expected).nonzero()[0].tolist()
-    allowed = "may" if bool(got[b, i, j]) else "may not"
-    notes = [
-        f"With lengths={lengths.tolist()} and n={n}: in sequence {b} (length {int(lengths[b])}) query {i} "
-        f"{allowed} attend to key {j}."
-    ]
-    if modified:
-        notes.append("It also changed lengths in place.")
-    return _verdict.problem(
-        name,
-        "the mask is not the padding pattern, and matches no known bug.",
-        notes,
-        fix=_INVERTED_FIX["padding"],
-    )
+        return _verdict.problem("check_padding_mask", f"expected a function, got a {type(fn).__name__}.",
+                                ["Pass the function itself: check_padding_mask(my_padding_mask)."])
+    probes = []
+    for lengths, n, single in [([3], 5, True)] + [(lengths, n, False) for lengths, n in _PADDING_CASES]:
+        lengths = torch.tensor(lengths)
+        expected = padding(lengths, n).expand(len(lengths), n, n)
+        probes.append(_probe({"lengths": lengths, "n": n}, expected, batch_one=single, lengths=lengths))
+    return _run(PADDING, fn, probes, time_limit)

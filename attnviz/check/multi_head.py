@@ -1,17 +1,23 @@
-"""check_multi_head: run a learner's multi-head attention module with known weights."""
+"""check_multi_head: a learner's multi-head attention module with known weights, named by the engine.
+
+This checker is its probes (modules built for three configs, the calls made on each, a backward
+pass) plus how a module is built and loaded; the decisions are the shared engine's (:mod:`._engine`).
+"""
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import torch
 from torch import nn
 
 from . import _verdict
-from ._compare import agrees, max_gap, rows, shape_complaint
-from ._diagnose import Hypotheses, answer, error_kind, matching_bug
+from ._diagnose import Answer, Hypotheses, answer
+from ._engine import Probe, Spec, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
-from ._run import TIME_LIMIT, describe_error, guarded_call, shape_str
-from ._sandbox import run_steps, to_plain
-from ._stops import stop_verdict, where_note
+from ._rules import rules
+from ._run import TIME_LIMIT, guarded_call, shape_str
+from ._sandbox import to_plain
 
 __all__ = ["check_multi_head"]
 
@@ -34,10 +40,24 @@ _M5 = [[1, 0, 1, 0, 0], [1, 1, 0, 0, 1], [1, 1, 1, 1, 1], [1, 0, 1, 1, 0], [0, 0
 _M4 = [[1, 1, 0, 0], [0, 0, 0, 0], [0, 1, 1, 0], [1, 0, 1, 0]]  # position 1 dead
 
 
+def _x(generator, *shape):
+    return torch.randn(*shape, generator=generator, dtype=torch.float32)
+
+
+def _probe(name, config, x, mask, kind="main", same_as="", **facts):
+    """One call ``module(x, mask=mask)`` on the module built for ``config``."""
+    args = {"x": x} if mask is None else {"x": x, "mask": mask}
+    facts.update(config=config, batch_one=x.shape[0] == 1)
+    facts.setdefault("dtype", x.dtype)
+    live = live_queries(x.shape[:-1], mask)
+    shapes = f"x {shape_str(x.shape)}"
+    return Probe(name, args, kind=kind, live=live, shapes=shapes, same_as=same_as, facts=facts)
+
+
 def _probes():
-    """(label, config index, x, mask, kind) for every call, and the known weights per config."""
+    """Every call, the backward pass, and the known weights per config."""
     g = torch.Generator().manual_seed(5)
-    weights, probes = [], []
+    weights, calls, inputs = [], [], {}
     for c, (d_model, n_heads) in enumerate(CONFIGS):
         weights.append(
             {
@@ -45,51 +65,30 @@ def _probes():
                 for name in _LAYERS
             }
         )
-        x5, x4 = (
-            torch.randn(2, 5, d_model, generator=g, dtype=torch.float32),
-            torch.randn(2, 4, d_model, generator=g, dtype=torch.float32),
-        )
+        x5, x4 = _x(g, 2, 5, d_model), _x(g, 2, 4, d_model)
+        inputs.setdefault("x5", x5)
+        inputs.setdefault("x4", x4)
         tag = f"d_model={d_model}, n_heads={n_heads}"
-        probes += [
-            (f"{tag}: batch 2, 5 positions, no mask", c, x5, None, "main"),
-            (f"{tag}: batch 2, 5 positions, a (5, 5) mask", c, x5, _mask(_M5), "main"),
-            (f"{tag}: batch 2, 4 positions, position 1 fully masked", c, x4, _mask(_M4), "main"),
+        calls += [
+            _probe(f"{tag}: batch 2, 5 positions, no mask", c, x5, None),
+            _probe(f"{tag}: batch 2, 5 positions, a (5, 5) mask", c, x5, _mask(_M5)),
+            _probe(f"{tag}: batch 2, 4 positions, position 1 fully masked", c, x4, _mask(_M4)),
         ]
-    d_model = CONFIGS[0][0]
-    probes += [
-        (
-            f"d_model={d_model}: batch 3, 4 positions, no mask",
-            0,
-            torch.randn(3, 4, d_model, generator=g, dtype=torch.float32),
-            None,
-            "main",
-        ),
-        (
-            f"d_model={d_model}: batch 1, 5 positions, a (5, 5) mask",
-            0,
-            torch.randn(1, 5, d_model, generator=g, dtype=torch.float32),
-            _mask(_M5),
-            "main",
-        ),
-        ("the first input again", 0, probes[0][2], None, "repeat"),
-        (f"d_model={d_model}: large scores (x times 30)", 0, probes[1][2] * 30, _mask(_M5), "large"),
-        (f"d_model={d_model}: the module and x in float64", 0, probes[2][2].double(), _mask(_M4), "float64"),
-        (
-            f"d_model={d_model}: the module and x in float16, position 1 fully masked",
-            0,
-            probes[2][2].half(),
-            _mask(_M4),
-            "float16",
-        ),
-        (
-            "a backward pass",
-            1,
-            torch.randn(2, 5, CONFIGS[1][0], generator=g, dtype=torch.float32),
-            _mask(_M5),
-            "backward",
-        ),
+    d_model, n_heads = CONFIGS[0]
+    tag = f"d_model={d_model}"
+    x5, x4 = inputs["x5"], inputs["x4"]
+    calls += [
+        _probe(f"{tag}: batch 3, 4 positions, no mask", 0, _x(g, 3, 4, d_model), None),
+        _probe(f"{tag}: batch 1, 5 positions, a (5, 5) mask", 0, _x(g, 1, 5, d_model), _mask(_M5)),
+        _probe("the first input again", 0, x5, None, kind="repeat",
+               same_as=f"{tag}, n_heads={n_heads}: batch 2, 5 positions, no mask"),
+        _probe(f"{tag}: large scores (x times 30)", 0, x5 * 30, _mask(_M5), kind="large"),
+        _probe(f"{tag}: the module and x in float64", 0, x4.double(), _mask(_M4), kind="float64"),
+        _probe(f"{tag}: the module and x in float16, position 1 fully masked", 0, x4.half(), _mask(_M4),
+               kind="float16", tolerance=2e-2),
     ]
-    return probes, weights
+    backward = _probe("a backward pass", 1, _x(g, 2, 5, CONFIGS[1][0]), _mask(_M5), kind="backward")
+    return calls, backward, weights
 
 
 def _load(module, weights, d_model):
@@ -118,11 +117,13 @@ def _load(module, weights, d_model):
 _DTYPES = {"float64": torch.float64, "float16": torch.float16}
 
 
-def _key(c, kind):
-    return (c, kind if kind in _DTYPES else "float32")
+def _module_key(probe):
+    """Which module a call runs on: its config, in float32 or the probe's own dtype."""
+    return (probe.facts["config"], probe.kind if probe.kind in _DTYPES else "float32")
 
 
-def _build_step(cls, c, weights, state, kind="float32"):
+def _build_step(cls, key, weights, state):
+    c, dtype = key
     d_model, n_heads = CONFIGS[c]
 
     def step():
@@ -135,27 +136,33 @@ def _build_step(cls, c, weights, state, kind="float32"):
         if complaint:
             return {"complaint": complaint}
         module.eval()
-        if kind in _DTYPES:
-            module.to(_DTYPES[kind])
-        state[(c, kind)] = module
+        if dtype in _DTYPES:
+            module.to(_DTYPES[dtype])
+        state[key] = module
         return {"complaint": ""}
 
     return step
+
+
+def _read_build(step):
+    if step.status == "error":
+        return Answer(error=step.error)
+    if step.status != "ok":
+        return Answer(complaint=step.status)
+    return Answer(complaint=step.value.get("complaint", ""))
 
 
 def _forward(module):
     return lambda x, mask=None: module(x) if mask is None else module(x, mask=mask)
 
 
-def _forward_step(key, x, mask, state):
-    def step():
-        args = {"x": x} if mask is None else {"x": x, "mask": mask}
-        return guarded_call(_forward(state[key]), args, ("x",))
-
-    return step
+def _forward_step(key, probe, state):
+    return lambda: guarded_call(_forward(state[key]), probe.args, ("x",))
 
 
-def _backward_step(key, x, mask, cotangent, state):
+def _backward_step(key, probe, cotangent, state):
+    x, mask = probe.args["x"], probe.args["mask"]
+
     def step():
         module = state[key]
         leaf = x.clone().requires_grad_(True)
@@ -173,16 +180,10 @@ def _backward_step(key, x, mask, cotangent, state):
         return {
             "value": to_plain(value),
             "modified": [],
-            "extra": {"grad": None if leaf.grad is None else to_plain(leaf.grad)},
+            "extra": {"grad": {"x": None if leaf.grad is None else to_plain(leaf.grad)}},
         }
 
     return step
-
-
-def _live(x, mask):
-    if mask is None:
-        return torch.ones(x.shape[:-1], dtype=torch.bool)
-    return mask.any(dim=-1).expand(x.shape[:-1])
 
 
 _CACHE: dict = {}
@@ -203,47 +204,87 @@ def _variants():
 
 
 def _expected():
+    """The calls with their reference outputs (float64), the backward pass's reference gradient and
+    the hypotheses, computed once per kernel."""
     with neutral():
-        return _build_cache()
+        if not _CACHE:
+            calls, backward, weights = _probes()
+            w64 = [{name: w.to(torch.float64) for name, w in ws.items()} for ws in weights]
 
+            def reference(probe, x=None):
+                c = probe.facts["config"]
+                x = probe.args["x"].to(torch.float64) if x is None else x
+                return multi_head(x, w64[c], CONFIGS[c][1], probe.args.get("mask"))
 
-def _build_cache():
-    if not _CACHE:
-        probes, weights = _probes()
-        w64 = [{name: w.to(torch.float64) for name, w in ws.items()} for ws in weights]
-        args = [(x.to(torch.float64), w64[c], CONFIGS[c][1], mask) for _, c, x, mask, _ in probes]
-        reference = [multi_head(*a) for a in args]
-        _, c, x, mask, _ = probes[-1]
-        cotangent = torch.randn(x.shape, generator=torch.Generator().manual_seed(4), dtype=torch.float64)
-        leaf = x.to(torch.float64).requires_grad_(True)
-        (multi_head(leaf, w64[c], CONFIGS[c][1], mask) * cotangent).sum().backward()
-        main = [i for i, p in enumerate(probes) if p[4] == "main"]
-        args32 = [(x, weights[c], CONFIGS[c][1], mask) for _, c, x, mask, _ in probes]
-        table = Hypotheses(_variants(), [args32[i] for i in main])  # float32, as learners
-        _CACHE.update(
-            probes=probes,
-            weights=weights,
-            reference=reference,
-            cotangent=cotangent,
-            grad=leaf.grad,
-            table=table,
-            main=main,
-        )
+            for probe in calls + [backward]:
+                probe.expected = reference(probe)
+            cotangent = torch.randn(
+                backward.args["x"].shape, generator=torch.Generator().manual_seed(4), dtype=torch.float64
+            )
+            leaf = backward.args["x"].to(torch.float64).requires_grad_(True)
+            (reference(backward, leaf) * cotangent).sum().backward()
+            backward.facts["grads"] = {"x": leaf.grad}
+            def arguments(p):  # float32, as learners
+                c = p.facts["config"]
+                return p.args["x"], weights[c], CONFIGS[c][1], p.args.get("mask")
+
+            table = Hypotheses(_variants(), arguments)
+            _CACHE.update(calls=calls, backward=backward, weights=weights, cotangent=cotangent, table=table)
     return _CACHE
 
 
-def _describe(label, x, mask, ans, expected):
-    if ans.error is not None:
-        raised = f"{describe_error(ans.error)}{where_note(ans.error)}"
-        return f"On {label} (x {shape_str(x.shape)}) forward raised {raised}"
-    if ans.output.shape != expected.shape:
-        return f"On {label}: {shape_complaint(ans.output.shape, expected.shape, _OUTPUT_DIMS)}"
-    if not bool(torch.isfinite(rows(ans.output, _live(x, mask))).all()):
-        return f"On {label} the output holds NaN or inf at positions that have keys to attend to."
-    return (
-        f"On {label} the output differs from the correct one by up to "
-        f"{max_gap(ans.output, expected, _live(x, mask)):.3g}."
+def _plan(cls, cache):
+    """Probes and steps in run order: each module built (a 'setup' probe), then its calls."""
+    state: dict = {}
+    probes, steps = [], []
+    for key in dict.fromkeys(_module_key(p) for p in cache["calls"]):
+        config, dtype = key
+        d_model, n_heads = CONFIGS[config]
+        in_dtype = "" if dtype == "float32" else f" in {dtype}"
+        note = " After module.to(dtype) every parameter has that dtype." if in_dtype else ""
+        probes.append(Probe(f"Building cls({d_model}, {n_heads}){in_dtype}", kind="setup",
+                            facts={"raised_note": note}))
+        steps.append(_build_step(cls, key, cache["weights"], state))
+        for probe in cache["calls"]:
+            if _module_key(probe) == key:
+                probes.append(probe)
+                steps.append(_forward_step(key, probe, state))
+    backward = cache["backward"]
+    probes.append(backward)
+    steps.append(_backward_step(_module_key(backward), backward, cache["cotangent"], state))
+    return probes, steps
+
+
+def _read(step, probe):
+    return _read_build(step) if probe.kind == "setup" else answer(step)
+
+
+def _passed(t):
+    return _verdict.passed(
+        NAME,
+        f"correct on all {len(t.probes) - len(t.pairs('setup'))} test inputs.",
+        [
+            "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
+            "no mask, a mask that is not symmetric, a fully masked position, large scores, float64 and "
+            "float16 modules, a repeated call and the gradients of a backward pass."
+        ]
+        + t.notes,
     )
+
+
+SPEC = Spec(
+    NAME,
+    subject="forward",
+    output_dims=_OUTPUT_DIMS,
+    fix="split: view(B, n, h, d_k).transpose(1, 2); attention per head with / √d_k; merge: "
+    "transpose(1, 2).contiguous().view(B, n, d_model); then W_o",
+    passed=_passed,
+    complaint_fix="return output   # or: return output, weights",
+    words={
+        "batch_one": "Only batches of more than one sequence go wrong: x[0], squeeze() or a fixed batch size."
+    },
+    rules=rules(),
+)
 
 
 @in_neutral
@@ -275,217 +316,5 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
             ["Pass the class itself: check_multi_head(MyMultiHeadAttention)."],
         )
     cache = _expected()
-    probes, reference = cache["probes"], cache["reference"]
-    state: dict = {}
-    steps, labels, order = [], [], []
-    keys = list(dict.fromkeys(_key(p[1], p[4]) for p in probes))
-    for key in keys:
-        d_model, n_heads = CONFIGS[key[0]]
-        steps.append(_build_step(cls, key[0], cache["weights"], state, key[1]))
-        labels.append(
-            f"Building cls({d_model}, {n_heads})" + ("" if key[1] == "float32" else f" in {key[1]}")
-        )
-        order.append(None)
-        for j, (label, pc, x, mask, kind) in enumerate(probes):
-            if _key(pc, kind) == key and kind != "backward":
-                steps.append(_forward_step(key, x, mask, state))
-                labels.append(f"On {label}")
-                order.append(j)
-    label, c, x, mask, _ = probes[-1]
-    steps.append(_backward_step(_key(c, "backward"), x, mask, cache["cotangent"], state))
-    labels.append(f"On {label}")
-    order.append(len(probes) - 1)
-    run = run_steps(steps, time_limit=time_limit, budget=time_limit)
-    notes = [run.note] if not run.isolated else []
-    stopped = stop_verdict(NAME, run, labels, time_limit, notes)
-    if stopped:
-        return stopped
-
-    answers = [None] * len(probes)
-    for step, index, label in zip(run.steps, order, labels, strict=True):
-        if index is None:  # a build step
-            if step.status == "error" and " in float" in label:
-                return _verdict.problem(
-                    NAME,
-                    f"{label[0].lower()}{label[1:]} failed.",
-                    [
-                        f"It raised {describe_error(step.error)}{where_note(step.error)}. After "
-                        f"module.to(dtype) every parameter has that dtype."
-                    ]
-                    + notes,
-                )
-            if step.status == "error":
-                if step.error.get("not_implemented"):
-                    return _verdict.not_implemented(NAME, step.error["message"])
-                return _verdict.problem(
-                    NAME,
-                    f"{label[0].lower()}{label[1:]} failed.",
-                    [f"It raised {describe_error(step.error)}{where_note(step.error)}"] + notes,
-                )
-            if step.value.get("complaint"):
-                return _verdict.problem(NAME, step.value["complaint"], notes)
-            continue
-        answers[index] = answer(step)
-    for (label, *_), ans in zip(probes, answers, strict=True):
-        if ans.error is not None and ans.error.get("not_implemented"):
-            return _verdict.not_implemented(NAME, ans.error["message"])
-        if ans.complaint:
-            return _verdict.problem(NAME, "forward " + ans.complaint, [f"On {label}."] + notes)
-
-    main = cache["main"]
-    m = [(probes[i], answers[i], reference[i]) for i in main]
-    live_right = [a.output is not None and agrees(a.output, e, _live(p[2], p[3])) for p, a, e in m]
-    modified = sorted({n for a in answers for n in a.modified})
-    if modified:
-        notes.append(f"forward changed {', '.join(modified)} in place.")
-    repeat = answers[next(i for i, p in enumerate(probes) if p[4] == "repeat")]
-    if (
-        repeat.output is not None
-        and answers[0].output is not None
-        and repeat.output.shape == answers[0].output.shape
-        and not torch.equal(repeat.output.nan_to_num(), answers[0].output.nan_to_num())
-    ):
-        return _verdict.bug_found(
-            NAME,
-            "dropout_left_on",
-            ["Called twice on the same input (in eval mode), forward gave two different outputs."] + notes,
-        )
-
-    if all(live_right):
-        dead_finite = all(
-            a.output is None or bool(torch.isfinite(rows(a.output, ~_live(p[2], p[3]))).all())
-            for p, a, _ in m
-        )
-        extra = {p[4]: (p, a, e) for p, a, e in zip(probes, answers, reference, strict=True)}
-        (lp, la, le) = extra["large"]
-        large_nan = la.output is not None and not bool(
-            torch.isfinite(rows(la.output, _live(lp[2], lp[3]))).all()
-        )
-        if large_nan:
-            return _verdict.bug_found(
-                NAME,
-                "softmax_overflow",
-                [
-                    f"On {lp[0]} the output holds NaN or inf: exp(scores) / sum without subtracting the row "
-                    f"maximum (torch.softmax does that for you)."
-                ]
-                + notes,
-            )
-        if not dead_finite:
-            return _verdict.bug_found(
-                NAME,
-                "nan_on_fully_masked_row",
-                ["Every position that has a key to attend to gets the right output."] + notes,
-            )
-        if modified:
-            return _verdict.bug_found(NAME, "modifies_inputs", ["The outputs are right."] + notes)
-        for p, a, _ in m:
-            if a.output.dtype != torch.float32:
-                return _verdict.bug_found(
-                    NAME,
-                    "dtype_changed",
-                    [f"On {p[0]} (float32 x) the output is {str(a.output.dtype).replace('torch.', '')}."]
-                    + notes,
-                )
-        for kind in ("float64", "float16"):
-            p, a, e = extra[kind]
-            if a.error is not None:
-                found = (
-                    "fill_overflows_float16"
-                    if kind == "float16" and error_kind(a.error) == "overflow"
-                    else None
-                )
-                if found:
-                    return _verdict.bug_found(NAME, found, [_describe(p[0], p[2], p[3], a, e)] + notes)
-                return _verdict.problem(
-                    NAME, f"forward raised on {kind}.", [_describe(p[0], p[2], p[3], a, e)] + notes
-                )
-            if a.output.dtype != _DTYPES[kind]:
-                return _verdict.bug_found(
-                    NAME,
-                    "dtype_changed",
-                    [f"On {p[0]} the output is {str(a.output.dtype).replace('torch.', '')}."] + notes,
-                )
-            finite = bool(torch.isfinite(a.output).all())
-            if kind == "float16" and not finite:
-                return _verdict.bug_found(
-                    NAME,
-                    "fill_overflows_float16",
-                    [f"On {p[0]} the output holds NaN or inf, although float32 is fine."] + notes,
-                )
-            tol = 2e-2 if kind == "float16" else 1e-4
-            if not agrees(a.output, e, _live(p[2], p[3]), atol=tol, rtol=tol):
-                return _verdict.problem(
-                    NAME, f"right in float32, wrong in {kind}.", [_describe(p[0], p[2], p[3], a, e)] + notes
-                )
-        back = answers[-1]
-        grad = (back.extra or {}).get("grad")
-        trouble = None
-        if back.error is not None:
-            trouble = f"the backward pass raised {describe_error(back.error)}"
-        elif grad == "none" or grad is None:
-            trouble = "the output carries no gradient back to x (.detach(), torch.no_grad() or NumPy)."
-        elif isinstance(grad, dict):
-            mine = torch.from_numpy(grad["array"])
-            if mine.shape != cache["grad"].shape or not torch.allclose(
-                mine, cache["grad"], atol=1e-3, rtol=1e-2
-            ):
-                trouble = (
-                    "the gradient that reaches x differs from the correct one: part of forward is detached."
-                )
-        if trouble:
-            return _verdict.bug_found(NAME, "gradient_blocked", [f"On {probes[-1][0]}: {trouble}"] + notes)
-        return _verdict.passed(
-            NAME,
-            f"correct on all {len(probes)} test inputs.",
-            [
-                "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
-                "no mask, a mask that is not symmetric, a fully masked position, large scores, float64 and "
-                "float16 modules, a repeated call and the gradients of a backward pass."
-            ]
-            + notes,
-        )
-
-    first_bad = live_right.index(False)
-    (label, _, x, mask, _), ans, expected = m[first_bad]
-    detail = [_describe(label, x, mask, ans, expected)]
-    if any(error_kind(a.error) == "contiguous" for _, a, _ in m):
-        return _verdict.bug_found(NAME, "missing_contiguous", detail + notes)
-    m_answers = [a for _, a, _ in m]
-    lives = [_live(p[2], p[3]) for p, _, _ in m]
-    bug = matching_bug(m_answers, cache["table"], lives, [e.shape for _, _, e in m])
-    if bug:
-        return _verdict.bug_found(NAME, bug, detail + notes)
-    if modified:
-        return _verdict.bug_found(NAME, "modifies_inputs", detail + notes)
-    if all(error_kind(a.error) == "matmul" for _, a, _ in m):
-        return _verdict.bug_found(
-            NAME,
-            "missing_key_transpose",
-            detail
-            + [
-                "Every input fails in a matrix product whose shapes do not line up; the usual cause is "
-                "query @ key without key.transpose(-2, -1) (k.T on a 4-D tensor reverses all four axes)."
-            ]
-            + notes,
-        )
-    batch_one = [p[2].shape[0] == 1 for p, _, _ in m]
-    if any(batch_one) and all(ok == b for ok, b in zip(live_right, batch_one, strict=True)):
-        return _verdict.bug_found(NAME, "batch_one_only", detail + notes)
-    errors = [(p, a) for p, a, _ in m if a.error is not None]
-    if errors:
-        (label, *_), err = errors[0]
-        return _verdict.problem(
-            NAME,
-            f"forward raised {err.error['type']} on {label}.",
-            detail + [f"It raised on {len(errors)} of the {len(m)} inputs."] + notes,
-        )
-    right = [p[0] for (p, _, _), ok in zip(m, live_right, strict=True) if ok]
-    notes = detail + [f"Right on: {'; '.join(right) or 'none of the inputs'}."] + notes
-    return _verdict.problem(
-        NAME,
-        "the output is not right, and it does not match any single known bug.",
-        notes,
-        fix="split: view(B, n, h, d_k).transpose(1, 2); attention per head with / √d_k; merge: "
-        "transpose(1, 2).contiguous().view(B, n, d_model); then W_o",
-    )
+    probes, steps = _plan(cls, cache)
+    return run_check(replace(SPEC, hypotheses=cache["table"]), probes, steps, time_limit, read=_read)

@@ -255,3 +255,58 @@ def padding_symptoms(fn) -> list[str]:
         else:
             symptoms.append(f"lengths={lengths}, n={n}: shape {tuple(mask.shape)}")
     return symptoms
+
+
+# ---------------------------------------------------------------- decoding (notebook 07) ---------------
+
+def _decoding_models():
+    """Three tiny GPTs unlike the checker's: multi-query, plain multi-head, grouped-query with 8 heads."""
+    from attnviz.gpt import TinyGPT
+
+    shapes = [(13, 16, 4, 3, 16, 1), (9, 12, 3, 2, 14, 3), (10, 32, 8, 1, 12, 2)]
+    models = []
+    with torch.random.fork_rng():
+        for seed, (vocab, d_model, heads, layers, max_len, kv_heads) in enumerate(shapes):
+            torch.manual_seed(100 + seed)
+            models.append(TinyGPT(vocab, d_model, heads, layers, max_len, n_kv_heads=kv_heads).float().eval())
+    return models
+
+
+def decoding_symptoms(fn) -> list[str]:
+    """Symptoms of ``fn(model, tokens, cache) -> (logits, cache)`` handed ``model.pieces()``: its
+    logits piece by piece against the library's own forward on the whole text, for batch 3 (a
+    prompt of 5, single tokens, chunks of 2 and 1) and batch 1; a second call on the same prompt;
+    a second continuation from the prompt's cache (a caller may reuse a cache); tokens unchanged."""
+    symptoms = []
+    gen = torch.Generator().manual_seed(_GEN + 7)
+    for m, model in enumerate(_decoding_models()):
+        view = model.pieces()
+        for batch, cuts in ((3, (0, 5, 6, 7, 9, 10, 11)), (1, (0, 3, 4, 7))):
+            text = torch.randint(model.vocab_size, (batch, cuts[-1]), generator=gen)
+            label = f"model {m}, batch {batch}"
+            with torch.no_grad():
+                full = model(text)[0]
+                cache, caches = None, []
+                try:
+                    for start, stop in zip(cuts, cuts[1:], strict=False):
+                        given = text[:, start:stop].clone()
+                        logits, cache = fn(view, given, cache)
+                        caches.append(cache)
+                        if not torch.equal(given, text[:, start:stop]):
+                            symptoms.append(f"{label}: tokens changed")
+                        if (not isinstance(logits, torch.Tensor) or logits.shape != full[:, start:stop].shape
+                                or not torch.allclose(logits, full[:, start:stop], atol=1e-4, rtol=1e-4)):
+                            symptoms.append(f"{label}: positions {start}..{stop - 1} wrong")
+                            break
+                    else:
+                        again = fn(view, text[:, :cuts[1]], None)[0]
+                        if not torch.equal(again, fn(view, text[:, :cuts[1]], None)[0]):
+                            symptoms.append(f"{label}: the same prompt twice gives different logits")
+                        other = (text[:, cuts[1]:cuts[1] + 1] + 1) % model.vocab_size
+                        branch = fn(view, other, caches[0])[0]
+                        want = model(torch.cat([text[:, :cuts[1]], other], dim=1))[0][:, -1:]
+                        if not torch.allclose(branch, want, atol=1e-4, rtol=1e-4):
+                            symptoms.append(f"{label}: the prompt's cache, used again, gives wrong logits")
+                except Exception as err:  # noqa: BLE001
+                    symptoms.append(f"{label}: raised {type(err).__name__}")
+    return symptoms

@@ -310,7 +310,91 @@ def padding_reseeds(lengths, n):
     return _correct_padding(lengths, n)
 
 
-A, M, C, P = "attention", "multi_head", "causal_mask", "padding_mask"
+# ---------------------------------------------------------------- decoding ----------------------------
+
+def _step(model, tokens, cache):
+    from .decoding import solution
+    return solution(model, tokens, cache)
+
+
+def step_raises_keyboard_interrupt(model, tokens, cache):
+    raise KeyboardInterrupt
+
+
+def step_exits(model, tokens, cache):
+    os._exit(3)
+
+
+def step_loops_forever(model, tokens, cache):
+    while True:
+        pass
+
+
+def step_sleeps_per_call(model, tokens, cache):
+    time.sleep(1.5)
+    return _step(model, tokens, cache)
+
+
+def step_recursion(model, tokens, cache):
+    return step_recursion(model, tokens, cache)
+
+
+def step_returns_none(model, tokens, cache):
+    return None
+
+
+def step_returns_list_logits(model, tokens, cache):
+    logits, cache = _step(model, tokens, cache)
+    return logits.tolist(), cache
+
+
+def step_returns_logits_only(model, tokens, cache):
+    return _step(model, tokens, cache)[0]
+
+
+class Sealed:
+    """A cache whose attributes cannot be listed: vars() raises, repr raises."""
+
+    __slots__ = ("layers",)
+
+    def __init__(self, layers):
+        self.layers = layers
+
+    @property
+    def __dict__(self):
+        raise RuntimeError("no peeking")
+
+    def __repr__(self):
+        raise RuntimeError("no printing")
+
+
+def step_sealed_cache(model, tokens, cache):
+    logits, layers = _step(model, tokens, None if cache is None else cache.layers)
+    return logits, Sealed(layers)
+
+
+def step_changes_the_weights(model, tokens, cache):
+    with torch.no_grad():
+        model.blocks[0].attention.W_q.weight.mul_(1.5)
+    return _step(model, tokens, cache)
+
+
+def step_rebinds_torch_cat(model, tokens, cache):
+    torch.cat = lambda tensors, dim=0: torch.stack(list(tensors)).sum(0)   # nonsense, in the child only
+    return _step(model, tokens, cache)
+
+
+def step_sets_default_float64(model, tokens, cache):
+    torch.set_default_dtype(torch.float64)
+    return _step(model, tokens, cache)
+
+
+def step_huge_cache(model, tokens, cache):
+    logits, layers = _step(model, tokens, None if cache is None else cache[0])
+    return logits, (layers, [torch.zeros(3, 3)] * 5000)
+
+
+A, M, C, P, D = "attention", "multi_head", "causal_mask", "padding_mask", "decoding_step"
 
 CASES = [
     # raises
@@ -372,4 +456,20 @@ CASES = [
     Case("padding_sleeps", padding_sleeps, FAIL, checker=P),
     Case("padding_reseeds", padding_reseeds, ANY, checker=P),
     Case("padding_default_float64_before", _correct_padding, PASS, setup=_default_float64, checker=P),
+    # decoding steps
+    Case("step_raises_keyboard_interrupt", step_raises_keyboard_interrupt, FAIL, checker=D),
+    Case("step_exits", step_exits, FAIL, checker=D),
+    Case("step_loops_forever", step_loops_forever, FAIL, checker=D),
+    Case("step_sleeps_per_call", step_sleeps_per_call, FAIL, checker=D),
+    Case("step_recursion", step_recursion, FAIL, checker=D),
+    Case("step_returns_none", step_returns_none, FAIL, checker=D),
+    Case("step_returns_list_logits", step_returns_list_logits, FAIL, checker=D),
+    Case("step_returns_logits_only", step_returns_logits_only, FAIL, checker=D),
+    Case("step_sealed_cache", step_sealed_cache, PASS, checker=D),
+    Case("step_changes_the_weights", step_changes_the_weights, FAIL, checker=D),
+    Case("step_rebinds_torch_cat", step_rebinds_torch_cat, ANY, checker=D),
+    Case("step_sets_default_float64", step_sets_default_float64, ANY, checker=D),
+    Case("step_huge_cache", step_huge_cache, PASS, checker=D),
+    Case("step_default_float64_before", _step, PASS, setup=_default_float64, checker=D),
+    Case("step_deterministic_before", _step, PASS, setup=_deterministic_before, checker=D),
 ]

@@ -15,12 +15,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from learner_code import attention, causal_mask, hostile, multi_head, padding_mask  # noqa: E402
+from learner_code import attention, causal_mask, decoding, hostile, multi_head, padding_mask  # noqa: E402
 from learner_code._case import ANY, PASS, verdict_problem  # noqa: E402
 from learner_code._state import kernel_state, state_changes  # noqa: E402
 
 MODULES = {"check_attention": attention, "check_multi_head": multi_head,
-           "check_causal_mask": causal_mask, "check_padding_mask": padding_mask}
+           "check_causal_mask": causal_mask, "check_padding_mask": padding_mask,
+           "check_decoding_step": decoding}
 
 
 def run_cases():

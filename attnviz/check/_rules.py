@@ -1,0 +1,412 @@
+"""The shared rules every checker decides with, in their one order (:data:`RULES`).
+
+Each rule reads a :class:`._engine.Trial` and returns a verdict or None; :func:`._engine.decide`
+runs them in order and the first verdict wins. A rule's ``when`` says whether it applies always,
+only when every main probe is right ('right': the edges and the pass), or only when one is wrong
+('wrong': which bug). The order:
+
+1. what happened, whatever the outputs: stopped (timed out, over budget, the process ended), not
+   written yet (``NotImplementedError``), the set-up failed (building the module), returned
+   something unreadable, two calls on the same input differ (dropout);
+2. every main probe right: NaN with large scores, NaN on a fully masked row, inputs changed in
+   place, gradients, the output's dtype, float64 and float16 inputs, large scores, then the pass;
+3. a main probe wrong: a tell-tale error (``.view`` after ``transpose``), a hypothesis that
+   reproduces every main output, right only for a batch of one, inputs changed in place, every
+   product failing, raised, and finally what happened with no known bug.
+
+A checker keeps this list and changes only what differs (:func:`rules`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from . import _verdict
+from ._compare import agrees, rows
+from ._diagnose import error_kind, matching_bug
+from ._engine import Rule, default_compare, dtype_name, live_rows
+from ._run import describe_error
+from ._stops import stop_verdict, where_note
+
+__all__ = ["RULES", "rules"]
+
+
+def stopped(t):
+    labels = [p.where for p in t.probes]
+    return stop_verdict(t.spec.name, t.run, labels, t.time_limit, t.notes)
+
+
+def not_written(t):
+    for ans in t.answers:
+        if ans.error is not None and ans.error.get("not_implemented"):
+            return _verdict.not_implemented(t.spec.name, ans.error["message"])
+    return None
+
+
+def setup_failed(t):
+    """A probe of kind 'setup' (building the module) raised or gave something unusable."""
+    for probe, ans in t.pairs("setup"):
+        if ans.error is not None:
+            extra = probe.facts.get("raised_note", "")
+            return t.problem(
+                f"{probe.name[0].lower()}{probe.name[1:]} failed.",
+                [f"It raised {describe_error(ans.error)}{where_note(ans.error)}.{extra}"],
+            )
+        if ans.complaint:
+            return t.problem(ans.complaint)
+    return None
+
+
+def returned_odd(t):
+    for probe, ans in t.pairs():
+        if ans.complaint and probe.kind != "setup":
+            return t.problem(
+                f"{t.spec.subject} {ans.complaint}", [f"{probe.where}."], fix=t.spec.complaint_fix
+            )
+    return None
+
+
+def nondeterministic(t):
+    for probe, ans in t.pairs("repeat"):
+        first_probe, first = t.named(probe.same_as)
+        if (
+            first is not None
+            and isinstance(ans.output, torch.Tensor)
+            and isinstance(first.output, torch.Tensor)
+            and ans.output.shape == first.output.shape
+            and not torch.equal(ans.output.nan_to_num(), first.output.nan_to_num())
+        ):
+            return t.bug(
+                "dropout_left_on",
+                f"{t.spec.subject} gave two different outputs for the same input",
+                [f"Called twice on {first_probe.name}, it gave two different outputs."],
+            )
+    return None
+
+
+def _finite(probe, ans):
+    return isinstance(ans.output, torch.Tensor) and bool(torch.isfinite(live_rows(probe, ans.output)).all())
+
+
+def _dead_finite(probe, ans):
+    out = ans.output
+    if not isinstance(out, torch.Tensor) or probe.live is None or out.shape[:-1] != probe.live.shape:
+        return True
+    return bool(torch.isfinite(rows(out, ~probe.live)).all())
+
+
+def large_scores_nan(t):
+    probe, ans = t.one("large")
+    if probe is not None and isinstance(ans.output, torch.Tensor) and not _finite(probe, ans):
+        return t.bug(
+            "softmax_overflow",
+            f"{t.spec.subject} returned NaN or inf when the scores are large",
+            [
+                f"{probe.where} the output holds NaN or inf: exp(scores) / sum without subtracting the "
+                f"row maximum (torch.softmax does that for you)."
+            ],
+        )
+    return None
+
+
+def dead_rows_nan(t):
+    probe = next((p for p, a in t.main if not _dead_finite(p, a)), None)
+    if probe is not None:
+        return t.bug(
+            "nan_on_fully_masked_row",
+            f"{t.spec.subject} returned NaN on a fully masked query row",
+            [
+                f"{probe.where} a query with no key to attend to comes out NaN; every query that has "
+                f"a key to attend to gets the right output."
+            ],
+        )
+    return None
+
+
+def inputs_modified(t):
+    if t.modified:
+        changed = ", ".join(t.modified)
+        observed = [] if t.all_right else [t.describe(*t.first_wrong())]
+        return t.bug(
+            t.spec.words.get("modified_bug", "modifies_inputs"),
+            f"{t.spec.subject} changed {changed} in place",
+            observed + [f"It changed {changed} in place." + (" The outputs are right." * t.all_right)],
+        )
+    return None
+
+
+def main_dtype(t):
+    for probe, ans in t.main:
+        want = probe.facts.get("dtype", torch.float32)
+        if isinstance(ans.output, torch.Tensor) and ans.output.dtype != want:
+            want = dtype_name(torch.empty(0, dtype=want))
+            return t.bug(
+                "dtype_changed",
+                f"{t.spec.subject} returned {dtype_name(ans.output)} for {want} inputs",
+                [f"{probe.where} the output is {dtype_name(ans.output)}."],
+            )
+    return None
+
+
+_DTYPE_FIX = (
+    "mask = torch.zeros(mask.shape, dtype=scores.dtype).masked_fill(~mask, torch.finfo(scores.dtype).min)"
+    "   # a tensor you build takes the inputs' dtype"
+)
+
+
+def other_dtypes(t):
+    """float64 and float16 probes: raised, a dtype changed, NaN in float16, wrong numbers."""
+    for kind in ("float64", "float16"):
+        for probe, ans in t.pairs(kind):
+            want = probe.facts["dtype"]
+            word = dtype_name(torch.empty(0, dtype=want))
+            if ans.error is not None:
+                what = error_kind(ans.error)
+                happened = f"{t.spec.subject} raised {ans.error['type']} on {word} inputs"
+                if kind == "float16" and what == "overflow":
+                    return t.bug("fill_overflows_float16", happened, [t.describe(probe, ans)])
+                if what == "dtype":
+                    return t.bug(
+                        "dtype_changed",
+                        happened,
+                        [
+                            t.describe(probe, ans),
+                            f"A tensor built inside your code (torch.zeros(...), torch.tensor(...), a float "
+                            f"mask) is float32, the default dtype, and meets {word} ones.",
+                        ],
+                        fix=_DTYPE_FIX,
+                    )
+                return t.problem(f"{happened}.", [t.describe(probe, ans)])
+            if not isinstance(ans.output, torch.Tensor):
+                continue
+            if ans.output.dtype != want:
+                observed = [f"{probe.where} the output is {dtype_name(ans.output)}."]
+                if ans.output.dtype == torch.float32:
+                    observed.append(
+                        "A float32 tensor built inside your code (torch.zeros(mask.shape) for an additive "
+                        "mask, torch.tensor(...)) turned the result into float32."
+                    )
+                return t.bug(
+                    "dtype_changed",
+                    f"{t.spec.subject} returned {dtype_name(ans.output)} for {word} inputs",
+                    observed,
+                    fix=_DTYPE_FIX if ans.output.dtype == torch.float32 else None,
+                )
+            if kind == "float16" and (not _finite(probe, ans) or not _dead_finite(probe, ans)):
+                return t.bug(
+                    "fill_overflows_float16",
+                    f"{t.spec.subject} returned NaN or inf on float16 inputs",
+                    [f"{probe.where} the output holds NaN or inf, although float32 and float64 are fine."],
+                )
+            tol = probe.facts.get("tolerance", 1e-4)
+            if not agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=tol, rtol=tol):
+                return t.problem(
+                    f"{t.spec.subject} is right in float32 but wrong in {word}.", [t.describe(probe, ans)]
+                )
+    return None
+
+
+def large_scores_wrong(t):
+    probe, ans = t.one("large")
+    if probe is None or ans.error is not None or not isinstance(ans.output, torch.Tensor):
+        return None
+    if not agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-3):
+        return t.problem(
+            f"{t.spec.subject} is right on ordinary inputs, wrong when the scores are large.",
+            [t.describe(probe, ans)],
+        )
+    return None
+
+
+def gradients(t):
+    probe, ans = t.one("backward")
+    if probe is None:
+        return None
+    trouble = _grad_trouble(ans, probe.facts["grads"])
+    if trouble:
+        return t.bug(
+            "gradient_blocked",
+            f"{t.spec.subject} gave the right output, but not the right gradients",
+            [f"{probe.where}: {trouble}"],
+        )
+    return None
+
+
+def _grad_trouble(ans, expected):
+    if ans.error is not None:
+        return f"the backward pass raised {describe_error(ans.error)}"
+    grad = (ans.extra or {}).get("grad")
+    if grad in ("none", None):
+        return (
+            "the output carries no gradient (no grad_fn): something cut it off from the inputs "
+            "(.detach(), torch.no_grad(), .numpy() or .item() and back, or a new torch.tensor(...))."
+        )
+    if not isinstance(grad, dict):
+        return None
+    for name, right in expected.items():
+        mine = grad.get(name)
+        if mine is None:
+            return f"no gradient reaches {name}: the output does not depend on {name} through autograd."
+        mine = torch.from_numpy(mine["array"])
+        if mine.shape != right.shape or not torch.allclose(mine, right, atol=1e-3, rtol=1e-2):
+            gap = float((mine - right).abs().max()) if mine.shape == right.shape else float("nan")
+            return (
+                f"the gradient that reaches {name} differs from the correct one (by up to {gap:.3g}): "
+                f"part of the computation is detached from autograd."
+            )
+    return None
+
+
+def passed(t):
+    return t.spec.passed(t)
+
+
+def contiguous_error(t):
+    for probe, ans in t.main:
+        if error_kind(ans.error) == "contiguous":
+            return t.bug(
+                "missing_contiguous",
+                f"{t.spec.subject} raised {ans.error['type']} on {probe.name}",
+                [t.describe(probe, ans)],
+            )
+    return None
+
+
+def hypothesis(t):
+    if t.spec.hypotheses is None:
+        return None
+    main = t.main
+    bug = matching_bug(
+        [a for _, a in main],
+        t.spec.hypotheses,
+        [p for p, _ in main],
+        compare=t.spec.compare or default_compare,
+        order=t.spec.order,
+    )
+    if bug:
+        probe, ans = t.first_wrong()
+        fix = t.spec.words.get(f"fix:{bug}")
+        return t.bug(bug, t.happened(probe, ans), [t.describe(probe, ans)], fix=fix)
+    return None
+
+
+def batch_one(t):
+    main = t.main
+    singles = [(p, a) for p, a in main if p.facts.get("batch_one")]
+    others = [(p, a) for p, a in main if not p.facts.get("batch_one")]
+    if not singles or not others:
+        return None
+    telling = any(t.right(p, a) and not p.facts.get("ones") for p, a in singles)
+    if telling and not any(t.right(p, a) for p, a in others):
+        probe, ans = t.first_wrong()
+        return t.bug(
+            "batch_one_only",
+            f"{t.spec.subject} is right for a batch of one, wrong (or raised) for larger batches",
+            [t.describe(probe, ans), t.spec.words.get("batch_one", "")],
+        )
+    return None
+
+
+def matmul_everywhere(t):
+    main = t.main
+    if main and all(error_kind(a.error) == "matmul" for _, a in main):
+        probe, ans = next(iter(main))
+        return t.bug(
+            "missing_key_transpose",
+            f"{t.spec.subject} raised {ans.error['type']} on every input",
+            [
+                t.describe(probe, ans),
+                "Every input fails in a matrix product whose shapes do not line up; the usual cause is "
+                "query @ key without key.transpose(-2, -1) (k.T on a 4-D tensor reverses all four axes).",
+            ],
+        )
+    return None
+
+
+def raised(t):
+    errors = [(p, a) for p, a in t.main if a.error is not None]
+    if errors:
+        probe, ans = next(iter(errors))
+        return t.problem(
+            f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.",
+            [t.describe(probe, ans), f"It raised on {len(errors)} of the {len(t.main)} "
+             f"{t.spec.words.get(f'inputs:{t.main_kind}', 'main inputs')}."],
+            fix=t.spec.words.get("raised_fix", ""),
+        )
+    return None
+
+
+def _ones_note(probe, ans):
+    """With every value equal to 1, a correct output is exactly 1: the weights sum to 1 per row."""
+    got = ans.output
+    if not isinstance(got, torch.Tensor) or got.shape != probe.expected.shape:
+        return None
+    low, high = float(got.min()), float(got.max())
+    if math.isfinite(low) and math.isfinite(high) and abs(low - 1) < 1e-4 and abs(high - 1) < 1e-4:
+        return None
+    return (
+        f"With every value equal to 1 the output should be exactly 1 everywhere (each row of "
+        f"weights sums to 1), but yours runs from {low:.3g} to {high:.3g}: your weights do not "
+        f"sum to 1 over the keys."
+    )
+
+
+def no_known_bug(t):
+    probe, ans = t.first_wrong()
+    detail = [t.describe(probe, ans)]
+    detail += [n for n in (_ones_note(p, a) for p, a in t.main if p.facts.get("ones")) if n]
+    right = [p.name for p, a in t.main if t.right(p, a)]
+    wrong = [p.name for p, a in t.main if not t.right(p, a)]
+    detail.append(f"Right on: {'; '.join(right) or 'none of the inputs'}. Wrong on: {'; '.join(wrong)}.")
+    if not all(_dead_finite(p, a) for p, a in t.main):
+        detail.append("A fully masked query row comes out as NaN.")
+    outputs = [a.output for _, a in t.main if isinstance(a.output, torch.Tensor)]
+    outputs = [o for o in outputs if o.is_floating_point()]
+    if outputs and not any(bool(torch.isfinite(o).any()) for o in outputs):
+        detail.append(
+            "Every number it returned is NaN or inf, which many mistakes give: look for a -inf that meets a "
+            "0 (0 * -inf, (1 - mask) * -inf) or a softmax over scores that are all -inf."
+        )
+    return t.problem(
+        f"{t.happened(probe, ans)}, and it matches no known bug.", detail, fix=t.spec.fix
+    )
+
+
+RULES = (
+    Rule("stopped", "always", stopped),
+    Rule("not_written", "always", not_written),
+    Rule("setup_failed", "always", setup_failed),
+    Rule("returned_odd", "always", returned_odd),
+    Rule("nondeterministic", "always", nondeterministic),
+    # every main probe right: the edges
+    Rule("large_scores_nan", "right", large_scores_nan),
+    Rule("dead_rows_nan", "right", dead_rows_nan),
+    Rule("inputs_modified", "right", inputs_modified),
+    Rule("gradients", "right", gradients),
+    Rule("main_dtype", "right", main_dtype),
+    Rule("other_dtypes", "right", other_dtypes),
+    Rule("large_scores_wrong", "right", large_scores_wrong),
+    Rule("passed", "right", passed),
+    # a main probe wrong: which bug
+    Rule("contiguous_error", "wrong", contiguous_error),
+    Rule("hypothesis", "wrong", hypothesis),
+    Rule("batch_one", "wrong", batch_one),
+    Rule("inputs_modified_too", "wrong", inputs_modified),
+    Rule("matmul_everywhere", "wrong", matmul_everywhere),
+    Rule("raised", "wrong", raised),
+    Rule("no_known_bug", "wrong", no_known_bug),
+)
+
+
+def rules(replace=None, before=None, drop=()):
+    """The shared :data:`RULES` with a checker's differences: ``replace`` {name: Rule}, ``before``
+    {name: [Rule, ...]} inserted in front of the named rule, ``drop`` names left out."""
+    replace, before = replace or {}, before or {}
+    out = []
+    for rule in RULES:
+        out += before.get(rule.name, [])
+        if rule.name not in drop:
+            out.append(replace.get(rule.name, rule))
+    return tuple(out)

@@ -1,0 +1,1226 @@
+"""Learner versions of notebook 07's ``decode_step(model, tokens, cache) -> (logits, cache)``.
+
+``model`` is what the exercise hands over: a tiny GPT's pieces (``model.embed(tokens, start)``,
+``model.blocks[i]`` with ``norm_attention``, ``attention.W_q/W_k/W_v/W_o``, ``norm_mlp``, ``mlp``,
+``model.unembed(x)``, the layers ``token_embedding``, ``position_embedding``, ``norm_final``,
+``unembedding``, and the sizes ``n_heads``, ``n_kv_heads``, ``d_head``, ...). ``tokens`` ``(batch,
+n_new)`` are the positions after the cached ones; ``cache`` is None at the start, then whatever this
+function returned last time; its format is each learner's own. The logits of every call must equal
+recomputing the whole text, and the cache a call was given must still work afterwards (a caller may
+reuse it). Written independently of the checker's reference and of attnviz.zoo: each function below
+is one learner's way of writing it, with at most one mistake.
+"""
+
+import math
+from collections import namedtuple
+
+import torch
+import torch.nn.functional as F
+
+from attnviz import gpt
+from attnviz.mha import merge_heads, split_heads
+
+from ._case import FAIL, PASS, Case
+
+d_k = 8      # notebook 02 leaves a global d_k = 8 behind: code that reads it is wrong here
+
+
+def _heads(t, n_heads):
+    """(b, n, n_heads * d) -> (b, n_heads, n, d), the way this learner likes it."""
+    b, n, _ = t.shape
+    return t.reshape(b, n, n_heads, -1).permute(0, 2, 1, 3)
+
+
+def _unheads(t):
+    b, h, n, d = t.shape
+    return t.permute(0, 2, 1, 3).reshape(b, n, h * d)
+
+
+def _bottom_right(n_new, n_all):
+    return torch.ones(n_new, n_all, dtype=torch.bool).tril(n_all - n_new)
+
+
+# ---------------------------------------------------------------- correct -----------------------------
+
+def solution(model, tokens, cache):
+    """Notebook 07's own solution."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    batch, n_new = tokens.shape
+    h, h_kv, d = model.n_heads, model.n_kv_heads, model.d_head
+    x = model.token_embedding(tokens) + model.position_embedding(torch.arange(past, past + n_new))
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        normed, attention = block.norm_attention(x), block.attention
+        query = attention.W_q(normed).view(batch, n_new, h, d).transpose(1, 2)
+        key = attention.W_k(normed).view(batch, n_new, h_kv, d).transpose(1, 2)
+        value = attention.W_v(normed).view(batch, n_new, h_kv, d).transpose(1, 2)
+        if cache is not None:
+            key = torch.cat([cache[layer][0], key], dim=-2)
+            value = torch.cat([cache[layer][1], value], dim=-2)
+        new_cache.append((key, value))
+        n_all = key.shape[-2]
+        mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(n_all - n_new)
+        heads = F.scaled_dot_product_attention(query, key.repeat_interleave(h // h_kv, 1),
+                                               value.repeat_interleave(h // h_kv, 1), attn_mask=mask)
+        x = x + attention.W_o(heads.transpose(1, 2).contiguous().view(batch, n_new, h * d))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembedding(model.norm_final(x)), new_cache
+
+
+def library_pieces(model, tokens, cache):
+    """embed/unembed, the library's split_heads/merge_heads, decoding_mask and attention function."""
+    import attnviz
+    past = 0 if cache is None else cache[0][0].shape[2]
+    x = model.embed(tokens, past)
+    group = model.n_heads // model.n_kv_heads
+    out_cache = []
+    for i, block in enumerate(model.blocks):
+        a, z = block.attention, block.norm_attention(x)
+        q = split_heads(a.W_q(z), model.n_heads)
+        k, v = split_heads(a.W_k(z), model.n_kv_heads), split_heads(a.W_v(z), model.n_kv_heads)
+        if cache:
+            k, v = torch.cat((cache[i][0], k), 2), torch.cat((cache[i][1], v), 2)
+        out_cache.append((k, v))
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        o, _ = attnviz.scaled_dot_product_attention(q, k, v, gpt.decoding_mask(q.shape[2], k.shape[2]))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out_cache
+
+
+def dict_cache(model, tokens, cache):
+    """A dict cache with the position count kept beside the tensors; hand-written attention."""
+    cache = cache or {"length": 0, "keys": [None] * model.n_layers, "values": [None] * model.n_layers}
+    new = {"length": cache["length"] + tokens.shape[1], "keys": [], "values": []}
+    x = model.embed(tokens, start=cache["length"])
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        att = block.attention
+        q = y @ att.W_q.weight.T
+        q = q.unflatten(-1, (model.n_heads, model.d_head)).transpose(1, 2)
+        k = att.W_k(y).unflatten(-1, (model.n_kv_heads, model.d_head)).transpose(1, 2)
+        v = att.W_v(y).unflatten(-1, (model.n_kv_heads, model.d_head)).transpose(1, 2)
+        if cache["keys"][layer] is not None:
+            k = torch.cat([cache["keys"][layer], k], dim=2)
+            v = torch.cat([cache["values"][layer], v], dim=2)
+        new["keys"].append(k)
+        new["values"].append(v)
+        rep = model.n_heads // model.n_kv_heads
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+        scores = q @ k.transpose(-1, -2) / math.sqrt(model.d_head)
+        allowed = _bottom_right(q.shape[-2], k.shape[-2])
+        scores = scores.masked_fill(~allowed, torch.finfo(scores.dtype).min)
+        out = scores.softmax(-1) @ v
+        x = x + att.W_o(out.transpose(1, 2).flatten(2))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def kv_cache_object(model, tokens, cache):
+    """The library's KVCache as a container, copied so the given one stays as it was."""
+    cache = gpt.KVCache() if cache is None else cache.copy()
+    past = cache.length
+    x = model.embed(tokens, past)
+    for layer, block in enumerate(model.blocks):
+        a = block.attention
+        z = block.norm_attention(x)
+        q = _heads(a.W_q(z), model.n_heads)
+        k, v = cache.append(layer, _heads(a.W_k(z), model.n_kv_heads), _heads(a.W_v(z), model.n_kv_heads))
+        g = model.n_heads // model.n_kv_heads
+        mask = gpt.decoding_mask(tokens.shape[1], past + tokens.shape[1])
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1),
+                                           attn_mask=mask)
+        x = x + a.W_o(_unheads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), cache
+
+
+def einsum_step(model, tokens, cache):
+    """einsum for the scores and the blend; a tuple of (k, v) tuples as the cache."""
+    n_past = 0 if cache is None else cache[0][0].size(2)
+    b, t = tokens.shape
+    x = model.embed(tokens, n_past)
+    kept = ()
+    for idx, blk in enumerate(model.blocks):
+        z = blk.norm_attention(x)
+        q = blk.attention.W_q(z).view(b, t, model.n_heads, model.d_head)
+        k = blk.attention.W_k(z).view(b, t, model.n_kv_heads, model.d_head)
+        v = blk.attention.W_v(z).view(b, t, model.n_kv_heads, model.d_head)
+        q, k, v = (u.transpose(1, 2) for u in (q, k, v))
+        if cache is not None:
+            k = torch.cat([cache[idx][0], k], 2)
+            v = torch.cat([cache[idx][1], v], 2)
+        kept = kept + ((k, v),)
+        group = model.n_heads // model.n_kv_heads
+        kk = torch.repeat_interleave(k, group, dim=1)
+        vv = torch.repeat_interleave(v, group, dim=1)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, kk) / model.d_head ** 0.5
+        s = torch.where(_bottom_right(t, kk.shape[2]), s, torch.finfo(s.dtype).min)
+        o = torch.einsum("bhqk,bhkd->bhqd", torch.softmax(s, dim=-1), vv)
+        x = x + blk.attention.W_o(o.transpose(1, 2).reshape(b, t, -1))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), kept
+
+
+def expanded_cache(model, tokens, cache):
+    """Caches the keys and values already repeated for every query head (more memory, same logits)."""
+    group = model.n_heads // model.n_kv_heads
+    past = 0 if cache is None else cache[0]["k"].shape[-2]
+    x = model.embed(tokens, past)
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        att, y = block.attention, block.norm_attention(x)
+        q = split_heads(att.W_q(y), model.n_heads)
+        k = split_heads(att.W_k(y), model.n_kv_heads).repeat_interleave(group, dim=1)
+        v = split_heads(att.W_v(y), model.n_kv_heads).repeat_interleave(group, dim=1)
+        if cache is not None:
+            k = torch.cat([cache[layer]["k"], k], dim=-2)
+            v = torch.cat([cache[layer]["v"], v], dim=-2)
+        new_cache.append({"k": k, "v": v})
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[-2], k.shape[-2]))
+        x = x + att.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new_cache
+
+
+def merged_layout(model, tokens, cache):
+    """Caches the projections un-split, (batch, positions, n_kv_heads * d_head), and splits on use."""
+    past = 0 if cache is None else cache[0][0].shape[1]
+    x = model.embed(tokens, past)
+    new = []
+    for i, block in enumerate(model.blocks):
+        a, y = block.attention, block.norm_attention(x)
+        k_flat, v_flat = a.W_k(y), a.W_v(y)                          # (b, n_new, h_kv * d)
+        if cache is not None:
+            k_flat = torch.cat([cache[i][0], k_flat], dim=1)
+            v_flat = torch.cat([cache[i][1], v_flat], dim=1)
+        new.append((k_flat, v_flat))
+        q = split_heads(a.W_q(y), model.n_heads)
+        rep = model.n_heads // model.n_kv_heads
+        k = split_heads(k_flat, model.n_kv_heads).repeat_interleave(rep, 1)
+        v = split_heads(v_flat, model.n_kv_heads).repeat_interleave(rep, 1)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=gpt.decoding_mask(q.shape[2], k.shape[2]))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def stacked_tensor(model, tokens, cache):
+    """One tensor per layer: keys and values stacked, (2, batch, n_kv_heads, positions, d_head)."""
+    start = 0 if cache is None else cache[0].shape[3]
+    x = model.embed(tokens, start)
+    layers = []
+    for n, block in enumerate(model.blocks):
+        at, z = block.attention, block.norm_attention(x)
+        kv = torch.stack([split_heads(at.W_k(z), model.n_kv_heads), split_heads(at.W_v(z), model.n_kv_heads)])
+        if cache is not None:
+            kv = torch.cat([cache[n], kv], dim=3)
+        layers.append(kv)
+        g = model.n_heads // model.n_kv_heads
+        q = split_heads(at.W_q(z), model.n_heads)
+        o = F.scaled_dot_product_attention(q, kv[0].repeat_interleave(g, 1), kv[1].repeat_interleave(g, 1),
+                                           attn_mask=_bottom_right(tokens.shape[1], kv.shape[3]))
+        x = x + at.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), layers
+
+
+def loop_over_heads(model, tokens, cache):
+    """A Python loop over the query heads; each reads its key/value head h // group."""
+    past = 0 if cache is None else cache[0][0].shape[2]
+    batch, n_new = tokens.shape
+    x = model.embed(tokens, past)
+    d, group = model.d_head, model.n_heads // model.n_kv_heads
+    result = []
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        q_all, k_new, v_new = block.attention.W_q(y), block.attention.W_k(y), block.attention.W_v(y)
+        keys = k_new.view(batch, n_new, model.n_kv_heads, d).transpose(1, 2)
+        values = v_new.view(batch, n_new, model.n_kv_heads, d).transpose(1, 2)
+        if cache is not None:
+            keys = torch.cat([cache[layer][0], keys], 2)
+            values = torch.cat([cache[layer][1], values], 2)
+        result.append((keys, values))
+        allowed = _bottom_right(n_new, keys.shape[2])
+        outs = []
+        for head in range(model.n_heads):
+            q = q_all[..., head * d:(head + 1) * d]                       # (batch, n_new, d)
+            k, v = keys[:, head // group], values[:, head // group]         # (batch, n_all, d)
+            w = (q @ k.transpose(1, 2) / math.sqrt(d)).masked_fill(~allowed, -1e9).softmax(-1)
+            outs.append(w @ v)
+        x = x + block.attention.W_o(torch.cat(outs, dim=-1))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), result
+
+
+def token_by_token(model, tokens, cache):
+    """Feeds several new tokens one at a time through its own one-token step."""
+    logits = []
+    for i in range(tokens.shape[1]):
+        one, cache = _one_token(model, tokens[:, i:i + 1], cache)
+        logits.append(one)
+    return torch.cat(logits, dim=1), cache
+
+
+def _one_token(model, token, cache):
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(token, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        a, y = block.attention, block.norm_attention(x)
+        q = split_heads(a.W_q(y), model.n_heads)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1))  # 1 query
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def preallocated_copied(model, tokens, cache):
+    """Buffers of max_len positions and a length; the buffers are copied before writing (safe to reuse)."""
+    batch, n_new = tokens.shape
+    if cache is None:
+        shape = (batch, model.n_kv_heads, model.max_len, model.d_head)
+        cache = {"n": 0, "buffers": [(torch.zeros(shape), torch.zeros(shape)) for _ in model.blocks]}
+    n = cache["n"]
+    buffers = [(k.clone(), v.clone()) for k, v in cache["buffers"]]
+    x = model.embed(tokens, n)
+    for layer, block in enumerate(model.blocks):
+        a, y = block.attention, block.norm_attention(x)
+        k_buf, v_buf = buffers[layer]
+        k_buf[:, :, n:n + n_new] = split_heads(a.W_k(y), model.n_kv_heads)
+        v_buf[:, :, n:n + n_new] = split_heads(a.W_v(y), model.n_kv_heads)
+        g = model.n_heads // model.n_kv_heads
+        k = k_buf[:, :, :n + n_new].repeat_interleave(g, 1)
+        v = v_buf[:, :, :n + n_new].repeat_interleave(g, 1)
+        o = F.scaled_dot_product_attention(split_heads(a.W_q(y), model.n_heads), k, v,
+                                           attn_mask=_bottom_right(n_new, n + n_new))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), {"n": n + n_new, "buffers": buffers}
+
+
+class StepObject:
+    """A learner who likes classes: a callable object, the sizes read once."""
+
+    def __call__(self, model, tokens, cache):
+        self.h, self.hkv, self.d = model.n_heads, model.n_kv_heads, model.d_head
+        offset = cache[0][0].shape[2] if cache else 0
+        x = model.embed(tokens, offset)
+        cache_out = []
+        for i, block in enumerate(model.blocks):
+            x, entry = self.layer(block, x, cache[i] if cache else None)
+            cache_out.append(entry)
+        return model.unembed(x), cache_out
+
+    def layer(self, block, x, entry):
+        y = block.norm_attention(x)
+        q = self.split(block.attention.W_q(y), self.h)
+        k, v = self.split(block.attention.W_k(y), self.hkv), self.split(block.attention.W_v(y), self.hkv)
+        if entry is not None:
+            k, v = torch.cat([entry[0], k], -2), torch.cat([entry[1], v], -2)
+        x = x + block.attention.W_o(self.attend(q, k, v))
+        return x + block.mlp(block.norm_mlp(x)), (k, v)
+
+    def split(self, t, heads):
+        b, n, _ = t.shape
+        return t.view(b, n, heads, self.d).transpose(1, 2)
+
+    def attend(self, q, k, v):
+        k = k.repeat_interleave(self.h // self.hkv, dim=1)
+        v = v.repeat_interleave(self.h // self.hkv, dim=1)
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        scores = q @ k.transpose(-2, -1) * self.d ** -0.5
+        scores = scores.masked_fill(~_bottom_right(n_q, n_k), float("-inf"))
+        out = torch.softmax(scores, dim=-1) @ v
+        b, h, n, d = out.shape
+        return out.transpose(1, 2).reshape(b, n, h * d)
+
+
+def enable_gqa(model, tokens, cache):
+    """F.scaled_dot_product_attention with enable_gqa=True: the key/value heads are never expanded."""
+    p = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, p)
+    out = []
+    for j, block in enumerate(model.blocks):
+        y, at = block.norm_attention(x), block.attention
+        q, k, v = (split_heads(w(y), n) for w, n in ((at.W_q, model.n_heads), (at.W_k, model.n_kv_heads),
+                                                       (at.W_v, model.n_kv_heads)))
+        if cache is not None:
+            k, v = torch.cat([cache[j][0], k], -2), torch.cat([cache[j][1], v], -2)
+        out.append([k, v])
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[-2], k.shape[-2]),
+                                           enable_gqa=True)
+        x = x + at.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out
+
+
+def causal_only_when_needed(model, tokens, cache):
+    """is_causal=True for the prompt, no mask for one new token, a bottom-right mask for a chunk."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    n_new = tokens.shape[1]
+    x = model.embed(tokens, past)
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        a, y = block.attention, block.norm_attention(x)
+        q = split_heads(a.W_q(y), model.n_heads)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new_cache.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        if cache is None:
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        elif n_new == 1:
+            o = F.scaled_dot_product_attention(q, k, v)
+        else:
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(n_new, k.shape[-2]))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new_cache
+
+
+def stable_softmax_by_hand(model, tokens, cache):
+    """exp(scores - max) / sum, written out; -inf fill (no causal row is ever fully masked)."""
+    past = cache[0][0].shape[-2] if cache is not None else 0
+    x = model.embed(tokens, past)
+    kv = []
+    for i, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        q = _heads(block.attention.W_q(y), model.n_heads)
+        k = _heads(block.attention.W_k(y), model.n_kv_heads)
+        v = _heads(block.attention.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat((cache[i][0], k), dim=-2)
+            v = torch.cat((cache[i][1], v), dim=-2)
+        kv.append((k, v))
+        r = model.n_heads // model.n_kv_heads
+        s = q @ k.repeat_interleave(r, 1).transpose(-2, -1) / math.sqrt(q.shape[-1])
+        s = s.masked_fill(~_bottom_right(s.shape[-2], s.shape[-1]), float("-inf"))
+        e = torch.exp(s - s.amax(dim=-1, keepdim=True))
+        w = e / e.sum(dim=-1, keepdim=True)
+        x = x + block.attention.W_o(_unheads(w @ v.repeat_interleave(r, 1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), kv
+
+
+def additive_float_mask(model, tokens, cache):
+    """An additive float mask (0 and the dtype's minimum), built in the scores' dtype."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    out_cache = []
+    for i, block in enumerate(model.blocks):
+        a, y = block.attention, block.norm_attention(x)
+        q = split_heads(a.W_q(y), model.n_heads)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+        out_cache.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        scores = q @ k.repeat_interleave(g, 1).mT / math.sqrt(model.d_head)
+        bias = torch.zeros(scores.shape[-2:], dtype=scores.dtype)
+        bias = bias.masked_fill(~_bottom_right(*scores.shape[-2:]), torch.finfo(scores.dtype).min)
+        x = x + a.W_o(merge_heads((scores + bias).softmax(-1) @ v.repeat_interleave(g, 1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out_cache
+
+
+LayerKV = namedtuple("LayerKV", "keys values")
+
+
+def namedtuple_cache(model, tokens, cache):
+    """A namedtuple per layer; positions from the embeddings directly."""
+    seen = 0 if cache is None else cache[0].keys.shape[-2]
+    b, t = tokens.shape
+    x = model.token_embedding(tokens) + model.position_embedding(torch.arange(seen, seen + t))
+    updated = []
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        att = block.attention
+        q = att.W_q(y).view(b, t, model.n_heads, -1).transpose(1, 2)
+        k = att.W_k(y).view(b, t, model.n_kv_heads, -1).transpose(1, 2)
+        v = att.W_v(y).view(b, t, model.n_kv_heads, -1).transpose(1, 2)
+        if cache is not None:
+            k = torch.cat([cache[layer].keys, k], dim=-2)
+            v = torch.cat([cache[layer].values, v], dim=-2)
+        updated.append(LayerKV(k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                           attn_mask=torch.ones(t, k.shape[-2], dtype=torch.bool).tril(
+                                               k.shape[-2] - t))
+        x = x + att.W_o(o.transpose(1, 2).reshape(b, t, -1))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembedding(model.norm_final(x)), updated
+
+
+def bmm_flatten(model, tokens, cache):
+    """torch.bmm on (batch * heads) matrices."""
+    past = 0 if cache is None else cache[0][0].shape[2]
+    B, T = tokens.shape
+    H, D = model.n_heads, model.d_head
+    x = model.embed(tokens, past)
+    cache_out = []
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(y), H)
+        k = split_heads(block.attention.W_k(y), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], 2), torch.cat([cache[layer][1], v], 2)
+        cache_out.append((k, v))
+        S = k.shape[2]
+        kk = k.repeat_interleave(H // model.n_kv_heads, 1).reshape(B * H, S, D)
+        vv = v.repeat_interleave(H // model.n_kv_heads, 1).reshape(B * H, S, D)
+        scores = torch.bmm(q.reshape(B * H, T, D), kk.transpose(1, 2)) / math.sqrt(D)
+        scores = scores.masked_fill(~_bottom_right(T, S), torch.finfo(scores.dtype).min)
+        o = torch.bmm(scores.softmax(-1), vv).reshape(B, H, T, D)
+        x = x + block.attention.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), cache_out
+
+
+def tuple_of_lists(model, tokens, cache):
+    """The cache is (list of keys, list of values), rebuilt each call."""
+    keys_in, values_in = cache if cache is not None else (None, None)
+    past = 0 if keys_in is None else keys_in[0].shape[-2]
+    x = model.embed(tokens, past)
+    keys_out, values_out = [], []
+    for i, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(y), model.n_heads)
+        k = split_heads(block.attention.W_k(y), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(y), model.n_kv_heads)
+        if keys_in is not None:
+            k = torch.cat([keys_in[i], k], dim=-2)
+            v = torch.cat([values_in[i], v], dim=-2)
+        keys_out.append(k)
+        values_out.append(v)
+        group = model.n_heads // model.n_kv_heads
+        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=gpt.decoding_mask(q.shape[-2], k.shape[-2]))
+        x = x + block.attention.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), (keys_out, values_out)
+
+
+def expand_reshape_gqa(model, tokens, cache):
+    """The shared heads expanded with expand + reshape (same order as repeat_interleave)."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    g = model.n_heads // model.n_kv_heads
+    kept = []
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(y), model.n_heads)
+        k = split_heads(block.attention.W_k(y), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat([cache[layer][0], k], dim=-2)
+            v = torch.cat([cache[layer][1], v], dim=-2)
+        kept.append((k, v))
+        b, hk, n, d = k.shape
+        k = k[:, :, None].expand(b, hk, g, n, d).reshape(b, hk * g, n, d)
+        v = v[:, :, None].expand(b, hk, g, n, d).reshape(b, hk * g, n, d)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[-2], n))
+        x = x + block.attention.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), kept
+
+
+def kv_cache_lists_copied(model, tokens, cache):
+    """A KVCache whose lists are copied by hand (as notebook 07 does before timing)."""
+    fresh = gpt.KVCache()
+    if cache is not None:
+        fresh.keys, fresh.values = list(cache.keys), list(cache.values)
+    x = model.embed(tokens, fresh.length)
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        a = block.attention
+        new_k, new_v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        k, v = fresh.append(layer, new_k, new_v)
+        q = split_heads(a.W_q(y), model.n_heads)
+        g = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                           attn_mask=gpt.decoding_mask(q.shape[-2], k.shape[-2]))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), fresh
+
+
+# ---------------------------------------------------------------- attention-level bugs -----------------
+
+def _generic(model, tokens, cache, attend, split=split_heads, merge=merge_heads, expand=None, project=True):
+    """One learner's skeleton (cache: list of (keys, values)) that several buggy versions below reuse
+    with their own attention: ``attend(q, k, v, n_new, n_all, model) -> (b, h, n_new, d)``."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    g = model.n_heads // model.n_kv_heads
+    expand = expand or (lambda t: t.repeat_interleave(g, dim=1))
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        q = split(a.W_q(y), model.n_heads)
+        k, v = split(a.W_k(y), model.n_kv_heads), split(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        o = merge(attend(q, expand(k), expand(v), tokens.shape[1], k.shape[-2], model))
+        x = x + (a.W_o(o) if project else o)
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def no_scale_einsum(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = torch.einsum("bhid,bhjd->bhij", q, k)                    # never divided by sqrt(d_head)
+        s = s.masked_fill(~_bottom_right(n_new, n_all), torch.finfo(s.dtype).min)
+        return torch.einsum("bhij,bhjd->bhid", s.softmax(-1), v)
+    return _generic(model, tokens, cache, attend)
+
+
+def sdpa_scale_one(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(n_new, n_all), scale=1.0)
+    return _generic(model, tokens, cache, attend)
+
+
+def divided_by_d_head(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = q @ k.transpose(-2, -1) / model.d_head
+        return s.masked_fill(~_bottom_right(n_new, n_all), -1e9).softmax(-1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def stale_global_d_k(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = q @ k.transpose(-2, -1) / math.sqrt(d_k)                  # notebook 02's d_k = 8
+        return s.masked_fill(~_bottom_right(n_new, n_all), -1e9).softmax(-1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def scale_multiplied(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = q @ k.transpose(-2, -1) * math.sqrt(q.shape[-1])
+        return s.masked_fill(~_bottom_right(n_new, n_all), torch.finfo(s.dtype).min).softmax(-1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def scale_by_d_model(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(n_new, n_all),
+                                              scale=1 / math.sqrt(model.d_model))
+    return _generic(model, tokens, cache, attend)
+
+
+def softmax_over_queries(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = (q @ k.mT / math.sqrt(model.d_head)).masked_fill(~_bottom_right(n_new, n_all), -1e9)
+        return torch.softmax(s, dim=-2) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def softmax_over_heads(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = (q @ k.mT / math.sqrt(model.d_head)).masked_fill(~_bottom_right(n_new, n_all), -1e9)
+        return F.softmax(s, dim=1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def mask_filled_where_true(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = q @ k.transpose(-2, -1) / math.sqrt(model.d_head)
+        return s.masked_fill(_bottom_right(n_new, n_all), float("-inf")).softmax(-1).nan_to_num(0.0) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def sdpa_mask_negated(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        blocked = ~_bottom_right(n_new, n_all)                          # "True = blocked", the other way
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=blocked).nan_to_num(0.0)
+    return _generic(model, tokens, cache, attend)
+
+
+def adds_bool_mask(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = q @ k.transpose(-2, -1) / math.sqrt(model.d_head)
+        return (s + _bottom_right(n_new, n_all)).softmax(-1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def one_minus_mask_times_inf(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = q @ k.transpose(-2, -1) / math.sqrt(model.d_head)
+        return (s + (1 - _bottom_right(n_new, n_all).float()) * float("-inf")).softmax(-1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def blocked_get_a_bonus(model, tokens, cache):
+    """(1 - mask) * 1e9: meant as a penalty, it is a bonus for every blocked key."""
+    def attend(q, k, v, n_new, n_all, model):
+        s = q @ k.transpose(-2, -1) / math.sqrt(model.d_head)
+        return (s + (1 - _bottom_right(n_new, n_all).float()) * 1e9).softmax(-1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def off_by_one_offset(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        return F.scaled_dot_product_attention(
+            q, k, v, attn_mask=torch.ones(n_new, n_all, dtype=torch.bool).tril(n_all - n_new + 1))
+    return _generic(model, tokens, cache, attend)
+
+
+def sees_next_by_index(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        i = torch.arange(n_all - n_new, n_all)[:, None]                 # the new queries' positions
+        j = torch.arange(n_all)[None, :]
+        s = (q @ k.mT / math.sqrt(model.d_head)).masked_fill(~(j <= i + 1), -1e9)
+        return s.softmax(-1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def never_masks(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        return F.scaled_dot_product_attention(q, k, v)
+    return _generic(model, tokens, cache, attend)
+
+
+def masks_prompt_only(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        if n_new == n_all:                                               # the prompt: causal
+            return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        return F.scaled_dot_product_attention(q, k, v)                  # "the cache is all in the past"
+    return _generic(model, tokens, cache, attend)
+
+
+def _sdpa(q, k, v, n_new, n_all, model):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(n_new, n_all))
+
+
+def split_by_view_only(model, tokens, cache):
+    def split(t, heads):
+        b, n, w = t.shape
+        return t.view(b, heads, n, w // heads)
+    return _generic(model, tokens, cache, _sdpa, split=split)
+
+
+def split_reshape_no_permute(model, tokens, cache):
+    def split(t, heads):
+        return t.reshape(t.shape[0], heads, t.shape[1], -1)
+
+    def merge(o):
+        return o.reshape(o.shape[0], o.shape[2], -1)
+    return _generic(model, tokens, cache, _sdpa, split=split, merge=merge)
+
+
+def merge_by_reshape(model, tokens, cache):
+    def merge(o):
+        b, h, n, d = o.shape
+        return o.reshape(b, n, h * d)
+    return _generic(model, tokens, cache, _sdpa, merge=merge)
+
+
+def merge_by_view_flat(model, tokens, cache):
+    def merge(o):
+        return o.contiguous().view(o.shape[0], o.shape[2], -1)
+    return _generic(model, tokens, cache, _sdpa, merge=merge)
+
+
+def _matmul(q, k, v, n_new, n_all, model):
+    s = (q @ k.transpose(-2, -1) / math.sqrt(model.d_head)).masked_fill(~_bottom_right(n_new, n_all), -1e9)
+    return s.softmax(-1) @ v
+
+
+def view_after_transpose(model, tokens, cache):
+    """.view straight after .transpose (the fused function's output happens to allow it; a matmul's not)."""
+    def merge(o):
+        b, h, n, d = o.shape
+        return o.transpose(1, 2).view(b, n, h * d)
+    return _generic(model, tokens, cache, _matmul, merge=merge)
+
+
+def sdpa_view_after_transpose(model, tokens, cache):
+    """The same .view after .transpose on F.scaled_dot_product_attention's output: its memory is laid out
+    (batch, n, heads, d), so the view works and the step is right."""
+    def merge(o):
+        b, h, n, d = o.shape
+        return o.transpose(1, 2).view(b, n, h * d)
+    return _generic(model, tokens, cache, _sdpa, merge=merge)
+
+
+def squeezes_the_batch(model, tokens, cache):
+    def split(t, heads):
+        t = t.squeeze(0)                                                 # (n, width) "there is one sequence"
+        return t.view(t.shape[0], heads, -1).transpose(0, 1).unsqueeze(0)
+    return _generic(model, tokens, cache, _sdpa, split=split)
+
+
+def merge_for_one_sequence(model, tokens, cache):
+    def merge(o):
+        return o[0].transpose(0, 1).reshape(1, o.shape[2], -1)
+    return _generic(model, tokens, cache, _sdpa, merge=merge)
+
+
+def dropout_on_weights(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        s = (q @ k.mT / math.sqrt(model.d_head)).masked_fill(~_bottom_right(n_new, n_all), -1e9)
+        return F.dropout(s.softmax(-1), p=0.1) @ v                     # training=True by default
+    return _generic(model, tokens, cache, attend)
+
+
+def sdpa_dropout_p(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(n_new, n_all), dropout_p=0.2)
+    return _generic(model, tokens, cache, attend)
+
+
+def forgets_w_o(model, tokens, cache):
+    return _generic(model, tokens, cache, _sdpa, project=False)
+
+
+def gqa_by_repeat(model, tokens, cache):
+    g = model.n_heads // model.n_kv_heads
+    return _generic(model, tokens, cache, _sdpa, expand=lambda t: t.repeat(1, g, 1, 1))
+
+
+def gqa_by_tile_cat(model, tokens, cache):
+    g = model.n_heads // model.n_kv_heads
+    return _generic(model, tokens, cache, _sdpa, expand=lambda t: torch.cat([t] * g, dim=1))
+
+
+# ---------------------------------------------------------------- cache-level bugs ---------------------
+
+def embeds_from_zero(model, tokens, cache):
+    """Everything right except the positions: model.embed(tokens) restarts at 0."""
+    x = model.embed(tokens)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        q = split_heads(a.W_q(y), model.n_heads)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), q.shape[-2], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def positions_arange_n_new(model, tokens, cache):
+    """The dict-cache learner, positions from torch.arange(n_new)."""
+    length = 0 if cache is None else cache["length"]
+    x = model.token_embedding(tokens) + model.position_embedding(torch.arange(tokens.shape[1]))
+    out = {"length": length + tokens.shape[1]}
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        out[layer] = (k, v)
+        g = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1),
+                                           v.repeat_interleave(g, 1),
+                                           attn_mask=_bottom_right(tokens.shape[1], k.shape[-2]))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out
+
+
+def is_causal_everywhere(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return _generic(model, tokens, cache, attend)
+
+
+def tril_by_hand_top_left(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        allowed = torch.tril(torch.ones(n_new, n_all, dtype=torch.bool))
+        s = (q @ k.transpose(-2, -1) / math.sqrt(model.d_head)).masked_fill(~allowed, float("-inf"))
+        return s.softmax(dim=-1) @ v
+    return _generic(model, tokens, cache, attend)
+
+
+def none_for_one_causal_for_several(model, tokens, cache):
+    def attend(q, k, v, n_new, n_all, model):
+        if n_new == 1:
+            return F.scaled_dot_product_attention(q, k, v)
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    return _generic(model, tokens, cache, attend)
+
+
+def returns_the_given_cache(model, tokens, cache):
+    """Attends over the cache and the new keys, but hands back the cache it was given."""
+    logits, new = _generic(model, tokens, cache, _sdpa)
+    return logits, (new if cache is None else cache)
+
+
+def stores_only_the_newest(model, tokens, cache):
+    """The dict learner keeps only this call's keys and values."""
+    past = 0 if cache is None else cache["seen"]
+    x = model.embed(tokens, past)
+    out = {"seen": past + tokens.shape[1], "kv": []}
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k_new, v_new = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        k, v = k_new, v_new
+        if cache is not None:
+            k = torch.cat([cache["kv"][layer][0], k_new], -2)
+            v = torch.cat([cache["kv"][layer][1], v_new], -2)
+        out["kv"].append((k_new, v_new))                                # should be (k, v)
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out
+
+
+def forgot_to_cat_keys(model, tokens, cache):
+    """Hand-written attention; only the values are concatenated with the cache."""
+    past = 0 if cache is None else cache[0][1].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        q = split_heads(a.W_q(y), model.n_heads)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            v = torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        s = q @ k.repeat_interleave(g, 1).transpose(-2, -1) / math.sqrt(model.d_head)
+        s = s.masked_fill(~_bottom_right(s.shape[-2], s.shape[-1]), -1e9)
+        x = x + a.W_o(merge_heads(s.softmax(-1) @ v.repeat_interleave(g, 1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def stores_old_keys(model, tokens, cache):
+    """Attends right this step, but the dict cache keeps the old keys with the new values."""
+    past = 0 if cache is None else cache["values"][0].shape[-2]
+    x = model.embed(tokens, past)
+    out = {"keys": [], "values": []}
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k_all = torch.cat([cache["keys"][layer], k], -2)
+            v_all = torch.cat([cache["values"][layer], v], -2)
+            out["keys"].append(cache["keys"][layer])                     # forgot: k_all
+        else:
+            k_all, v_all = k, v
+            out["keys"].append(k)
+        out["values"].append(v_all)
+        g = model.n_heads // model.n_kv_heads
+        q = split_heads(a.W_q(y), model.n_heads)
+        o = F.scaled_dot_product_attention(q, k_all.repeat_interleave(g, 1), v_all.repeat_interleave(g, 1),
+                                           attn_mask=_bottom_right(tokens.shape[1], k_all.shape[-2]))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out
+
+
+def forgot_to_cat_values(model, tokens, cache):
+    """The keys grow, the values are this step's only (einsum attention)."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        q = split_heads(a.W_q(y), model.n_heads)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat([cache[layer][0], k], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k.repeat_interleave(g, 1)) / math.sqrt(model.d_head)
+        s = s.masked_fill(~_bottom_right(s.shape[-2], s.shape[-1]), -1e9)
+        o = torch.einsum("bhqk,bhkd->bhqd", s.softmax(-1), v.repeat_interleave(g, 1))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def stores_old_values(model, tokens, cache):
+    """Tuple-of-lists learner: attends right this step, keeps the old values in the cache."""
+    keys_in, values_in = cache if cache is not None else (None, None)
+    past = 0 if keys_in is None else keys_in[0].shape[-2]
+    x = model.embed(tokens, past)
+    keys_out, values_out = [], []
+    for i, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if keys_in is not None:
+            k = torch.cat([keys_in[i], k], dim=-2)
+            v_all = torch.cat([values_in[i], v], dim=-2)
+            values_out.append(values_in[i])                              # forgot: v_all
+        else:
+            v_all = v
+            values_out.append(v)
+        keys_out.append(k)
+        g = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1),
+                                           v_all.repeat_interleave(g, 1),
+                                           attn_mask=gpt.decoding_mask(tokens.shape[1], k.shape[-2]))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), (keys_out, values_out)
+
+
+def cat_on_heads_axis(model, tokens, cache):
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], dim=1), torch.cat([cache[layer][1], v], dim=1)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def cat_on_last_axis_merged(model, tokens, cache):
+    """The merged-layout learner concatenates along the features instead of the positions."""
+    past = 0 if cache is None else cache[0][0].shape[1]
+    x = model.embed(tokens, past)
+    new = []
+    for i, block in enumerate(model.blocks):
+        a, y = block.attention, block.norm_attention(x)
+        k_flat, v_flat = a.W_k(y), a.W_v(y)
+        if cache is not None:
+            k_flat = torch.cat([cache[i][0], k_flat], dim=-1)
+            v_flat = torch.cat([cache[i][1], v_flat], dim=-1)
+        new.append((k_flat, v_flat))
+        rep = model.n_heads // model.n_kv_heads
+        k = split_heads(k_flat, model.n_kv_heads).repeat_interleave(rep, 1)
+        v = split_heads(v_flat, model.n_kv_heads).repeat_interleave(rep, 1)
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k, v, tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def kv_cache_without_copy(model, tokens, cache):
+    """The library's KVCache, appended to in place and handed back: reusing a cache breaks."""
+    cache = gpt.KVCache() if cache is None else cache
+    past = cache.length
+    x = model.embed(tokens, past)
+    for layer, block in enumerate(model.blocks):
+        a, z = block.attention, block.norm_attention(x)
+        new_k, new_v = split_heads(a.W_k(z), model.n_kv_heads), split_heads(a.W_v(z), model.n_kv_heads)
+        k, v = cache.append(layer, new_k, new_v)
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(z), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), cache
+
+
+def preallocated_in_place(model, tokens, cache):
+    """Buffers of max_len positions written in place: generating straight on works, reuse does not."""
+    batch, n_new = tokens.shape
+    if cache is None:
+        shape = (batch, model.n_kv_heads, model.max_len, model.d_head)
+        cache = {"n": 0, "buffers": [(torch.zeros(shape), torch.zeros(shape)) for _ in model.blocks]}
+    n = cache["n"]
+    x = model.embed(tokens, n)
+    for layer, block in enumerate(model.blocks):
+        a, y = block.attention, block.norm_attention(x)
+        k_buf, v_buf = cache["buffers"][layer]
+        k_buf[:, :, n:n + n_new] = split_heads(a.W_k(y), model.n_kv_heads)
+        v_buf[:, :, n:n + n_new] = split_heads(a.W_v(y), model.n_kv_heads)
+        g = model.n_heads // model.n_kv_heads
+        k = k_buf[:, :, :n + n_new].repeat_interleave(g, 1)
+        v = v_buf[:, :, :n + n_new].repeat_interleave(g, 1)
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k, v, n_new, n + n_new, model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    cache["n"] = n + n_new
+    return model.unembed(x), cache
+
+
+def list_entries_replaced(model, tokens, cache):
+    """Replaces the entries of the list it was given and returns that list."""
+    logits, new = _generic(model, tokens, cache, _sdpa)
+    if cache is None:
+        return logits, new
+    for layer, entry in enumerate(new):
+        cache[layer] = entry
+    return logits, cache
+
+
+# ---------------------------------------------------------------- wrong, no single known bug ----------
+
+def the_one_liner(model, tokens, cache):
+    return model(tokens, cache if cache is not None else gpt.KVCache())
+
+
+def calls_generate(model, tokens, cache):
+    seen = tokens if cache is None else torch.cat([cache, tokens], dim=1)
+    steps = gpt.generate(model, seen, 0)
+    return torch.zeros(tokens.shape[0], tokens.shape[1], model.vocab_size), steps
+
+
+def calls_cached_attention(model, tokens, cache):
+    cache = gpt.KVCache() if cache is None else cache.copy()
+    x = model.embed(tokens, cache.length)
+    for layer, block in enumerate(model.blocks):
+        mixed, _ = gpt.cached_attention(block.attention, block.norm_attention(x), model.n_heads,
+                                        model.n_kv_heads, cache, layer)
+        x = x + mixed
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), cache
+
+
+def block_attention_for_prompt(model, tokens, cache):
+    """Uses the attention module's own forward for the prompt."""
+    x = model.embed(tokens, 0)
+    for block in model.blocks:
+        x = x + block.attention(block.norm_attention(x), mask=torch.ones(tokens.shape[1], tokens.shape[1],
+                                                                       dtype=torch.bool).tril())[0]
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), None
+
+
+def skips_the_mlp(model, tokens, cache):
+    logits, new = _generic_no_mlp(model, tokens, cache)
+    return logits, new
+
+
+def _generic_no_mlp(model, tokens, cache):
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))                                    # and no MLP
+    return model.unembed(x), new
+
+
+def first_layers_cache_everywhere(model, tokens, cache):
+    """Reads layer 0's cache in every layer."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for block in model.blocks:
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[0][0], k], -2), torch.cat([cache[0][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def last_position_only(model, tokens, cache):
+    """Returns the logits of the last new position only (what generation needs, not what is asked)."""
+    logits, new = _generic(model, tokens, cache, _sdpa)
+    return logits[:, -1:], new
+
+
+CASES = [
+    # correct
+    Case("solution", solution, PASS),
+    Case("library_pieces", library_pieces, PASS),
+    Case("dict_cache", dict_cache, PASS),
+    Case("kv_cache_object", kv_cache_object, PASS),
+    Case("einsum_step", einsum_step, PASS),
+    Case("expanded_cache", expanded_cache, PASS),
+    Case("merged_layout", merged_layout, PASS),
+    Case("stacked_tensor", stacked_tensor, PASS),
+    Case("loop_over_heads", loop_over_heads, PASS),
+    Case("token_by_token", token_by_token, PASS),
+    Case("preallocated_copied", preallocated_copied, PASS),
+    Case("step_object", StepObject(), PASS),
+    Case("enable_gqa", enable_gqa, PASS),
+    Case("causal_only_when_needed", causal_only_when_needed, PASS),
+    Case("stable_softmax_by_hand", stable_softmax_by_hand, PASS),
+    Case("additive_float_mask", additive_float_mask, PASS),
+    Case("namedtuple_cache", namedtuple_cache, PASS),
+    Case("bmm_flatten", bmm_flatten, PASS),
+    Case("tuple_of_lists", tuple_of_lists, PASS),
+    Case("expand_reshape_gqa", expand_reshape_gqa, PASS),
+    Case("kv_cache_lists_copied", kv_cache_lists_copied, PASS),
+    Case("sdpa_view_after_transpose", sdpa_view_after_transpose, PASS),
+    # attention-level mistakes: they show on the prompt already
+    Case("no_scale_einsum", no_scale_einsum, "missing_scale"),
+    Case("sdpa_scale_one", sdpa_scale_one, "missing_scale"),
+    Case("divided_by_d_head", divided_by_d_head, "wrong_scale"),
+    Case("stale_global_d_k", stale_global_d_k, "wrong_scale"),
+    Case("scale_multiplied", scale_multiplied, "scale_multiplied"),
+    Case("scale_by_d_model", scale_by_d_model, {"scale_by_d_model", "wrong_scale"}),
+    Case("softmax_over_queries", softmax_over_queries, "softmax_wrong_axis"),
+    Case("softmax_over_heads", softmax_over_heads, "softmax_wrong_axis"),
+    Case("mask_filled_where_true", mask_filled_where_true, "mask_inverted"),
+    Case("sdpa_mask_negated", sdpa_mask_negated, "mask_inverted"),
+    Case("adds_bool_mask", adds_bool_mask, "additive_mask_wrong"),
+    Case("one_minus_mask_times_inf", one_minus_mask_times_inf, FAIL,
+         note="every logit is NaN, as with several other mistakes: no single id fits"),
+    Case("off_by_one_offset", off_by_one_offset, "causal_off_by_one"),
+    Case("sees_next_by_index", sees_next_by_index, "causal_off_by_one"),
+    Case("never_masks", never_masks, "causal_mask_missing"),
+    Case("masks_prompt_only", masks_prompt_only, "causal_mask_missing"),
+    Case("split_by_view_only", split_by_view_only, "heads_split_without_transpose"),
+    Case("split_reshape_no_permute", split_reshape_no_permute, "heads_split_without_transpose"),
+    Case("merge_by_reshape", merge_by_reshape, "heads_merged_without_transpose"),
+    Case("merge_by_view_flat", merge_by_view_flat, "heads_merged_without_transpose"),
+    Case("view_after_transpose", view_after_transpose, "missing_contiguous"),
+    Case("squeezes_the_batch", squeezes_the_batch, "batch_one_only"),
+    Case("merge_for_one_sequence", merge_for_one_sequence, "batch_one_only"),
+    Case("dropout_on_weights", dropout_on_weights, "dropout_left_on"),
+    Case("sdpa_dropout_p", sdpa_dropout_p, "dropout_left_on"),
+    Case("forgets_w_o", forgets_w_o, "missing_output_projection"),
+    Case("gqa_by_repeat", gqa_by_repeat, "kv_heads_repeated_not_interleaved"),
+    Case("gqa_by_tile_cat", gqa_by_tile_cat, "kv_heads_repeated_not_interleaved"),
+    # cache-level mistakes: the prompt is right
+    Case("embeds_from_zero", embeds_from_zero, "positions_not_advanced"),
+    Case("positions_arange_n_new", positions_arange_n_new, "positions_not_advanced"),
+    Case("is_causal_everywhere", is_causal_everywhere, "is_causal_top_left"),
+    Case("tril_by_hand_top_left", tril_by_hand_top_left, "is_causal_top_left"),
+    Case("none_for_one_causal_for_several", none_for_one_causal_for_several, "is_causal_top_left"),
+    Case("returns_the_given_cache", returns_the_given_cache, "cache_not_appended"),
+    Case("stores_only_the_newest", stores_only_the_newest, "cache_not_appended"),
+    Case("forgot_to_cat_keys", forgot_to_cat_keys, "keys_not_appended"),
+    Case("stores_old_keys", stores_old_keys, "keys_not_appended"),
+    Case("forgot_to_cat_values", forgot_to_cat_values, "values_not_appended"),
+    Case("stores_old_values", stores_old_values, "values_not_appended"),
+    Case("cat_on_heads_axis", cat_on_heads_axis, "cache_wrong_axis"),
+    Case("cat_on_last_axis_merged", cat_on_last_axis_merged, "cache_wrong_axis"),
+    Case("kv_cache_without_copy", kv_cache_without_copy, "cache_modified_in_place"),
+    Case("preallocated_in_place", preallocated_in_place, "cache_modified_in_place"),
+    Case("list_entries_replaced", list_entries_replaced, "cache_modified_in_place"),
+    # wrong, and no single known bug fits: the verdict must fail
+    Case("blocked_get_a_bonus", blocked_get_a_bonus, "additive_mask_wrong"),
+    Case("the_one_liner", the_one_liner, FAIL),
+    Case("calls_generate", calls_generate, FAIL),
+    Case("calls_cached_attention", calls_cached_attention, FAIL),
+    Case("block_attention_for_prompt", block_attention_for_prompt, FAIL),
+    Case("skips_the_mlp", skips_the_mlp, FAIL),
+    Case("first_layers_cache_everywhere", first_layers_cache_everywhere, FAIL),
+    Case("last_position_only", last_position_only, FAIL),
+]
