@@ -151,7 +151,7 @@ def test_the_loss_falls_while_both_scores_rise(runs):
         falls = run.halfway_step("repeat_loss")
         assert abs(run.halfway_step("previous") - falls) <= 25
         assert abs(run.halfway_step("induction") - falls) <= 25
-        assert run.score_steps[0] == 0 and run.score_steps[-1] == 250
+        assert run.score_steps[0] == 0 and run.score_steps[-1] == 250 and len(run.repeat_losses) == 250
 
 
 def test_one_layer_does_not_learn_the_repeat():
@@ -161,7 +161,10 @@ def test_one_layer_does_not_learn_the_repeat():
 
 def test_halfway_step_reads_a_rise_and_a_fall():
     run = induction.InductionResult(seed=0, n_layers=1, periods=(4,), score_steps=[0, 10, 20, 30],
-                                    repeat_loss_history=[3.0, 2.9, 1.0, 0.2])
-    assert run.halfway_step("repeat_loss") == 20
+                                    previous_history=[torch.tensor([[v]]) for v in (0.1, 0.2, 0.5, 0.6)],
+                                    repeat_losses=[3.0] * 20 + [0.0] * 20)
+    assert run.halfway_step("previous") == 20                  # halfway from 0.1 to 0.6 is 0.35
+    steps, smoothed = run.curve("repeat_loss")                 # the mean of the last 10 steps
+    assert steps[0] == 1 and smoothed[24] == 1.5 and run.halfway_step("repeat_loss") == 25
     with pytest.raises(ValueError, match="repeat_loss"):
         run.curve("loss")

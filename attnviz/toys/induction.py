@@ -134,8 +134,8 @@ class InductionResult:
     n_layers: int
     periods: tuple
     losses: list = field(default_factory=list)             # training loss per step (every next token)
-    score_steps: list = field(default_factory=list)        # steps at which the histories below were taken
-    repeat_loss_history: list = field(default_factory=list)  # repeat loss on 64 held-out sequences
+    repeat_losses: list = field(default_factory=list)      # the training batch's repeat loss per step
+    score_steps: list = field(default_factory=list)        # steps at which the scores below were taken
     previous_history: list = field(default_factory=list)   # (n_layers, n_heads) previous-token scores
     induction_history: list = field(default_factory=list)  # (n_layers, n_heads) induction scores
     previous: torch.Tensor | None = None                    # held-out, (n_layers, n_heads)
@@ -147,36 +147,39 @@ class InductionResult:
     eval_tokens: torch.Tensor | None = None                 # (eval_batch, length)
     eval_period: torch.Tensor | None = None                 # (eval_batch,)
 
-    def curve(self, name: str) -> list[float]:
-        """One number per scored step: ``"repeat_loss"``, ``"previous"`` (layer 0's best head) or
-        ``"induction"`` (the last layer's best head)."""
+    def curve(self, name: str, window: int = 10) -> tuple[list[int], list[float]]:
+        """``(steps, values)``. ``"repeat_loss"``: the training batches' repeat loss at every step,
+        averaged over the last ``window`` steps; ``"previous"``: layer 0's best previous-token score
+        and ``"induction"``: the last layer's best induction score, at :attr:`score_steps`."""
         if name == "repeat_loss":
-            return list(self.repeat_loss_history)
+            values = [sum(self.repeat_losses[max(0, i - window + 1):i + 1]) / (i + 1 - max(0, i - window + 1))
+                      for i in range(len(self.repeat_losses))]
+            return list(range(1, len(values) + 1)), values
         if name == "previous":
-            return [float(score[0].max()) for score in self.previous_history]
+            return list(self.score_steps), [float(score[0].max()) for score in self.previous_history]
         if name == "induction":
-            return [float(score[-1].max()) for score in self.induction_history]
+            return list(self.score_steps), [float(score[-1].max()) for score in self.induction_history]
         raise ValueError(f"name must be 'repeat_loss', 'previous' or 'induction', got {name!r}.")
 
     def halfway_step(self, name: str) -> int:
-        """The first scored step at which :meth:`curve` ``name`` had covered half its way from its
-        first value to its last (the middle of its rise, or of its fall)."""
-        values = self.curve(name)
+        """The first step at which :meth:`curve` ``name`` had covered half its way from its first
+        value to its last (the middle of its rise, or of its fall)."""
+        steps, values = self.curve(name)
         middle = (values[0] + values[-1]) / 2
         falling = values[-1] < values[0]
-        for step, value in zip(self.score_steps, values, strict=True):
+        for step, value in zip(steps, values, strict=True):
             if (value <= middle) if falling else (value >= middle):
                 return step
-        return self.score_steps[-1]
+        return steps[-1]
 
 
 def train_induction(seed=0, *, vocab=24, length=24, periods=TRAIN_PERIODS, d_model=32, n_heads=2,
-                    n_layers=2, mlp=False, steps=250, batch=32, lr=7e-3, eval_batch=256, score_every=5,
+                    n_layers=2, mlp=False, steps=250, batch=32, lr=7e-3, eval_batch=256, score_every=10,
                     progress=None) -> InductionResult:
     """Train a :class:`TinyGPT` (attention only unless ``mlp``) on repeated segments, loss on every
-    next token. Every ``score_every`` steps the repeat loss and the head scores are taken on 64
-    held-out sequences. ``progress`` (optional) is called as ``progress(step, steps, loss)`` every 50
-    steps and at the end.
+    next token; each step's repeat loss is recorded, and every ``score_every`` steps (and before the
+    first) the head scores are taken on 64 held-out sequences. ``progress`` (optional) is called as
+    ``progress(step, steps, loss)`` every 50 steps and at the end.
     """
     steps = require_positive_int(steps, "steps")
     periods = tuple(periods)
@@ -185,26 +188,23 @@ def train_induction(seed=0, *, vocab=24, length=24, periods=TRAIN_PERIODS, d_mod
         torch.manual_seed(seed)
         model = TinyGPT(vocab, d_model, n_heads, n_layers, length, mlp=mlp)
         generator = torch.Generator().manual_seed(30_000 + seed)
-        probe, probe_period = sample_segments(64, length, vocab, periods,
-                                              torch.Generator().manual_seed(40_000 + seed))
+        probe, _ = sample_segments(64, length, vocab, periods, torch.Generator().manual_seed(40_000 + seed))
         result = InductionResult(seed=seed, n_layers=n_layers, periods=periods)
 
         def take_scores(step):
-            model.eval()
             with torch.no_grad():
-                loss = next_token_losses(model, probe)[repeat_queries(probe_period, length)].mean().item()
                 previous, induction = head_scores(model.attention_weights(probe), probe)
-            model.train()
             result.score_steps.append(step)
-            result.repeat_loss_history.append(loss)
             result.previous_history.append(previous)
             result.induction_history.append(induction)
 
         def loss_of(sample):
-            tokens, _ = sample
-            return next_token_losses(model, tokens).mean(), None
+            tokens, period = sample
+            losses = next_token_losses(model, tokens)                                     # (batch, n - 1)
+            return losses.mean(), losses.detach()[repeat_queries(period, length)].mean().item()
 
-        def on_step(step, loss, *_):
+        def on_step(step, loss, _sample, repeat_loss):
+            result.repeat_losses.append(repeat_loss)
             if step % score_every == 0 or step == steps:
                 take_scores(step)
             if progress is not None and (step % 50 == 0 or step == steps):
@@ -224,4 +224,3 @@ def train_induction(seed=0, *, vocab=24, length=24, periods=TRAIN_PERIODS, d_mod
         result.repeat_accuracy = repeat_accuracy(model, tokens, period)
     result.model, result.eval_tokens, result.eval_period = model, tokens, period
     return result
-
