@@ -5,19 +5,22 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+NODE   := node_modules/.installed
 PORT   ?= 8888
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test lint clean help student nbgrader screenshots
+.PHONY: lab test check lint js canvas clean help student nbgrader screenshots
 
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
-	@echo "make test   run the unit tests and every notebook (nbval)"
-	@echo "make student  write the student edition (solutions replaced by stubs) to student/"
+	@echo "make test   run every test: lint, unit tests, every notebook (nbval), the browser test, Binder, nbgrader, the hub"
+	@echo "make check  the quick loop: lint and the unit tests (no notebooks, no browser, no slow builds)"
+	@echo "make canvas rebuild attnviz/widgets/canvas.js from the front-end's modules in attnviz/widgets/js/"
+	@echo "make student  build the learner's edition in student/ (exercises as stubs; keeps every notebook you changed)"
 	@echo "make nbgrader write an nbgrader course folder (one assignment per exercise notebook) to nbgrader_course/"
 	@echo "make screenshots  run the browser test and refresh the README's images in docs/screenshots/"
-	@echo "make clean  remove .venv"
+	@echo "make clean  remove .venv and node_modules"
 
 $(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,12 +38,41 @@ $(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	  done; fi
 	touch $(STAMP)
 
-lab: $(STAMP)
-	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) notebooks/00_start_here.ipynb
+# The JavaScript tools pinned in package.json (biome, esbuild, ...), from the npm registry.
+$(NODE): package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE)
 
-test: $(STAMP)
-	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools
-	$(BIN)/python -m pytest
+# Learners work in the learner's edition (student/), built from the teacher's edition (notebooks/);
+# building it again never overwrites a notebook the learner changed (tools/make_student.py).
+lab: $(STAMP)
+	$(BIN)/python tools/make_student.py notebooks student
+	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) --ServerApp.root_dir=. student/00_start_here.ipynb
+
+# Test files run side by side (pytest-xdist): each file, and each notebook, on one worker with its own
+# kernels and fixtures (the browser test with its own JupyterLab and Chromium), three at a time on two
+# cores, since much of the time goes to waiting on kernels and browsers.
+PARALLEL ?= -n 3 --dist loadfile
+
+test: lint js
+	$(BIN)/python -m pytest $(PARALLEL)
+
+# The quick loop for an edit: lint and the unit tests, in under a minute; make test runs the rest.
+check: lint js
+	$(BIN)/python -m pytest tests -q -m "not slow and not browser and not corpus" -n 2 --dist loadfile
+
+# Python with ruff; the front-end's JavaScript with biome (lint and format).
+lint: $(STAMP) $(NODE)
+	$(BIN)/python -m ruff check attnviz tests notebooks benchmarks tools conftest.py
+	node_modules/.bin/biome ci --colors=off --error-on-warnings
+
+# The front-end's unit tests on node's own test runner (no browser), among them that
+# attnviz/widgets/canvas.js is what its modules in attnviz/widgets/js/ build.
+js: $(NODE)
+	node --test tests/js/*.test.js
+
+canvas: $(NODE)
+	node tools/build_canvas.js
 
 student: $(STAMP)
 	$(BIN)/python tools/make_student.py notebooks student
@@ -56,4 +88,4 @@ screenshots: $(STAMP)
 	cp screenshots/[0-9][0-9]_*.png docs/screenshots/
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) node_modules

@@ -1,6 +1,6 @@
 """Input checks that speak to a learner.
 
-Every public function in the core calls these before touching torch, so a
+Every public function of the math layer calls these before touching torch, so a
 wrong shape surfaces as a sentence naming the argument, both shapes and the
 dimension that disagrees, never as a stack trace from inside torch.
 """
@@ -163,7 +163,7 @@ def check_mask(mask, scores_shape, name: str = "mask") -> torch.Tensor:
     return mask
 
 
-# --- the attention core's arguments --------------------------------------------------------
+# --- the arguments of attention (attnviz.core) ------------------------------------------
 
 
 def _like_q(q, other, name: str) -> None:

@@ -15,7 +15,7 @@ from functools import lru_cache
 
 import torch
 
-from ._validate import require_positive_int, require_positive_number
+from ._validate import require_finite_number, require_positive_int, require_positive_number
 from .core import causal_mask, padding_mask
 from .cost import kv_cache_bytes
 from .diagnostics import attention_entropy, row_max_weight, softmax_jacobian_norm
@@ -29,9 +29,14 @@ __all__ = [
     "lookup_state",
     "mask_state",
     "kv_cache_state",
+    "heads_state",
+    "head_weights",
     "format_bytes",
+    "binary_unit",
     "LOOKUP_WORDS",
+    "KEY_ANGLES_DEG",
     "MASK_LENGTHS",
+    "MAX_HEADS",
 ]
 
 MASKS = ("none", "causal", "padding", "causal+padding")
@@ -53,16 +58,6 @@ def _seed(seed) -> int:
 def _padded_length(n: int) -> int:
     """How many real tokens the padded sequence of the saturation explorer has."""
     return max(1, n - max(1, n // 4))
-
-
-def require_finite(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a number, got {value!r}.") from None
-    if not math.isfinite(value):
-        raise ValueError(f"{name} must be a finite number, got {value}.")
-    return value
 
 
 def _mask_for(kind: str, n: int, n_real: int):
@@ -177,7 +172,7 @@ def saturation_state(d_k, temperature=1.0, scaled=True, mask="none", seed=0, n=8
 
 LOOKUP_WORDS = ("cat", "dog", "car", "bus", "tree")
 # Keys are unit vectors: similar words advertise similar directions (cat near dog, car near bus).
-_KEY_ANGLES_DEG = (20.0, 60.0, 160.0, 200.0, 290.0)
+KEY_ANGLES_DEG = (20.0, 60.0, 160.0, 200.0, 290.0)
 # Values are what each word contributes when attended to: a separate 2-D point per word.
 _VALUES = ((1.0, 3.0), (2.0, 3.5), (4.0, 0.5), (4.5, 1.5), (0.5, 0.5))
 
@@ -200,15 +195,15 @@ def lookup_state(query_angle=30.0, temperature=1.0, query_word=None) -> dict:
     and ``distance_to_average`` (output to the mean of the values).
     """
     temperature = require_positive_number(temperature, "temperature")
-    angles = torch.tensor(_KEY_ANGLES_DEG, dtype=torch.float64).deg2rad()
+    angles = torch.tensor(KEY_ANGLES_DEG, dtype=torch.float64).deg2rad()
     keys = torch.stack([angles.cos(), angles.sin()], dim=-1)          # (5, 2)
     values = torch.tensor(_VALUES, dtype=torch.float64)               # (5, 2)
     if query_word is not None:
         word = _choice(query_word, "query_word", LOOKUP_WORDS)
         query = keys[LOOKUP_WORDS.index(word)].clone()
-        query_angle = _KEY_ANGLES_DEG[LOOKUP_WORDS.index(word)]
+        query_angle = KEY_ANGLES_DEG[LOOKUP_WORDS.index(word)]
     else:
-        angle = math.radians(require_finite(query_angle, "query_angle"))
+        angle = math.radians(require_finite_number(query_angle, "query_angle"))
         query = torch.tensor([math.cos(angle), math.sin(angle)], dtype=torch.float64)
     scores = keys @ query / temperature                               # (5,)
     weights = torch.softmax(scores, dim=-1)                           # (5,)
@@ -338,13 +333,22 @@ def mask_state(mask="none", fill="-inf", dtype="float32", seed=0) -> dict:
 # ---------------------------------------------------------------------------------------------
 # The KV cache.
 
+def binary_unit(n_bytes) -> tuple[str, int]:
+    """The largest binary unit that ``n_bytes`` fills, and its size: ``('GiB', 1024**3)`` down to
+    ``('B', 1)``."""
+    for unit, power in (("GiB", 3), ("MiB", 2), ("KiB", 1)):
+        if n_bytes >= 1024**power:
+            return unit, 1024**power
+    return "B", 1
+
+
 def format_bytes(n_bytes) -> str:
     """``2147483648`` -> ``'2.00 GiB'``, in binary units (1 KiB = 1024 B)."""
     n_bytes = int(n_bytes)
-    for unit, power in (("GiB", 3), ("MiB", 2), ("KiB", 1)):
-        if n_bytes >= 1024**power:
-            return f"{n_bytes / 1024**power:,.2f} {unit}"
-    return f"{n_bytes:,} B"
+    unit, size = binary_unit(n_bytes)
+    if size == 1:
+        return f"{n_bytes:,} B"
+    return f"{n_bytes / size:,.2f} {unit}"
 
 
 def kv_cache_state(n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, seq_len=4096,
@@ -389,5 +393,101 @@ def kv_cache_state(n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, seq_len=40
             "per_token_bytes": per_token,
             "text": format_bytes(sizes["GQA"]),
             "heads_per_kv_head": n_heads // n_kv_heads,
+        },
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Heads: one head picked from every head of a model.
+
+MAX_HEADS = 96      # the head explorer's grid shows at most this many (layers x heads)
+
+
+def head_weights(weights) -> torch.Tensor:
+    """``weights`` checked and as float64 ``(n_layers, n_heads, n_q, n_k)`` (a copy).
+
+    ``weights``: ``(n_heads, n_q, n_k)`` (one layer) or ``(n_layers, n_heads, n_q, n_k)``, a torch
+    tensor, numpy array or nested list of numbers. Attention weights lie in [0, 1]; NaN is allowed
+    (a fully masked row filled with -inf). At most :data:`MAX_HEADS` heads in all.
+    """
+    try:
+        if isinstance(weights, torch.Tensor):
+            tensor = weights.detach().to("cpu", torch.float64).clone()
+        else:
+            tensor = torch.tensor(weights, dtype=torch.float64)           # numpy arrays and lists
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"weights must be a torch tensor, a numpy array or a list of numbers, "
+                        f"got {type(weights).__name__}.") from None
+    if tensor.dim() == 3:
+        tensor = tensor[None]
+    if tensor.dim() != 4:
+        raise ValueError(
+            f"weights has shape {tuple(tensor.shape)} ({tensor.dim()} dimensions); the head explorer needs "
+            f"(n_heads, n_q, n_k) or (n_layers, n_heads, n_q, n_k). For a batch, pick one sequence "
+            f"first, e.g. weights[0]."
+        )
+    n_layers, n_heads, _n_q, _n_k = tensor.shape
+    if min(tensor.shape) == 0:
+        raise ValueError(f"weights has shape {tuple(tensor.shape)}: every dimension must be at least 1.")
+    if n_layers * n_heads > MAX_HEADS:
+        raise ValueError(
+            f"weights holds {n_layers} layers x {n_heads} heads = {n_layers * n_heads} heads; the grid "
+            f"shows at most {MAX_HEADS}. Pass a few layers, e.g. weights[:4]."
+        )
+    checks = ((tensor.isinf(), "infinite"), (tensor < 0, "negative"), (tensor > 1 + 1e-6, "above 1"))
+    for bad, words in checks:
+        if bool(bad.any()):
+            where = tuple(int(i) for i in bad.nonzero()[0])
+            raise ValueError(
+                f"weights has {int(bad.sum())} {words} entries (the first at index {where}, "
+                f"value {float(tensor[where]):g}). Attention weights come out of a softmax, so each lies "
+                f"between 0 and 1 and each row sums to 1; pass the weights, not the scores. "
+                f"(NaN is allowed: it is drawn pink.)")
+    return tensor
+
+
+def heads_state(weights, layer=0, head=0, tokens=None) -> dict:
+    """One head of a model, picked by ``layer`` and ``head``, and how sharply it attends.
+
+    ``weights``: every head's attention weights for one sequence, as :func:`head_weights` takes them.
+    ``tokens``: one label per key position (used for the queries too when ``n_q == n_k``), or None.
+
+    Returns a dict with ``layer``, ``head``, ``weights`` (that head's ``(n_q, n_k)``, float64, NaN
+    kept), ``top`` ``(n_q,)`` (each query's largest weight's key), ``nan_rows`` ``(n_q,)`` bool,
+    ``key_labels`` and ``query_labels`` (lists of strings, or None) and ``metrics``: ``layer``,
+    ``head``, ``entropy`` (nats) and ``max_weight`` (means over the queries whose row holds no NaN;
+    NaN if none does) and ``nan_rows`` (how many rows hold NaN).
+    """
+    stack = head_weights(weights)                                     # (n_layers, n_heads, n_q, n_k)
+    n_layers, n_heads, n_q, n_k = stack.shape
+    layer = require_positive_int(layer, "layer", allow_zero=True, maximum=n_layers - 1)
+    head = require_positive_int(head, "head", allow_zero=True, maximum=n_heads - 1)
+    if tokens is not None:
+        tokens = [str(token) for token in tokens]
+        if len(tokens) != n_k:
+            raise ValueError(
+                f"tokens has {len(tokens)} entries but weights has n_k={n_k} keys (its last "
+                f"dimension); give one token per position."
+            )
+    one = stack[layer, head]                                          # (n_q, n_k)
+    nan = one.isnan()
+    nan_rows = nan.any(dim=-1)                                        # (n_q,)
+    shown = one.masked_fill(nan, float("-inf"))
+    live = ~nan_rows
+    entropy = attention_entropy(one.nan_to_num(nan=0.0))              # (n_q,)
+    return {
+        "layer": layer,
+        "head": head,
+        "weights": one,
+        "top": shown.argmax(dim=-1),                                  # (n_q,) the first largest
+        "nan_rows": nan_rows,
+        "key_labels": tokens,
+        "query_labels": tokens if tokens is not None and n_q == n_k else None,
+        "metrics": {
+            "layer": layer,
+            "head": head,
+            "entropy": float(entropy[live].mean()) if bool(live.any()) else float("nan"),
+            "max_weight": float(shown.amax(dim=-1)[live].mean()) if bool(live.any()) else float("nan"),
+            "nan_rows": int(nan_rows.sum()),
         },
     }

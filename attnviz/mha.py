@@ -1,4 +1,4 @@
-"""Multi-head attention as a module, built on the core's attention function."""
+"""Multi-head attention as a module, built on :func:`attnviz.core.scaled_dot_product_attention`."""
 
 from __future__ import annotations
 

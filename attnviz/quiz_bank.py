@@ -199,8 +199,8 @@ QUIZZES = {
              "shrinks.")),
         _mc("A query row in which every key is blocked is filled with −inf. What comes out?",
             ("NaN from a plain softmax (0/0); zeros from PyTorch's fused function.", True,
-             "Measured on the installed PyTorch. Older write-ups say NaN for both; a torch.finfo(...).min "
-             "fill gives a uniform blend instead."),
+             "Measured on the installed PyTorch in notebook 04 (another version may differ); a "
+             "torch.finfo(...).min fill gives a uniform blend instead."),
             ("Zeros, from a plain softmax and from the fused function alike.", False,
              "A plain softmax divides exp(−inf) = 0 by a sum of zeros: 0/0 = NaN."),
             ("A uniform blend of all the values, since every score is equal.", False,
@@ -212,17 +212,18 @@ QUIZZES = {
             ("It works: -1e9 is stored exactly, and blocked keys get weight 0.", False,
              "float16 cannot hold -1e9; its most negative finite value is -65504."),
             ("It raises a RuntimeError: -1e9 does not fit in float16.", True,
-             "Measured on the installed PyTorch. Many write-ups say it silently becomes −inf (and NaN "
-             "on fully masked rows); today it is refused. Use torch.finfo(scores.dtype).min."),
+             "Measured on the installed PyTorch in notebook 04: a natural guess is that it silently "
+             "becomes −inf, but masked_fill refuses it. Use torch.finfo(scores.dtype).min."),
             ("It is silently clamped to -65504, float16's most negative value.", False,
              "PyTorch does not clamp fill values; it refuses ones that overflow."),
             ("It is silently rounded to 0, so the mask does nothing.", False,
              "A value too large in magnitude is never rounded to 0.")),
-        _mc("A model trained with its causal mask upside down reports a superb training loss but "
-            "generates nonsense. Why?",
+        _mc("A model trained with no causal mask reaches a training loss near 0, but falls apart "
+            "when it writes text one token at a time. Why?",
             ("It could read the tokens it had to predict.", True,
-             "Training leaked the answers; at generation time there is no future to read."),
-            ("The mask removed half the parameters, so the model is too small.", False,
+             "Training leaked the answers: each position read the next token. When it writes text, "
+             "the next token does not exist yet."),
+            ("Without a mask the model has fewer parameters, so it is too small.", False,
              "A mask changes what is visible, not the number of parameters."),
             ("Generation uses a different softmax from training.", False,
              "Generation runs the same attention, one position at a time."),
@@ -232,7 +233,9 @@ QUIZZES = {
     "05": [
         _mc("What does multi-head attention buy over one head of the same total width?",
             ("Several different attention patterns at once, one per head.", True,
-             "One averaged blend cannot follow several relationships at once; separate heads can."),
+             "Each head has its own softmax, so each can put its weight on a different place. In "
+             "notebook 05 one head of the same width had to share one unit of weight between two "
+             "places, and did worse on every seed."),
             ("More compute and more parameters, like a layer of several times the width.", False,
              "The total width is the same; the cost is nearly the same."),
             ("Less noise, because the heads' outputs are averaged together.", False,

@@ -14,4 +14,8 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))
 
-torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+# One thread per test process: the course's tensors are small, and `make test` runs test files side by
+# side (pytest-xdist). On this 2-core machine under load, two threads made a tiny model's generate()
+# 10 to 20 times slower (threads waiting for each other), not faster.
+torch.set_num_threads(1)
+

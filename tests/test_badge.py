@@ -5,7 +5,10 @@
 * Without a remote, or with one that is not on GitHub (a clone of a local folder, as CI's fresh
   clone is, has ``origin`` pointing at a filesystem path), the course is not published yet, and the
   ``OWNER/REPO`` placeholder is allowed.
-* Either way the badge's ``urlpath`` opens a notebook that exists, and binder/ exists.
+* Either way the badge's ``urlpath`` opens a notebook that exists, and binder/ exists. The badge
+  opens the learner's edition, ``student/``, which is not committed: binder/postBuild builds it
+  from ``notebooks/``, so a ``student/`` target must exist in ``notebooks/`` and postBuild must
+  build it.
 
 Each case is tested on a temporary git repository.
 """
@@ -24,7 +27,8 @@ BADGE = re.compile(r"\[!\[Launch on Binder\]\(https://mybinder\.org/badge_logo\.
                    r"\((https://mybinder\.org/v2/gh/([^/\s]+)/([^/\s]+)/([^?\s)]+)(?:\?urlpath=([^)\s]*))?)\)")
 GITHUB = re.compile(r"^(?:https?://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/)"
                     r"([^/]+)/([^/]+?)(?:\.git)?/?$")
-FIRST_NOTEBOOK = "notebooks/00_start_here.ipynb"
+FIRST_NOTEBOOK = "student/00_start_here.ipynb"   # the learner's edition, built by binder/postBuild
+BUILDS_LEARNERS_EDITION = "tools/make_student.py notebooks student"
 
 
 def badge_line(owner: str, repo: str) -> str:
@@ -58,6 +62,12 @@ def badge_problems(root: Path) -> list[str]:
             f"(Binder builds from binder/ in that repository: binder/requirements.txt, binder/runtime.txt, "
             f"binder/postBuild.)")
     target = re.sub(r"^(?:lab/tree/|tree/)", "", urlpath or "")
+    if target.startswith("student/"):         # built at image build time from the teacher's edition
+        post_build = root / "binder" / "postBuild"
+        if not post_build.is_file() or BUILDS_LEARNERS_EDITION not in post_build.read_text():
+            problems.append(f"README.md's Binder badge opens {target}, but binder/postBuild does not build "
+                            f"the learner's edition (it should run: python {BUILDS_LEARNERS_EDITION}).")
+        target = "notebooks/" + target.removeprefix("student/")
     if not urlpath or not target.endswith(".ipynb") or not (root / target).is_file():
         problems.append(f"README.md's Binder badge opens urlpath={urlpath!r}, which is not a notebook in "
                         f"this repository; use urlpath=lab/tree/{FIRST_NOTEBOOK}:\n{fix}")
@@ -81,9 +91,10 @@ def _repo(path: Path, badge: str, remote: str | None = None) -> Path:
     path.mkdir()
     (path / "README.md").write_text(f"# Course\n\n{badge}\n")
     (path / "notebooks").mkdir()
-    (path / FIRST_NOTEBOOK).write_text("{}")
+    (path / "notebooks" / "00_start_here.ipynb").write_text("{}")
     (path / "binder").mkdir()
     (path / "binder" / "requirements.txt").write_text("torch\n")
+    (path / "binder" / "postBuild").write_text(f"python {BUILDS_LEARNERS_EDITION}\n")
     _git(path, "init", "-q")
     if remote:
         _git(path, "remote", "add", "origin", remote)
@@ -149,6 +160,13 @@ def test_a_badge_opening_a_missing_notebook_fails(tmp_path):
     badge = PLACEHOLDER.replace("00_start_here", "00_gone")
     problems = badge_problems(_repo(tmp_path / "r", badge))
     assert len(problems) == 1 and "00_gone" in problems[0] and PLACEHOLDER in problems[0]
+
+
+def test_a_badge_opening_the_learners_edition_needs_postbuild_to_build_it(tmp_path):
+    repo = _repo(tmp_path / "r", PLACEHOLDER)
+    (repo / "binder" / "postBuild").write_text("echo nothing\n")
+    problems = badge_problems(repo)
+    assert len(problems) == 1 and "does not build the learner's edition" in problems[0]
 
 
 def test_no_badge_or_two_badges_fail(tmp_path):

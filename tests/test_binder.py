@@ -6,8 +6,9 @@
   installs binder/requirements.txt and runs binder/postBuild.
 * A fresh virtual environment built from binder/requirements.txt (less the index line: only the
   registries reachable here can be used) installs, passes `pip check`, switches JupyterLab's news
-  off through binder/postBuild, and runs every notebook, as an unprivileged user from a read-only
-  copy of the course (as on a JupyterHub); nothing is written into that copy.
+  off and builds the learner's edition (student/, what the Binder badge opens) through
+  binder/postBuild, and runs every notebook of that edition, as an unprivileged user from a
+  read-only copy of the course (as on a JupyterHub); nothing is written into that copy.
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 BINDER = REPO / "binder"
-TEST_ONLY = {"pytest", "nbval", "hypothesis", "ruff", "playwright", "jupyter-repo2docker",
-             "nbgrader"}   # nbgrader: the teacher's grading tool, not for learners on Binder
+TEST_ONLY = {"pytest", "pytest-xdist", "nbval", "hypothesis", "ruff", "playwright", "jupyter-repo2docker",
+             "nbgrader",                    # the teacher's grading tool, not for learners on Binder
+             "jupyterhub", "nbgitpuller"}   # tests/test_hub.py's hub; Binder runs its own
 CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 
 
@@ -154,6 +156,9 @@ def test_fresh_binder_environment_runs_every_notebook_read_only_as_unprivileged_
         notification = overrides["@jupyterlab/apputils-extension:notification"]
         assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
         _assert_lab_in_env_has_news_off(venv)
+        learners = sorted(p.name for p in (course / "student").glob("[0-9][0-9]_*.ipynb"))
+        assert learners == sorted(p.name for p in (course / "notebooks").glob("[0-9][0-9]_*.ipynb")), (
+            "binder/postBuild did not build the learner's edition in student/")
 
         # every notebook, as an unprivileged user, from a read-only copy of the course
         for leftover in ("build", "attnviz.egg-info"):   # what `pip install .` leaves in a checkout
@@ -169,7 +174,7 @@ def test_fresh_binder_environment_runs_every_notebook_read_only_as_unprivileged_
                       "extra_groups": []}
         env = {"HOME": str(home), "PATH": f"{venv / 'bin'}:/usr/bin:/bin", "LANG": "C.UTF-8",
                "PYTHONDONTWRITEBYTECODE": "1"}
-        notebooks = sorted(str(p) for p in (course / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+        notebooks = sorted(str(p) for p in (course / "student").glob("[0-9][0-9]_*.ipynb"))
         assert notebooks, "no notebooks in the copy"
         done = subprocess.run([str(venv / "bin" / "python"), str(course / "tests" / "_run_notebooks.py"),
                                "--json", *notebooks], cwd=home, env=env, capture_output=True, text=True,

@@ -55,7 +55,7 @@ def test_not_implemented_is_a_verdict_with_the_hint():
 
     result = check_attention(stub)
     assert not result.passed and result.bug is None and result.status == "not_implemented"
-    assert "not yet implemented" in repr(result) and "weights @ v" in repr(result)
+    assert "not written yet" in repr(result) and "weights @ v" in repr(result)
 
 
 def test_other_exceptions_are_reported_with_the_input_shapes():

@@ -8,9 +8,12 @@ import torch
 from attnviz.explore import (
     DTYPES,
     FILLS,
+    KEY_ANGLES_DEG,
     LOOKUP_WORDS,
     MASKS,
+    binary_unit,
     format_bytes,
+    heads_state,
     kv_cache_state,
     lookup_state,
     mask_state,
@@ -166,6 +169,74 @@ def test_kv_cache_state_bad_grouping_is_explained():
                                      (3 * 1024**2, "3.00 MiB"), (int(1.5 * 1024**3), "1.50 GiB")])
 def test_format_bytes_uses_binary_units(n, text):
     assert format_bytes(n) == text
+
+
+def test_binary_unit_is_the_largest_the_size_fills():
+    assert binary_unit(1023) == ("B", 1) and binary_unit(1024) == ("KiB", 1024)
+    assert binary_unit(2 * 1024**3 - 1) == ("GiB", 1024**3) and binary_unit(5 * 1024**2) == ("MiB", 1024**2)
+
+
+def test_each_word_is_aimed_at_by_its_key_angle():
+    for word, angle in zip(LOOKUP_WORDS, KEY_ANGLES_DEG, strict=True):
+        by_word, by_angle = lookup_state(query_word=word), lookup_state(query_angle=angle)
+        assert by_word["query_angle"] == angle
+        assert torch.allclose(by_word["weights"], by_angle["weights"])
+
+
+@pytest.mark.parametrize("angle, error", [("30", TypeError), (True, TypeError), (float("nan"), ValueError),
+                                          (float("inf"), ValueError)])
+def test_lookup_angle_must_be_a_finite_number(angle, error):
+    with pytest.raises(error, match="query_angle"):
+        lookup_state(query_angle=angle)
+
+
+def _heads():
+    return torch.softmax(torch.randn(2, 3, 4, 5, generator=torch.Generator().manual_seed(0)), dim=-1)
+
+
+def test_heads_state_picks_one_head_and_measures_it():
+    weights = _heads()
+    state = heads_state(weights, layer=1, head=2, tokens=list("abcde"))
+    one = weights[1, 2].double()
+    assert torch.equal(state["weights"], one) and state["weights"].dtype == torch.float64
+    assert torch.equal(state["top"], one.argmax(dim=-1))
+    assert state["key_labels"] == list("abcde") and state["query_labels"] is None      # n_q != n_k
+    m = state["metrics"]
+    assert (m["layer"], m["head"], m["nan_rows"]) == (1, 2, 0)
+    assert math.isclose(m["max_weight"], float(one.amax(-1).mean()))
+    assert math.isclose(m["entropy"], float(-(one * one.log()).sum(-1).mean()))
+    square = heads_state(torch.full((2, 3, 3), 1 / 3, dtype=torch.float64), head=1, tokens=[1, 2, 3])
+    assert square["query_labels"] == ["1", "2", "3"] and square["layer"] == 0          # one layer
+    assert math.isclose(square["metrics"]["entropy"], math.log(3))
+
+
+def test_heads_state_leaves_rows_of_nan_out_of_its_means():
+    weights = torch.full((1, 1, 3, 3), 1 / 3, dtype=torch.float64)
+    weights[0, 0, 2] = float("nan")                             # a fully masked row filled with -inf
+    state = heads_state(weights)
+    assert state["nan_rows"].tolist() == [False, False, True] and state["metrics"]["nan_rows"] == 1
+    assert math.isclose(state["metrics"]["max_weight"], 1 / 3)
+    all_nan = heads_state(torch.full((1, 2, 2), float("nan")))
+    assert math.isnan(all_nan["metrics"]["entropy"]) and math.isnan(all_nan["metrics"]["max_weight"])
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"layer": 2}, ValueError, "layer must be at most 1"),
+    ({"head": -1}, ValueError, "head must be 0 or more"),
+    ({"head": 1.5}, TypeError, "head must be a whole number"),
+    ({"tokens": ["a"]}, ValueError, "tokens has 1 entries but weights has n_k=5"),
+])
+def test_heads_state_bad_settings_are_named(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        heads_state(_heads(), **kwargs)
+
+
+def test_heads_state_takes_numpy_and_lists_and_names_what_it_cannot_take():
+    import numpy as np
+    assert heads_state(np.full((1, 2, 2), 0.5))["metrics"]["max_weight"] == 0.5
+    assert heads_state([[[0.25, 0.75]]])["weights"].tolist() == [[0.25, 0.75]]
+    with pytest.raises(TypeError, match="weights must be a torch tensor"):
+        heads_state("weights")
 
 
 def test_explore_stays_torch_only():

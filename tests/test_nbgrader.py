@@ -117,7 +117,7 @@ def test_an_exercise_without_a_check_cell_is_an_error(tmp_path):
     write(tmp_path / "course" / "01_x.ipynb", [
         ("md", "# X"), ("code", "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION",
                         ["solution"])])
-    with pytest.raises(StudentEditionError, match="no check cell calls a checker on f"):
+    with pytest.raises(StudentEditionError, match="no check cell"):   # the markers check says it first
         make_nbgrader.make_nbgrader(tmp_path / "course", tmp_path / "out")
 
 
@@ -230,7 +230,7 @@ def test_autograded_check_cells_show_the_verdict(graded, assignment):
     buggy = check_output("one_zoo_bug")
     assert f"[bug: {bug_id}]" in buggy and "AssertionError" in buggy
     untouched = check_output("untouched_release")
-    assert "not yet implemented" in untouched and "Hint: " in untouched
+    assert "not written yet" in untouched and "Hint: " in untouched
     assert "AssertionError" not in check_output("teacher_solution")
 
 

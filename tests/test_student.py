@@ -1,4 +1,5 @@
-"""The student edition: no solution code left, and its check cells answer "not yet implemented".
+"""The learner's edition: no solution code in view, its check cells answer "not written yet", and a
+rebuild never overwrites what a learner wrote.
 
 The tool is tested on a small notebook built here (so these tests do not wait for the course's
 notebooks), then on the real notebooks: the student edition of each exercise gets a verdict, never a
@@ -118,13 +119,13 @@ def synthetic(tmp_path_factory):
     (source / "01_demo.ipynb").write_text(json.dumps(nb))
     (source / "data.txt").write_text("a file beside the notebooks\n")
     out = tmp_path / "student"
-    written = make_student.make_student(source, out)
-    return source, out, written
+    done = make_student.make_student(source, out)
+    return source, out, done
 
 
 def test_stubs_replace_every_solution_block(synthetic):
-    source, out, written = synthetic
-    assert [p.name for p in written] == ["01_demo.ipynb"]
+    source, out, done = synthetic
+    assert [str(p) for p in done.written] == ["01_demo.ipynb", "data.txt"]
     cells = _code_cells(out / "01_demo.ipynb")
     student = "\n".join(src for _, src in cells)
     for gone in ("BEGIN SOLUTION", "END SOLUTION", "scores = q @ k", "self.n = n", ".tril()"):
@@ -138,12 +139,33 @@ def test_stubs_replace_every_solution_block(synthetic):
     compile(student, "student", "exec")                                          # still valid Python
 
 
+def _cells(path):
+    return json.loads(Path(path).read_text())["cells"]
+
+
+def test_each_solution_is_shown_collapsed_right_after_its_check(synthetic):
+    source, out, _ = synthetic
+    teacher, student = _cells(source / "01_demo.ipynb"), _cells(out / "01_demo.ipynb")
+    kinds = [(c["cell_type"], "solution-shown" in c["metadata"].get("tags", [])) for c in student]
+    # stub, check, its solution (collapsed markdown), stub, check, its solution, the last cell
+    assert kinds == [("markdown", False), ("code", False), ("code", False), ("markdown", True),
+                     ("code", False), ("code", False), ("markdown", True), ("code", False)]
+    shown = "".join(student[3]["source"])
+    assert shown.startswith("<details><summary>") and shown.rstrip().endswith("</details>")
+    assert "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])" in shown
+    assert "BEGIN SOLUTION" not in shown and "# hint:" not in shown
+    assert "return torch.ones(self.n, self.n, dtype=torch.bool).tril()" in "".join(student[6]["source"])
+    ids = [c["id"] for c in student]
+    assert len(set(ids)) == len(ids) and ids[3] == f"{teacher[1]['id']}-solution"
+
+
 def test_everything_else_is_unchanged_and_outputs_are_stripped(synthetic):
     source, out, _ = synthetic
-    teacher = json.loads((source / "01_demo.ipynb").read_text())
-    student = json.loads((out / "01_demo.ipynb").read_text())
-    assert len(teacher["cells"]) == len(student["cells"])
-    for before, after in zip(teacher["cells"], student["cells"], strict=True):
+    teacher = _cells(source / "01_demo.ipynb")
+    student = [c for c in _cells(out / "01_demo.ipynb")
+               if "solution-shown" not in c["metadata"].get("tags", [])]
+    assert len(teacher) == len(student)
+    for before, after in zip(teacher, student, strict=True):
         assert after["cell_type"] == before["cell_type"]
         if not _is_solution(before):
             assert "".join(after["source"]) == "".join(before["source"])
@@ -152,19 +174,83 @@ def test_everything_else_is_unchanged_and_outputs_are_stripped(synthetic):
     assert (out / "data.txt").read_text() == "a file beside the notebooks\n"
 
 
-def test_student_check_cells_say_not_yet_implemented(ran):
+def test_student_check_cells_say_not_written_yet(ran):
     student, teacher = ran[:2]
     assert all(cell["error"] is None for cell in student + teacher), student + teacher
     for index in (1, 3):
-        assert "not yet implemented" in student[index]["result"], student[index]
+        assert "not written yet" in student[index]["result"], student[index]
         assert teacher[index]["result"].startswith("✓"), teacher[index]
 
 
-def test_rebuilding_replaces_the_old_edition(synthetic):
-    source, out, _ = synthetic
-    (out / "stale.ipynb").write_text("{}")
+def _course(tmp_path, body="x = 1"):
+    source = tmp_path / "course"
+    source.mkdir(exist_ok=True)
+    write(source / "01_demo.ipynb", [("md", "# Demo"), ("code", SOLUTION_FN, ["solution"]),
+                                     ("code", "check_attention(my_attention)"), ("code", body)])
+    write(source / "02_more.ipynb", [("md", "# More"), ("code", body)])
+    return source
+
+
+def _learner_edits(path, text="# my own notes\n"):
+    nb = json.loads(path.read_text())
+    nb["cells"][1]["source"] = text + "".join(nb["cells"][1]["source"])
+    path.write_text(json.dumps(nb))                   # saved the way any editor would save it
+    return path.read_bytes()
+
+
+def test_rebuilding_keeps_a_learners_edited_notebook_byte_for_byte(tmp_path):
+    source, out = _course(tmp_path), tmp_path / "student"
     make_student.make_student(source, out)
-    assert not (out / "stale.ipynb").exists()
+    mine = _learner_edits(out / "01_demo.ipynb")
+    (out / "my_scratch.ipynb").write_text("{}")     # a notebook of the learner's own
+    again = make_student.make_student(source, out)     # a second make lab / make student
+    assert (out / "01_demo.ipynb").read_bytes() == mine
+    assert [str(p) for p in again.kept] == ["01_demo.ipynb"] and again.written == []
+    assert (out / "my_scratch.ipynb").read_text() == "{}"
+    assert not (out / "01_demo.new.ipynb").exists()   # the course did not change: nothing beside it
+    assert "kept your 01_demo.ipynb" in again.summary(out)
+
+
+def test_a_course_update_is_written_beside_an_edited_notebook_and_into_untouched_ones(tmp_path):
+    source, out = _course(tmp_path), tmp_path / "student"
+    make_student.make_student(source, out)
+    mine = _learner_edits(out / "01_demo.ipynb")
+    _course(tmp_path, body="x = 2  # the course was updated")          # as after a git pull
+    update = make_student.make_student(source, out)
+    assert (out / "01_demo.ipynb").read_bytes() == mine                # the learner's work, untouched
+    assert "x = 2" in (out / "01_demo.new.ipynb").read_text()           # the new version beside it
+    assert "x = 2" in (out / "02_more.ipynb").read_text()               # never edited: brought up to date
+    assert [str(p) for p in update.new_beside] == ["01_demo.new.ipynb"]
+    assert [str(p) for p in update.written] == ["02_more.ipynb"]
+    summary = update.summary(out)
+    assert "kept your 01_demo.ipynb; the course's newer version is beside it: 01_demo.new.ipynb" in summary
+    # the learner starts working in the new version too: it is kept from then on
+    newer = _learner_edits(out / "01_demo.new.ipynb", "# now here\n")
+    _course(tmp_path, body="x = 3")
+    make_student.make_student(source, out)
+    assert (out / "01_demo.new.ipynb").read_bytes() == newer and (out / "01_demo.ipynb").read_bytes() == mine
+
+
+def test_a_deleted_notebook_comes_back_fresh(tmp_path):
+    source, out = _course(tmp_path), tmp_path / "student"
+    make_student.make_student(source, out)
+    fresh = (out / "01_demo.ipynb").read_bytes()
+    _learner_edits(out / "01_demo.ipynb")
+    (out / "01_demo.ipynb").rename(out / "01_demo_my_try.ipynb")        # 00's recipe for a fresh copy
+    make_student.make_student(source, out)
+    assert (out / "01_demo.ipynb").read_bytes() == fresh
+    assert (out / "01_demo_my_try.ipynb").exists()
+
+
+def test_an_old_edition_without_a_record_is_kept(tmp_path):
+    """A student/ folder from before the record existed: anything that differs is the learner's."""
+    source, out = _course(tmp_path), tmp_path / "student"
+    make_student.make_student(source, out)
+    (out / make_student.MANIFEST).unlink()
+    mine = _learner_edits(out / "01_demo.ipynb")
+    done = make_student.make_student(source, out)
+    assert (out / "01_demo.ipynb").read_bytes() == mine
+    assert [str(p) for p in done.unchanged] == ["02_more.ipynb"]
 
 
 @pytest.mark.parametrize("source, problem", [
@@ -189,6 +275,14 @@ def test_markers_in_an_untagged_cell_are_an_error_and_leave_the_old_edition(tmp_
     assert (out / "keep.txt").exists()
 
 
+def test_an_exercise_without_a_check_cell_is_an_error(tmp_path):
+    (tmp_path / "course").mkdir()
+    write(tmp_path / "course" / "01_unchecked.ipynb",
+          [("md", "# Unchecked"), ("code", SOLUTION_FN, ["solution"])])
+    with pytest.raises(make_student.StudentEditionError, match="no check cell"):
+        make_student.make_student(tmp_path / "course", tmp_path / "student")
+
+
 def test_refuses_to_overwrite_the_teachers_edition(tmp_path):
     for out in (tmp_path, tmp_path.parent, tmp_path / "inside"):
         with pytest.raises(make_student.StudentEditionError, match="refusing"):
@@ -197,9 +291,13 @@ def test_refuses_to_overwrite_the_teachers_edition(tmp_path):
 
 def test_command_line(tmp_path, synthetic):
     source, _, _ = synthetic
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "make_student.py"), str(source),
-                           str(tmp_path / "cli")], capture_output=True, text=True, check=True)
-    assert "1 notebooks" in done.stdout and "3 solution blocks" in done.stdout
+    run = [sys.executable, str(ROOT / "tools" / "make_student.py"), str(source), str(tmp_path / "cli")]
+    first = subprocess.run(run, capture_output=True, text=True, check=True)
+    assert "2 written, 0 already up to date, 0 kept" in first.stdout
+    _learner_edits(tmp_path / "cli" / "01_demo.ipynb")
+    second = subprocess.run(run, capture_output=True, text=True, check=True)
+    assert "0 written, 1 already up to date, 1 kept" in second.stdout
+    assert "kept your 01_demo.ipynb" in second.stdout
 
 
 # ---- the course's own notebooks ---------------------------------------------------------------
@@ -279,7 +377,7 @@ def test_course_student_edition_has_no_solution_code(course_student):
 
 @pytest.mark.skipif(not EXERCISES, reason="no notebook has exercise cells yet")
 def test_course_check_cells_give_verdicts(course_student, ran):
-    """Student edition: every check cell answers 'not yet implemented'. Teacher's edition: it passes."""
+    """Student edition: every check cell answers 'not written yet'. Teacher's edition: it passes."""
     programs = [_exercise_program(course_student / p.name) for p in EXERCISES]
     programs += [_exercise_program(p) for p in EXERCISES]
     results = ran[2:]
@@ -294,7 +392,7 @@ def test_course_check_cells_give_verdicts(course_student, ran):
             for src, cell in checks:
                 verdict = cell["result"] or ""
                 if edition == "student":
-                    assert "not yet implemented" in verdict, f"{path.name}: {src!r} -> {verdict}"
+                    assert "not written yet" in verdict, f"{path.name}: {src!r} -> {verdict}"
                 else:
                     assert verdict.startswith("✓"), f"{path.name}: {src!r} -> {verdict}"
 

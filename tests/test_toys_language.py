@@ -78,9 +78,12 @@ def test_too_long_input_is_refused():
 
 def test_one_thread_restores_the_setting():
     before = torch.get_num_threads()
-    with one_thread():
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
+    for threads in (2, 1):                         # (the tests run on one thread: try two as well)
+        torch.set_num_threads(threads)
+        with one_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == threads
+    torch.set_num_threads(before)
 
 
 def test_training_is_deterministic():

@@ -151,9 +151,12 @@ def test_aten_ops_called_names_the_attention_kernel():
 
 def test_single_thread_restores_the_thread_count():
     before = torch.get_num_threads()
-    with T.single_thread():
-        assert torch.get_num_threads() == 1
-    assert torch.get_num_threads() == before
+    for threads in (2, 1):                         # (the tests run on one thread: try two as well)
+        torch.set_num_threads(threads)
+        with T.single_thread():
+            assert torch.get_num_threads() == 1
+        assert torch.get_num_threads() == threads
+    torch.set_num_threads(before)
 
 
 def test_median_seconds():
@@ -175,8 +178,12 @@ def test_thread_clock_counts_cpu_work_not_sleep():
         busy = T.median_seconds(lambda: torch.randn(300, 300) @ torch.randn(300, 300), repeats=3,
                                 clock="thread")
     assert busy > 0
-    if torch.get_num_threads() > 1:
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)                       # more than one thread: the thread clock refuses
+    try:
         with pytest.raises(ValueError, match="single_thread"):
             T.median_seconds(lambda: None, clock="thread")
+    finally:
+        torch.set_num_threads(before)
     with pytest.raises(TypeError, match="callable"):
         T.peak_allocated_bytes(3)

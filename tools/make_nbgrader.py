@@ -8,7 +8,7 @@ Every notebook with an exercise (a code cell tagged ``solution``) becomes one as
 * each solution cell is an nbgrader solution cell. Its ``# hint: ...`` line (the one just above
   ``### BEGIN SOLUTION``) becomes ``hint = "..."``, and the config sets nbgrader's code stub to
   ``raise NotImplementedError(hint)``: the released stub keeps the exercise's own hint, and the
-  check cell's "not yet implemented" verdict shows it, as in the student edition;
+  check cell's "not written yet" verdict shows it, as in the learner's edition;
 * each exercise gets an autograded test cell "it runs and returns the right shape" (1 point) when
   ``RUNS`` knows its name, and its check cell becomes an autograded test cell (2 points) that shows
   the verdict, then asserts it passed: a checker that finds a mistake fails the cell;

@@ -1,30 +1,38 @@
-"""Write the student edition of the course: solutions replaced by stubs; each keeps its one # hint: line.
+"""Write the learner's edition of the course: exercises as stubs, one solution each behind a click.
 
     python tools/make_student.py [SOURCE_DIR] [OUT_DIR]      # defaults: notebooks/ -> student/
 
-Copies SOURCE_DIR to OUT_DIR (OUT_DIR is emptied first). In every notebook,
-each code cell tagged ``solution`` has each block
+``SOURCE_DIR`` is the teacher's edition (the source of the course). In each of its notebooks, every
+code cell tagged ``solution`` has each block
 
         # hint: scores, scale, mask, softmax, weights @ v
         ### BEGIN SOLUTION
         ...
         ### END SOLUTION
 
-replaced by ``raise NotImplementedError("write your code here")`` at the
-indentation of the BEGIN line. The ``# hint:`` line just above stays and is the
-one place the hint is given (the stub does not repeat it, and the checker's
-"not yet implemented" verdict points at the cell rather than restating it). Everything else is unchanged;
-outputs and execution counts are stripped. Solution markers in a cell that is
-not tagged ``solution``, or unbalanced markers, are an error: the student
-edition must never leak a solution.
+replaced by ``raise NotImplementedError("write your code here")`` at the indentation of the BEGIN
+line; the ``# hint:`` line above it stays, the one place the hint is given. Right after the
+exercise's check cell (the next code cell that calls a ``check_`` function) comes a markdown cell
+with the teacher's solution inside a collapsed ``<details>`` block: one deliberate click away.
+Everything else is unchanged; outputs and execution counts are stripped. Solution markers in a cell
+that is not tagged ``solution``, unbalanced markers, or an exercise with no check cell after it are
+errors: the learner's edition must never leak a solution or leave an exercise unchecked.
+
+**Nothing a learner writes is lost.** ``OUT_DIR/.edition.json`` records a hash of every file this
+tool wrote. On a rebuild, a file still as it was written is brought up to date; a file the learner
+changed (edited, or just run and saved) is kept byte for byte, and if the course's version of it
+changed meanwhile, the new version is written beside it as ``NAME.new.ipynb`` (also kept once the
+learner edits it). Files the tool never wrote are left alone; nothing is deleted. A notebook that is
+missing is written afresh: to get a fresh copy of one exercise, rename your notebook and rebuild.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
-import shutil
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 BEGIN = re.compile(r"^(\s*)### BEGIN SOLUTION\s*$")
@@ -32,6 +40,9 @@ END = re.compile(r"^\s*### END SOLUTION\s*$")
 HINT = re.compile(r"^\s*# hint:\s*(.*?)\s*$", re.IGNORECASE)  # tools/make_nbgrader.py reads it
 DEFAULT_HINT = "write your code here"
 TAG = "solution"
+CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
+MANIFEST = ".edition.json"
+SOLUTION_SUMMARY = "Show one solution (try yours first: the check above names the mistake it finds)"
 
 
 class StudentEditionError(ValueError):
@@ -41,6 +52,10 @@ class StudentEditionError(ValueError):
 def _source(cell) -> str:
     source = cell.get("source", "")
     return "".join(source) if isinstance(source, list) else source
+
+
+def _has_markers(source: str) -> bool:
+    return any(BEGIN.match(line) or END.match(line) for line in source.split("\n"))
 
 
 def stub_source(source: str, where: str = "cell") -> str:
@@ -67,23 +82,57 @@ def stub_source(source: str, where: str = "cell") -> str:
     return "\n".join(out)
 
 
+def solution_text(source: str) -> str:
+    """The teacher's cell as a learner should read it: no SOLUTION markers, no hint lines."""
+    kept = [line for line in source.split("\n")
+            if not (BEGIN.match(line) or END.match(line) or HINT.match(line))]
+    return "\n".join(kept).strip("\n")
+
+
+def solution_cell(source: str, cell_id: str) -> dict:
+    """A markdown cell holding ``source``'s solution, collapsed."""
+    fence = "````" if "```" in source else "```"
+    text = (f"<details><summary>{SOLUTION_SUMMARY}</summary>\n\n{fence}python\n{solution_text(source)}\n"
+            f"{fence}\n\n</details>")
+    return {"cell_type": "markdown", "id": cell_id, "metadata": {"tags": ["solution-shown"]},
+            "source": text}
+
+
+def _check_cell_after(cells, index: int) -> int | None:
+    """Index of the first code cell after ``index`` that calls a check_ function."""
+    for later in range(index + 1, len(cells)):
+        cell = cells[later]
+        if cell.get("cell_type") == "code" and TAG not in cell.get("metadata", {}).get("tags", []) \
+                and CHECK_CALL.search(_source(cell)):
+            return later
+    return None
+
+
 def student_notebook(nb: dict, name: str = "notebook") -> dict:
-    """A copy of the notebook (as JSON) with solutions stubbed and outputs stripped."""
+    """A copy of the notebook (as JSON): solutions stubbed, each shown collapsed after its check."""
     nb = json.loads(json.dumps(nb))
-    for index, cell in enumerate(nb.get("cells", [])):
+    cells = nb.get("cells", [])
+    after_check: dict[int, list[dict]] = {}
+    for index, cell in enumerate(cells):
         source = _source(cell)
         where = f"{name}, cell {index}"
-        has_markers = any(BEGIN.match(line) or END.match(line) for line in source.split("\n"))
         tags = cell.get("metadata", {}).get("tags", [])
         if cell.get("cell_type") == "code":
-            if has_markers and TAG not in tags:
+            if _has_markers(source) and TAG not in tags:
                 raise StudentEditionError(f"{where} has SOLUTION markers but is not tagged '{TAG}'.")
             if TAG in tags:
                 cell["source"] = stub_source(source, where)
+                check = _check_cell_after(cells, index)
+                if check is None:
+                    raise StudentEditionError(f"{where} is an exercise with no check cell after it "
+                                              f"(a code cell calling check_...).")
+                cell_id = f"{cell.get('id', f'cell-{index:03d}')}-solution"
+                after_check.setdefault(check, []).append(solution_cell(source, cell_id))
             cell["outputs"] = []
             cell["execution_count"] = None
-        elif has_markers:
+        elif _has_markers(source):
             raise StudentEditionError(f"{where} is a {cell.get('cell_type')} cell with SOLUTION markers.")
+    nb["cells"] = [new for index, cell in enumerate(cells) for new in [cell] + after_check.get(index, [])]
     nb.get("metadata", {}).pop("widgets", None)
     return nb
 
@@ -99,28 +148,104 @@ def checked_folders(source_dir, out_dir) -> tuple[Path, Path]:
     return source_dir, out_dir
 
 
-def make_student(source_dir, out_dir) -> list[Path]:
-    """Write the student edition of ``source_dir`` into ``out_dir``; returns the notebooks written."""
-    source_dir, out_dir = checked_folders(source_dir, out_dir)
-    # Build everything in memory first, so a bad notebook leaves the old edition untouched.
-    editions = {}
-    for path in sorted(source_dir.rglob("*.ipynb")):
-        if ".ipynb_checkpoints" in path.parts:
-            continue
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _notebook_bytes(nb: dict) -> bytes:
+    return (json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def beside(rel: Path) -> Path:
+    """Where a new version goes when the learner changed theirs: ``02_x.ipynb`` -> ``02_x.new.ipynb``."""
+    return rel.with_name(f"{rel.stem}.new{rel.suffix}")
+
+
+@dataclass
+class Rebuild:
+    """What one build did, file by file (paths relative to the learner's edition)."""
+
+    written: list[Path] = field(default_factory=list)     # new, or brought up to date
+    unchanged: list[Path] = field(default_factory=list)   # already the current version
+    kept: list[Path] = field(default_factory=list)        # changed by the learner: left as they are
+    new_beside: list[Path] = field(default_factory=list)  # the course's newer version, beside a kept one
+
+    def summary(self, out_dir) -> str:
+        lines = [f"Learner's edition in {out_dir}: {len(self.written)} written, "
+                 f"{len(self.unchanged)} already up to date, {len(self.kept)} kept as you changed them."]
+        updated = set(self.new_beside)
+        for path in self.kept:
+            if beside(path) in updated:
+                lines.append(f"  kept your {path}; the course's newer version is beside it: {beside(path)}")
+            else:
+                lines.append(f"  kept your {path} (the course's version of it has not changed)")
+        return "\n".join(lines)
+
+
+def _editions(source_dir: Path) -> dict[Path, bytes]:
+    """Every file of the learner's edition, as bytes, built in memory first (a bad notebook stops the
+    build before anything is written)."""
+    files = {}
+    for path in sorted(source_dir.rglob("*")):
         rel = path.relative_to(source_dir)
-        editions[rel] = student_notebook(json.loads(path.read_text(encoding="utf-8")), str(rel))
-    if out_dir.exists():
-        shutil.rmtree(out_dir)
-    shutil.copytree(source_dir, out_dir,
-                    ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__", "*.ipynb"))
-    written = []
-    for rel, nb in editions.items():
-        target = out_dir / rel
+        if path.is_dir() or {".ipynb_checkpoints", "__pycache__"} & set(rel.parts):
+            continue
+        if path.suffix == ".ipynb":
+            files[rel] = _notebook_bytes(student_notebook(json.loads(path.read_text(encoding="utf-8")),
+                                                          str(rel)))
+        else:
+            files[rel] = path.read_bytes()
+    return files
+
+
+def make_student(source_dir, out_dir) -> Rebuild:
+    """Write (or bring up to date) the learner's edition of ``source_dir`` in ``out_dir``.
+
+    Never overwrites a file the learner changed; see the module docstring."""
+    source_dir, out_dir = checked_folders(source_dir, out_dir)
+    files = _editions(source_dir)
+    manifest_path = out_dir / MANIFEST
+    try:
+        generated = json.loads(manifest_path.read_text(encoding="utf-8"))["generated"]
+    except (OSError, ValueError, KeyError, TypeError):
+        generated = {}
+    done = Rebuild()
+    for rel, data in files.items():
+        target, digest = out_dir / rel, _digest(data)
+        if not target.exists():
+            action = "write"
+        else:
+            current = _digest(target.read_bytes())
+            if current == digest:
+                action = "unchanged"
+            elif current == generated.get(str(rel)):
+                action = "write"            # still as this tool wrote it: bring it up to date
+            else:
+                action = "keep"             # the learner's work
+        if action == "unchanged":
+            done.unchanged.append(rel)
+            generated[str(rel)] = digest
+            continue
+        if action == "keep":
+            done.kept.append(rel)
+            if digest == generated.get(str(rel)):
+                continue                    # the course's version has not changed since
+            rel_beside = beside(rel)
+            target_beside = out_dir / rel_beside
+            if target_beside.exists() and _digest(target_beside.read_bytes()) not in (
+                    digest, generated.get(str(rel_beside))):
+                continue                    # the learner works in the .new file too: keep it as well
+            rel, target = rel_beside, target_beside
+            done.new_beside.append(rel)
+        else:
+            done.written.append(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n",
-                          encoding="utf-8")
-        written.append(target)
-    return written
+        target.write_bytes(data)
+        generated[str(rel)] = digest
+    out_dir.mkdir(parents=True, exist_ok=True)
+    manifest_path.write_text(json.dumps({"generated": generated, "source": str(source_dir)}, indent=1,
+                                        sort_keys=True) + "\n", encoding="utf-8")
+    return done
 
 
 def main(argv=None) -> int:
@@ -129,17 +254,11 @@ def main(argv=None) -> int:
     source = Path(argv[0]) if argv else root / "notebooks"
     out = Path(argv[1]) if len(argv) > 1 else root / "student"
     try:
-        written = make_student(source, out)
+        done = make_student(source, out)
     except StudentEditionError as err:
         print(f"make_student: {err}", file=sys.stderr)
         return 1
-    stubbed = sum(
-        sum(bool(BEGIN.match(line)) for line in _source(cell).split("\n"))
-        for path in sorted(Path(source).resolve().rglob("*.ipynb")) if ".ipynb_checkpoints" not in path.parts
-        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]
-    )
-    print(f"Student edition: {len(written)} notebooks in {out} "
-          f"({stubbed} solution blocks replaced by stubs).")
+    print(done.summary(out))
     return 0
 
 

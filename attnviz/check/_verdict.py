@@ -106,8 +106,8 @@ def not_implemented(checked: str, hint: str = "") -> CheckResult:
         None,
         "not_implemented",
         checked,
-        "not yet implemented. Replace the raise NotImplementedError line with your code, "
-        "run that cell, then run this one again.",
+        "not written yet. Write your code in the cell above, in place of its "
+        "raise NotImplementedError line; run that cell, then this one again.",
         observed=observed,
     )
 

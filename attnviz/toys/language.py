@@ -110,7 +110,7 @@ class TinyNextTokenModel(nn.Module):
         self.W_q = nn.Linear(d_model, d_model, bias=False)
         self.W_k = nn.Linear(d_model, d_model, bias=False)
         self.W_v = nn.Linear(d_model, d_model, bias=False)
-        self.readout = nn.Linear(d_model, vocab)
+        self.unembedding = nn.Linear(d_model, vocab)
 
     def forward(self, tokens: torch.Tensor, return_weights: bool = False):
         n = tokens.shape[-1]
@@ -122,7 +122,7 @@ class TinyNextTokenModel(nn.Module):
         if self.causal:
             scores = scores.masked_fill(~causal_mask(n), float("-inf"))
         weights = scores.softmax(dim=-1)
-        logits = self.readout(x + weights @ value)                             # (batch, n, vocab)
+        logits = self.unembedding(x + weights @ value)                             # (batch, n, vocab)
         return (logits, weights) if return_weights else logits
 
 

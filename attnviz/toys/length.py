@@ -111,7 +111,7 @@ class PreviousTokenModel(nn.Module):
         self.W_q = nn.Linear(d_model, d_model, bias=False)
         self.W_k = nn.Linear(d_model, d_model, bias=False)
         self.W_v = nn.Linear(d_model, d_model, bias=False)
-        self.unembed = nn.Linear(d_model, vocab)
+        self.unembedding = nn.Linear(d_model, vocab)
         with torch.no_grad():
             self.W_q.weight.mul_(score_gain)
             self.W_k.weight.mul_(score_gain)
@@ -129,7 +129,7 @@ class PreviousTokenModel(nn.Module):
         x = self.token_embedding(tokens) + self.position_embedding.weight[:n]  # (batch, n, d_model)
         query, key, value = self.W_q(x), self.W_k(x), self.W_v(x)                # (batch, n, d_model) each
         heads, weights = scaled_dot_product_attention(query, key, value, causal_mask(n))  # w: (batch, n, n)
-        return self.unembed(heads + x), weights                                 # logits (batch, n, vocab)
+        return self.unembedding(heads + x), weights                                # logits (batch, n, vocab)
 
 
 @dataclass

@@ -36,7 +36,8 @@ TEXT_UP_TO = 12          # write each cell's value inside heatmaps up to this ma
 # Heatmaps with more cells than this (over 32 x 32: cells a few pixels wide, no values written) travel
 # as bfloat16, half of float32's bytes; their hover and numbers table show 3 significant digits.
 BFLOAT16_ABOVE = 32 * 32
-# heatmap settings the front-end assumes when the scene leaves them out (keeps each update small)
+# heatmap settings a scene leaves out when a panel has them (keeps each update small); the canvas
+# sends them to the browser once (`Canvas.defaults`), which fills them back in before painting
 HEATMAP_DEFAULTS = {"x_title": KEY_TITLE, "y_title": QUERY_TITLE, "value_name": "weight", "scale": "weights",
                     "masked_hover": "masked: may not attend", "small": False, "bar": True, "text": False,
                     "vmin": 0.0, "vmax": 1.0}
@@ -247,8 +248,10 @@ class Canvas(anywidget.AnyWidget):
     (see :mod:`._ahead`): ``{"seq": scene seq, "entries": [{"control", "value", "scene"}]}``; the
     scene's ``at`` says what the controls hold for it (``{control: browser value}``)."""
 
+    # built from the modules in js/ by esbuild (`make canvas`); tests/test_front_end.py holds it to them
     _esm = pathlib.Path(__file__).parent / "canvas.js"
     _css = pathlib.Path(__file__).parent / "canvas.css"
+    defaults = traitlets.Dict({"heatmap": HEATMAP_DEFAULTS}).tag(sync=True)
     scene = traitlets.Dict().tag(sync=True)
     fixed = traitlets.Dict().tag(sync=True)
     links = traitlets.Dict().tag(sync=True)

@@ -5,52 +5,12 @@ from __future__ import annotations
 import html
 
 import ipywidgets as w
-import numpy as np
-import torch
 
-from ..diagnostics import attention_entropy
+from ..explore import head_weights, heads_state
 from ._base import Explorer, heading, metrics_table, note
 from .canvas import heatmap_panel
 
 __all__ = ["head_explorer", "HeadExplorer"]
-
-MAX_PANELS = 96
-
-
-def _as_layers_heads(weights) -> np.ndarray:
-    if isinstance(weights, torch.Tensor):
-        array = weights.detach().to("cpu").double().numpy()
-    else:
-        try:
-            array = np.asarray(weights, dtype=np.float64)
-        except (TypeError, ValueError):
-            raise TypeError(f"weights must be a torch tensor, a numpy array or a list of numbers, "
-                            f"got {type(weights).__name__}.") from None
-    if array.ndim == 3:
-        array = array[None]
-    if array.ndim != 4:
-        raise ValueError(
-            f"weights has shape {tuple(array.shape)} ({array.ndim} dimensions); head_explorer needs "
-            f"(n_heads, n_q, n_k) or (n_layers, n_heads, n_q, n_k). For a batch, pick one sequence "
-            f"first, e.g. weights[0]."
-        )
-    n_layers, n_heads, n_q, n_k = array.shape
-    if min(array.shape) == 0:
-        raise ValueError(f"weights has shape {tuple(array.shape)}: every dimension must be at least 1.")
-    if n_layers * n_heads > MAX_PANELS:
-        raise ValueError(
-            f"weights holds {n_layers} layers x {n_heads} heads = {n_layers * n_heads} heads; the grid "
-            f"shows at most {MAX_PANELS}. Pass a few layers, e.g. weights[:4]."
-        )
-    for bad, words in ((np.isinf(array), "infinite"), (array < 0, "negative"), (array > 1 + 1e-6, "above 1")):
-        if bad.any():
-            where = tuple(int(i) for i in np.argwhere(bad)[0])
-            raise ValueError(
-                f"weights has {int(bad.sum())} {words} entries (the first at index {where}, "
-                f"value {array[where]:g}). Attention weights come out of a softmax, so each lies "
-                f"between 0 and 1 and each row sums to 1; pass the weights, not the scores. "
-                f"(NaN is allowed: it is drawn pink.)")
-    return array
 
 
 def _slider_layout(count: int) -> w.Layout:
@@ -69,18 +29,10 @@ class HeadExplorer(Explorer):
 
     def __init__(self, weights, tokens=None):
         super().__init__()
-        self.weights = _as_layers_heads(weights)
-        n_layers, n_heads, n_q, n_k = self.weights.shape
-        if tokens is not None:
-            tokens = [str(token) for token in tokens]
-            if len(tokens) != n_k:
-                raise ValueError(
-                    f"tokens has {len(tokens)} entries but weights has n_k={n_k} keys (its last "
-                    f"dimension); give one token per position."
-                )
-        self.tokens = tokens
-        self.key_labels = tokens
-        self.query_labels = tokens if tokens is not None and n_q == n_k else None
+        self.weights = head_weights(weights).numpy()                 # checked once
+        first = heads_state(self.weights, tokens=tokens)             # and the tokens with it
+        self.tokens = first["key_labels"]
+        n_layers, n_heads, _n_q, _n_k = self.weights.shape
         wide = {"description_width": "50px"}
         self.controls = {
             # a slider with one value has nothing to choose: kept (and disabled) but not shown
@@ -103,7 +55,7 @@ class HeadExplorer(Explorer):
         return f"L{layer} H{head}"
 
     def _small(self, layer, head):
-        n_layers, n_heads, n_q, n_k = self.weights.shape
+        n_layers, n_heads, _n_q, _n_k = self.weights.shape
         room = int(min(96, max(30, 440 // n_heads - 24)))      # 4 heads fit in 440 px; more scroll
         title = f"L{layer} H{head}" if n_layers > 1 else f"head {head}"
         return heatmap_panel(self._name(layer, head), self.weights[layer, head], title=title, small=True,
@@ -129,29 +81,13 @@ class HeadExplorer(Explorer):
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
-        layer, head = int(values["layer"]), int(values["head"])
-        weights = self.weights[layer, head]                                   # (n_q, n_k)
-        tensor = torch.from_numpy(np.nan_to_num(weights, nan=0.0))
-        nan_rows = np.isnan(weights).any(axis=-1)
-        row_max = np.where(np.isnan(weights), -np.inf, weights).max(axis=-1)
-        top = np.where(np.isnan(weights), -np.inf, weights).argmax(axis=-1)
-        live = ~nan_rows
-        return {
-            "layer": layer, "head": head, "weights": weights, "top": top, "nan_rows": nan_rows,
-            "metrics": {
-                "layer": layer, "head": head,
-                "entropy": float(attention_entropy(tensor)[torch.from_numpy(live)].mean()) if live.any()
-                else float("nan"),
-                "max_weight": float(row_max[live].mean()) if live.any() else float("nan"),
-                "nan_rows": int(nan_rows.sum()),
-            },
-        }
+        return heads_state(self.weights, values["layer"], values["head"], tokens=self.tokens)
 
     def _layout(self, state):
         layer, head = state["layer"], state["head"]
         n_q, n_k = state["weights"].shape
-        selected = heatmap_panel("selected", state["weights"], title=f"Layer {layer}, head {head}",
-                                 query_labels=self.query_labels, key_labels=self.key_labels,
+        selected = heatmap_panel("selected", state["weights"].numpy(), title=f"Layer {layer}, head {head}",
+                                 query_labels=state["query_labels"], key_labels=state["key_labels"],
                                  room=min(440, max(260, 34 * max(n_q, n_k))),
                                  what=f"the attention weights of layer {layer}, head {head}")
         sections = [{"title": "Every head (rows: layers, columns: heads); red frame = enlarged below",
@@ -164,13 +100,13 @@ class HeadExplorer(Explorer):
 
     def _describe(self, state):
         m = state["metrics"]
-        weights, top = state["weights"], state["top"]
-        keys = self.key_labels or [str(j) for j in range(weights.shape[-1])]
-        queries = self.query_labels or [str(i) for i in range(weights.shape[0])]
+        weights, top, nan_rows = state["weights"].numpy(), state["top"].numpy(), state["nan_rows"].numpy()
+        keys = state["key_labels"] or [str(j) for j in range(weights.shape[-1])]
+        queries = state["query_labels"] or [str(i) for i in range(weights.shape[0])]
         lines = []
         for i in range(min(len(queries), 12)):
             j = int(top[i])
-            if state["nan_rows"][i]:
+            if nan_rows[i]:
                 lines.append(f"{html.escape(queries[i])} → NaN (this row's weights are NaN)")
             else:
                 lines.append(f"{html.escape(queries[i])} → {html.escape(keys[j])} ({weights[i, j]:.2f})")

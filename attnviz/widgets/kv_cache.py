@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ipywidgets as w
 
-from ..explore import KV_DTYPES, format_bytes, kv_cache_state
+from ..explore import KV_DTYPES, binary_unit, format_bytes, kv_cache_state
 from ._base import Explorer, heading, metrics_table, note
 from .canvas import bars_panel
 
@@ -12,13 +12,6 @@ __all__ = ["kv_cache_explorer", "KVCacheExplorer", "sharing_sentence"]
 
 KINDS = ("MHA", "GQA", "MQA")
 COLOURS = ("#3b75af", "#21918c", "#5ec962")
-
-
-def _unit(n_bytes: int) -> tuple[str, int]:
-    for unit, power in (("GiB", 3), ("MiB", 2), ("KiB", 1)):
-        if n_bytes >= 1024**power:
-            return unit, 1024**power
-    return "B", 1
 
 
 def _plural(count: int, word: str) -> str:
@@ -82,7 +75,7 @@ class KVCacheExplorer(Explorer):
 
     def _layout(self, state):
         sizes = [state["bytes"][kind] for kind in KINDS]
-        unit, scale = _unit(max(sizes))
+        unit, scale = binary_unit(max(sizes))
         v = state["settings"]
         kv = (v["n_heads"], v["n_kv_heads"], 1)
         labels = [f"{kind} ({_plural(n, 'KV head')})" for kind, n in zip(KINDS, kv, strict=True)]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipywidgets as w
 import numpy as np
 
-from ..explore import _KEY_ANGLES_DEG, LOOKUP_WORDS, lookup_state
+from ..explore import KEY_ANGLES_DEG, LOOKUP_WORDS, lookup_state
 from ._base import Explorer, heading, metrics_table, note
 from .canvas import bars_panel, points_panel
 
@@ -71,7 +71,7 @@ class LookupExplorer(Explorer):
     def _on_word(self, change):
         if change["new"] == ANY_ANGLE:
             return
-        angle = _KEY_ANGLES_DEG[LOOKUP_WORDS.index(change["new"])]
+        angle = KEY_ANGLES_DEG[LOOKUP_WORDS.index(change["new"])]
         if self.controls["query_angle"].value == angle:
             self._on_change()
             return

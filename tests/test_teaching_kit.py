@@ -1,0 +1,160 @@
+"""The teacher's kit holds together: lesson pages, their exit tickets, fallbacks, measurements.
+
+What is checked: every lesson page is linked from docs/teaching.md and has a minute-by-minute table
+that adds up to 60 minutes and ends with a 5-minute exit ticket with answers; every explorer the
+notebooks 01-06 show has a fallback picture, committed and linked; every link and image in the kit
+resolves; the cells benchmarks/lesson_times.py times exist; and every number the kit quotes as
+machine time or memory appears in the benchmarks' output in docs/lessons/measurements.md.
+"""
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs"
+LESSONS = sorted((DOCS / "lessons").glob("lesson*.md"))
+MEASURED = (DOCS / "lessons" / "measurements.md").read_text()
+GUIDE = (DOCS / "teaching.md").read_text()
+LINK = re.compile(r"\]\(([^)#\s]+)(?:#([^)\s]*))?\)")
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "tools"))
+import lesson_times  # noqa: E402
+import make_fallbacks  # noqa: E402
+
+# explorer function in the notebooks -> its section in docs/fallback/index.md
+FALLBACK_OF = {"lookup_explorer": "lookup", "saturation_explorer": "saturation", "mask_explorer": "mask",
+               "head_explorer": "heads", "kv_cache_explorer": "kv_cache"}
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor for a markdown heading."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def test_there_are_three_lessons_linked_from_the_guide():
+    assert [p.name for p in LESSONS] == ["lesson1_01-03.md", "lesson2_04-05.md", "lesson3_06-07.md"]
+    for page in LESSONS:
+        assert f"](lessons/{page.name})" in GUIDE, f"docs/teaching.md does not link {page.name}"
+
+
+@pytest.mark.parametrize("page", LESSONS, ids=lambda p: p.name)
+def test_minute_plan_fills_sixty_minutes_and_ends_with_the_exit_ticket(page):
+    rows = re.findall(r"^\| (\d+)–(\d+) \|(.*)$", page.read_text(), re.M)
+    assert rows, f"{page.name} has no minute-by-minute table"
+    spans = [(int(a), int(b)) for a, b, _ in rows]
+    assert spans[0][0] == 0 and spans[-1][1] == 60, spans
+    assert all(b == c for (_, b), (c, _) in zip(spans, spans[1:], strict=False)), f"gaps or overlaps: {spans}"
+    assert spans[-1] == (55, 60) and "exit ticket" in rows[-1][2], "the last 5 minutes are the exit ticket"
+
+
+@pytest.mark.parametrize("page", LESSONS, ids=lambda p: p.name)
+def test_exit_ticket_has_questions_and_an_answer_for_each(page):
+    text = page.read_text()
+    assert "## Exit ticket (5 minutes)" in text
+    ticket = text.split("## Exit ticket (5 minutes)", 1)[1]
+    questions = re.findall(r"^(\d+)\. ", ticket, re.M)
+    answers = ticket.split("**Answers.**", 1)
+    assert len(answers) == 2, f"{page.name}: the exit ticket has no answers"
+    assert len(questions) >= 3
+    for number in questions:
+        assert re.search(rf"\b{number}: ", answers[1]), f"{page.name}: no answer to question {number}"
+
+
+KIT_PAGES = [*LESSONS, DOCS / "fallback" / "index.md", DOCS / "lessons" / "measurements.md"]
+
+
+@pytest.mark.parametrize("page", KIT_PAGES, ids=lambda p: p.name)
+def test_links_images_and_anchors_resolve(page):
+    problems = []
+    for target, anchor in LINK.findall(page.read_text()):
+        if "://" in target:
+            continue
+        path = (page.parent / target).resolve()
+        if not path.exists():
+            problems.append(f"missing {target}")
+        elif anchor and path.suffix == ".md":
+            headings = [_anchor(h) for h in re.findall(r"^#+ (.*)$", path.read_text(), re.M)]
+            if anchor not in headings:
+                problems.append(f"{target}#{anchor}: no such heading")
+    assert not problems, f"{page.name}: {problems}"
+
+
+def test_guide_anchors_resolve():
+    problems = []
+    for target, anchor in LINK.findall(GUIDE):
+        path = (DOCS / target).resolve()
+        if anchor and path.suffix == ".md" and path.exists():
+            headings = [_anchor(h) for h in re.findall(r"^#+ (.*)$", path.read_text(), re.M)]
+            if anchor not in headings:
+                problems.append(f"{target}#{anchor}")
+    assert not problems, problems
+
+
+def test_every_explorer_in_01_to_06_has_committed_fallback_pictures():
+    used = set()
+    for path in sorted((REPO / "notebooks").glob("0[1-6]_*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            if cell["cell_type"] == "code":
+                used |= set(re.findall(r"\b(\w+_explorer)\(", "".join(cell["source"])))
+    assert used, "no explorers found"
+    missing = sorted(used - set(FALLBACK_OF))
+    assert not missing, f"explorers with no fallback section: {missing}"
+    index = (DOCS / "fallback" / "index.md").read_text()
+    for explorer in used:
+        name = FALLBACK_OF[explorer]
+        stems = [stem for stem, _, _ in make_fallbacks.SETTINGS[name][2]]
+        assert stems, name
+        for stem in stems:
+            assert (DOCS / "fallback" / f"{stem}.png").stat().st_size > 10_000, f"{stem}.png missing or empty"
+            assert f"]({stem}.png)" in index, f"fallback/index.md does not show {stem}.png"
+        link = f"](fallback/index.md#{_anchor(name + ' explorer')})"
+        assert link in GUIDE, f"the guide does not link the {name} fallbacks"
+
+
+def test_fallback_index_is_what_the_script_writes():
+    assert (DOCS / "fallback" / "index.md").read_text() == make_fallbacks.index_page(DOCS / "fallback")
+
+
+def test_lesson_timing_plans_name_existing_cells():
+    assert lesson_times.check_plans() == []
+
+
+def test_the_plan_checker_names_a_missing_cell():
+    plans = {9: ("test", {"01_soft_lookup": [("cell-nope", "a cell that is not there")]})}
+    assert lesson_times.check_plans(plans) == [
+        "lesson 9: 01_soft_lookup.ipynb has no cell 'cell-nope' (a cell that is not there)"]
+
+
+def _machine_numbers(text):
+    """Numbers the kit quotes as measurements: in 'Machine time' paragraphs and the hub tables."""
+    quoted = []
+    for paragraph in text.split("\n\n"):
+        if paragraph.startswith("**Machine time") or paragraph.startswith("| 0") \
+                or re.match(r"\| \d \(", paragraph) or paragraph.startswith("| notebook |") \
+                or paragraph.startswith("| lesson |"):
+            quoted += re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])|(?<=\| )\d{3}(?= \|)", paragraph)
+    return quoted
+
+
+@pytest.mark.parametrize("page", [*LESSONS, DOCS / "teaching.md"], ids=lambda p: p.name)
+def test_every_quoted_measurement_is_in_the_benchmarks_output(page):
+    quoted = _machine_numbers(page.read_text())
+    if page.name == "teaching.md":
+        assert len(quoted) >= 20, quoted        # the two hub tables
+    else:
+        assert quoted, f"{page.name} quotes no machine time"
+    missing = [number for number in quoted
+               if not re.search(rf"(?<![\d.]){re.escape(number)}(?![\d])", MEASURED)]
+    assert not missing, f"{page.name} quotes numbers the benchmarks did not print: {missing}"
+
+
+def test_hub_section_gives_the_measured_hub_numbers_and_their_source():
+    section = GUIDE.split("### What a hub needs per student", 1)[1].split("\n### ", 1)[0]
+    assert "Measured on a real JupyterHub" in section and "not measured yet" not in section
+    assert "tests/test_hub.py" in section and "benchmarks/hub_sizing.py" in section
+    assert "For 30 students" in section

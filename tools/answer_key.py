@@ -1,0 +1,73 @@
+"""Print the answer key: every Check-yourself question of the course with its answer, one page.
+
+    python tools/answer_key.py > docs/answers.md
+
+The answers live in the notebooks, collapsed under each question (``<details><summary>Answer``); this
+gathers them for a teacher to print or read in one place. tests/test_learner_edition.py checks that
+docs/answers.md is up to date.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+ANSWER = re.compile(r"\s*<details><summary>Answer</summary>\s*(.*?)\s*</details>", re.S)
+
+
+def _text(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _dedent(text: str) -> str:
+    return "\n".join(line[3:] if line.startswith("   ") else line for line in text.split("\n"))
+
+
+def notebook_answers(path: Path) -> tuple[str, list[tuple[str, str]]]:
+    """The notebook's title and its (question, answer) pairs, in order."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    title = _text(cells[0]).split("\n", 1)[0].lstrip("# ").strip()
+    found = [_text(c) for c in cells
+             if c["cell_type"] == "markdown" and _text(c).startswith("## Check yourself")]
+    if not found:
+        return title, []
+    body = found[0].split("### Exercise")[0]
+    pairs = []
+    for item in re.split(r"\n(?=\d+\. )", body)[1:]:
+        match = ANSWER.search(item)
+        question = ANSWER.sub("", item).strip()
+        pairs.append((question, _dedent(match.group(1)).strip() if match else ""))
+    return title, pairs
+
+
+def answer_key(paths) -> str:
+    out = ["# Check yourself: the answers",
+           "",
+           "Every notebook ends with *Check yourself* questions. In the notebooks each answer sits under",
+           "its question, collapsed (click *Answer*); this page gathers them, one section per notebook,",
+           "to print or to read before a lesson. Generated from the notebooks by",
+           "`python tools/answer_key.py > docs/answers.md`; do not edit by hand. The numbers quoted are",
+           "those the notebooks print on the machine the course is tested on",
+           "(`tests/test_learner_edition.py` checks each against the cells' output).",
+           ""]
+    for path in paths:
+        title, pairs = notebook_answers(path)
+        if not pairs:
+            continue
+        out += [f"## {title}", "", f"`notebooks/{path.name}`", ""]
+        for question, answer in pairs:
+            number, _, text = question.partition(". ")
+            out += [f"**{number}. {_dedent(text).strip()}**", "", answer, ""]
+    return "\n".join(out).rstrip("\n") + "\n"
+
+
+def main() -> int:
+    sys.stdout.write(answer_key(sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+// Builds attnviz/widgets/canvas.js, the one file anywidget loads, from the modules in
+// attnviz/widgets/js/ with the pinned esbuild (package.json).
+//
+//   node tools/build_canvas.js           write attnviz/widgets/canvas.js (`make canvas` runs this)
+//   node tools/build_canvas.js --check   exit 1 if the committed file differs from a fresh build
+//
+// The bundle is minified: every explorer's widget carries it to the browser over the kernel
+// websocket, so its bytes count once per explorer on the page. Read and edit the modules, not it.
+
+import { readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import * as esbuild from "esbuild";
+
+const REPO = join(dirname(fileURLToPath(import.meta.url)), "..");
+export const ENTRY = join(REPO, "attnviz", "widgets", "js", "render.js");
+export const BUNDLE = join(REPO, "attnviz", "widgets", "canvas.js");
+const BANNER = [
+  "// Built by tools/build_canvas.js from attnviz/widgets/js/ (make canvas): edit those, not this.",
+  "// The front-end of every attnviz explorer; its contract with the page is at the top of js/render.js.",
+].join("\n");
+
+/** The bundle's text, as a fresh build makes it. */
+export async function build() {
+  const result = await esbuild.build({
+    entryPoints: [ENTRY],
+    bundle: true,
+    format: "esm",
+    minify: true,
+    legalComments: "none",
+    banner: { js: BANNER },
+    write: false,
+  });
+  return result.outputFiles[0].text;
+}
+
+async function main(args) {
+  const fresh = await build();
+  if (!args.includes("--check")) {
+    writeFileSync(BUNDLE, fresh);
+    console.log(`wrote ${BUNDLE} (${fresh.length} bytes)`);
+    return 0;
+  }
+  if (readFileSync(BUNDLE, "utf8") === fresh) {
+    return 0;
+  }
+  console.error(`${BUNDLE} is not what attnviz/widgets/js/ builds: run \`make canvas\` and commit it.`);
+  return 1;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.exitCode = await main(process.argv.slice(2));
+}

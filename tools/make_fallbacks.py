@@ -1,0 +1,203 @@
+"""Static pictures of every explorer at the settings the lessons show, for when one does not render.
+
+    .venv/bin/python tools/make_fallbacks.py [--port PORT] [--out docs/fallback]
+
+Each picture is the explorer itself, drawn by JupyterLab in headless Chromium from a fresh kernel at
+one setting (the explorer's own numbers, from ``attnviz.explore``), cut out of the page. The
+settings are the ones docs/teaching.md and the lesson pages in docs/lessons/ walk through, listed
+in SETTINGS below with the caption each picture gets. The script writes one PNG per setting and
+``index.md``, a page that shows them in order with their captions; teachers print it or open it
+when the projector's browser cannot draw widgets (no kernel, widgets blocked, a hub that is down).
+
+It serves a temporary folder of generated notebooks (one per explorer, nothing in notebooks/ is
+touched) from a private JupyterLab on 127.0.0.1 (tests/_lab.py), light theme, in a 1200 x 2200
+window (tall, so the largest explorer fits whole).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO / "tests"))
+
+from _lab import (  # noqa: E402  (tests/ is not a package)
+    LabServer,
+    NotebookPage,
+    browser_missing_reason,
+    chromium,
+    describe_failures,
+)
+
+HEADS_SETUP = """
+from attnviz.toys import heads as heads_toy
+from attnviz.widgets import head_explorer
+
+example = heads_toy.train_heads(2, seed=0)     # notebook 05's 2-head model of seed 0
+tokens = [f"{i}:{t}" for i, t in enumerate(example.example_tokens.tolist())]
+"""
+
+# explorer -> (notebook it belongs to, setup code, [(file stem, code whose last line is the explorer,
+#              caption)]). The captions say what to point at; the picture shows the numbers.
+SETTINGS = {
+    "lookup": ("01_soft_lookup", "from attnviz.widgets import lookup_explorer", [
+        ("lookup_1_start", "lookup_explorer(query_angle=30, temperature=1)",
+         "Where it opens: query at 30°, temperature 1. Every word gets some weight; the blended point "
+         "sits among the values."),
+        ("lookup_2_cold", "lookup_explorer(query_angle=30, temperature=0.01)",
+         "Temperature 0.01 (its lowest): one word takes all the weight, like a dict lookup."),
+        ("lookup_3_hot", "lookup_explorer(query_angle=30, temperature=100)",
+         "Temperature 100 (its highest): even weights, the blend at the plain average of the values."),
+        ("lookup_4_cat_dog", "lookup_explorer(query_angle=40, temperature=0.5)",
+         "Query at 40°, halfway between cat and dog, temperature 0.5 (the slider's nearest step shows "
+         "0.501): the two share the weight."),
+    ]),
+    "saturation": ("03_why_sqrt_dk", "from attnviz.widgets import saturation_explorer", [
+        ("saturation_1_start", "saturation_explorer(d_k=64, scaled=False)",
+         "Where it opens: d_k = 64, metrics for the unscaled side."),
+        ("saturation_2_dk1", "saturation_explorer(d_k=1, scaled=False)",
+         "d_k = 1: both sides blend."),
+        ("saturation_3_dk4096", "saturation_explorer(d_k=4096, scaled=False)",
+         "d_k = 4096, unscaled: nearly one bright cell per row, and a fraction of the scaled side's "
+         "gradient (grad_norm)."),
+        ("saturation_4_scaled", "saturation_explorer(d_k=4096, scaled=True)",
+         "d_k = 4096, metrics for the scaled side: still a blend, the gradient intact."),
+        ("saturation_5_cold", "saturation_explorer(d_k=4096, scaled=True, temperature=0.05)",
+         "d_k = 4096, scaled, temperature 0.05 (its lowest; the slider shows 0.0501): the scaled side "
+         "sharpens too."),
+        ("saturation_6_hot", "saturation_explorer(d_k=4096, scaled=True, temperature=20)",
+         "Temperature 20 (its highest): the rows flatten to an even spread."),
+    ]),
+    "mask": ("04_masking", "from attnviz.widgets import mask_explorer", [
+        ("mask_1_padding_inf", 'mask_explorer(mask="padding", fill="-inf", dtype="float32")',
+         "Where it opens: padding mask, fill -inf. The empty third sequence's rows are NaN (pink)."),
+        ("mask_2_finfo_min", 'mask_explorer(mask="padding", fill="finfo.min", dtype="float32")',
+         "Fill finfo.min: no NaN; the empty sequence's rows become an even blend."),
+        ("mask_3_float16_error", 'mask_explorer(mask="padding", fill="-1e9", dtype="float16")',
+         "Fill -1e9 in float16: PyTorch refuses, and the explorer says so in words."),
+        ("mask_4_bfloat16", 'mask_explorer(mask="padding", fill="-1e9", dtype="bfloat16")',
+         "Fill -1e9 in bfloat16: it fits (bfloat16 has float32's range)."),
+        ("mask_5_causal_zero", 'mask_explorer(mask="causal", fill="0", dtype="float32")',
+         "Causal mask filled with 0: weight leaks onto the future (read leaked_weight)."),
+    ]),
+    "heads": ("05_multi_head", HEADS_SETUP, [
+        ("heads_1_head0", "head_explorer(example.example_weights, tokens=tokens)",
+         "Notebook 05's trained 2-head model (seed 0), head 0 enlarged."),
+        ("heads_2_head1", "view = head_explorer(example.example_weights, tokens=tokens)\n"
+                          "view.controls['head'].value = 1\nview",
+         "The same model, head 1 enlarged."),
+    ]),
+    "kv_cache": ("06_cost_and_fused", "from attnviz.widgets import kv_cache_explorer", [
+        ("kv_1_start", "kv_cache_explorer()",
+         "Where it opens: 32 layers, 32 query heads, 8 KV heads, d_head 128, 4096 tokens, float16."),
+        ("kv_2_mha", "kv_cache_explorer(n_kv_heads=32)",
+         "32 KV heads: full multi-head attention, LLaMA-2 7B's own setting."),
+        ("kv_3_mqa", "kv_cache_explorer(n_kv_heads=1)",
+         "1 KV head: multi-query attention."),
+        ("kv_4_bad",
+         "calculator = kv_cache_explorer()\ncalculator.controls['n_kv_heads'].value = 5\ncalculator",
+         "5 KV heads do not divide 32 query heads: the explorer explains why, in words."),
+    ]),
+}
+
+
+def _notebook(setup: str, pictures) -> dict:
+    def cell(source):
+        return {"cell_type": "code", "execution_count": None, "id": f"c{len(cells)}", "metadata": {},
+                "outputs": [], "source": textwrap.dedent(source).strip()}
+    cells = []
+    cells.append(cell(setup))
+    for _, code, _ in pictures:
+        cells.append(cell(code))
+    kernel = {"display_name": "Python 3", "language": "python", "name": "python3"}
+    return {"cells": cells, "metadata": {"kernelspec": kernel}, "nbformat": 4, "nbformat_minor": 5}
+
+
+_JS_PAINTED = """(count) => {
+  const roots = document.querySelectorAll('[data-attnviz-paint]');
+  return roots.length === count && Array.from(roots).every(r => Number(r.dataset.attnvizPaint) >= 1);
+}"""
+
+
+def shoot(page: NotebookPage, count: int, stems: list[str], out: Path) -> list[Path]:
+    page.page.wait_for_function(_JS_PAINTED, arg=count, timeout=120_000, polling=500)
+    page.hide_side_panels()
+    paths = []
+    for index, stem in enumerate(stems):
+        root = page.page.locator("[data-attnviz-paint]").nth(index)
+        area = root.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]")
+        area.scroll_into_view_if_needed()
+        page.page.wait_for_timeout(600)
+        path = out / f"{stem}.png"
+        area.screenshot(path=str(path))
+        paths.append(path)
+    return paths
+
+
+def index_page(out: Path) -> str:
+    lines = ["# Explorer fallbacks: what each explorer shows at the settings the lessons use", "",
+             "Made by `tools/make_fallbacks.py` (screenshots of the explorers themselves, drawn in "
+             "JupyterLab in headless Chromium from a fresh kernel). Use them when an explorer does not "
+             "render in class; each caption says what to point at. The numbers in each picture are the "
+             "explorer's own.", ""]
+    for name, (notebook, _, pictures) in SETTINGS.items():
+        lines += [f"## {name} explorer", "", f"In notebook {notebook[:2]}, `{notebook}.ipynb`.", ""]
+        for stem, code, caption in pictures:
+            setting = code.splitlines()[-1] if "\n" not in code else code.replace("\n", "; ")
+            lines += [f"**{caption}** (`{setting}`)", "", f"![{caption}]({stem}.png)", ""]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, default=None)
+    parser.add_argument("--out", type=Path, default=REPO / "docs" / "fallback")
+    parser.add_argument("--only", nargs="*", default=None, help="explorer names, e.g. mask kv_cache")
+    args = parser.parse_args(argv)
+    reason = browser_missing_reason()
+    if reason:
+        print(f"cannot take the pictures: {reason}")
+        return 1
+    args.out.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="attnviz-fallback-"))
+    for name, (_, setup, pictures) in SETTINGS.items():
+        (work / f"fallback_{name}.ipynb").write_text(json.dumps(_notebook(setup, pictures), indent=1))
+    server = LabServer(work, port=args.port)
+    settings = server.tmp / "settings" / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text(json.dumps({"windowingMode": "none"}))   # draw every cell, on screen or not
+    server.start()
+    failures = []
+    try:
+        with chromium() as browser:
+            for name, (_, _, pictures) in SETTINGS.items():
+                if args.only and name not in args.only:
+                    continue
+                page = NotebookPage(server, browser, f"fallback_{name}.ipynb", viewport=(1200, 2200)).open()
+                progress = page.run_all(timeout=300)
+                problems = describe_failures(name, progress, page.inspect())
+                if problems:
+                    failures += problems
+                else:
+                    for path in shoot(page, len(pictures), [stem for stem, _, _ in pictures], args.out):
+                        size = path.stat().st_size // 1024
+                        print(f"wrote {path.relative_to(REPO)} ({size} KiB)", flush=True)
+                page.close()
+                server.shutdown_kernels()
+    finally:
+        server.stop()
+    (args.out / "index.md").write_text(index_page(args.out))
+    print(f"wrote {(args.out / 'index.md').relative_to(REPO)}")
+    if failures:
+        print("\n".join(failures))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
