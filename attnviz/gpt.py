@@ -2,11 +2,12 @@
 
 Torch only. Short enough to read in one sitting:
 
-* :class:`TinyGPT` ``(vocab_size, d_model, n_heads, n_layers, max_len, n_kv_heads=None)``: token
-  and learned position embeddings, ``n_layers`` blocks (LayerNorm → causal attention → residual;
-  LayerNorm → MLP → residual), a final LayerNorm and an output projection to the vocabulary.
-  ``n_kv_heads < n_heads`` is grouped-query attention: groups of query heads share one key/value
-  head, and only the key/value heads are cached.
+* :class:`TinyGPT` ``(vocab_size, d_model, n_heads, n_layers, max_len, n_kv_heads=None, mlp=True)``:
+  token and learned position embeddings, ``n_layers`` blocks (LayerNorm → causal attention →
+  residual; LayerNorm → MLP → residual), a final LayerNorm and an output projection to the
+  vocabulary. ``n_kv_heads < n_heads`` is grouped-query attention: groups of query heads share one
+  key/value head, and only the key/value heads are cached. ``mlp=False`` builds attention-only
+  blocks (``norm_mlp`` and ``mlp`` are None), the kind of model induction heads were first studied in.
 * ``model(tokens, cache=None)`` returns ``(logits, cache)``. Without a cache it runs every block's
   attention module on the whole sequence (any module with ``forward(x, mask=...)`` and ``W_q``,
   ``W_k``, ``W_v``, ``W_o`` plugs in) and returns ``(logits, None)``. With a :class:`KVCache` the
@@ -156,17 +157,21 @@ class GroupedQueryAttention(nn.Module):
 
 
 class Block(nn.Module):
-    """LayerNorm → attention → residual; LayerNorm → MLP (4·d_model, GELU) → residual."""
+    """LayerNorm → attention → residual; LayerNorm → MLP (4·d_model, GELU) → residual.
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int):
+    ``mlp=False``: attention only; ``norm_mlp`` and ``mlp`` are None and the block skips them.
+    """
+
+    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int, mlp: bool = True):
         super().__init__()
         self.norm_attention = nn.LayerNorm(d_model)
         if n_kv_heads == n_heads:
             self.attention = MultiHeadAttention(d_model, n_heads)
         else:
             self.attention = GroupedQueryAttention(d_model, n_heads, n_kv_heads)
-        self.norm_mlp = nn.LayerNorm(d_model)
-        self.mlp = nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+        self.norm_mlp = nn.LayerNorm(d_model) if mlp else None
+        self.mlp = (nn.Sequential(nn.Linear(d_model, 4 * d_model), nn.GELU(), nn.Linear(4 * d_model, d_model))
+                    if mlp else None)
 
 
 def _whole(value, name: str) -> int:
@@ -184,8 +189,11 @@ class TinyGPT(nn.Module):
     ``(n_layers, batch, n_heads, n, n)``.
     """
 
-    def __init__(self, vocab_size, d_model, n_heads, n_layers, max_len, n_kv_heads=None):
+    def __init__(self, vocab_size, d_model, n_heads, n_layers, max_len, n_kv_heads=None, mlp=True):
         super().__init__()
+        if not isinstance(mlp, bool):
+            raise TypeError(f"mlp must be True or False, got {mlp!r} ({type(mlp).__name__}).")
+        self.has_mlp = mlp
         self.vocab_size = _whole(vocab_size, "vocab_size")
         self.d_model = _whole(d_model, "d_model")
         self.n_heads = _whole(n_heads, "n_heads")
@@ -201,7 +209,7 @@ class TinyGPT(nn.Module):
         self.d_head = self.d_model // self.n_heads
         self.token_embedding = nn.Embedding(self.vocab_size, self.d_model)
         self.position_embedding = nn.Embedding(self.max_len, self.d_model)
-        self.blocks = nn.ModuleList(Block(self.d_model, self.n_heads, self.n_kv_heads)
+        self.blocks = nn.ModuleList(Block(self.d_model, self.n_heads, self.n_kv_heads, mlp)
                                     for _ in range(self.n_layers))
         self.norm_final = nn.LayerNorm(self.d_model)
         self.unembedding = nn.Linear(self.d_model, self.vocab_size, bias=False)
@@ -262,7 +270,8 @@ class TinyGPT(nn.Module):
                 mixed, weights = cached_attention(block.attention, normed, self.n_heads, self.n_kv_heads,
                                                   cache, layer)
             x = x + mixed                                                        # (batch, n_new, d_model)
-            x = x + block.mlp(block.norm_mlp(x))
+            if block.mlp is not None:
+                x = x + block.mlp(block.norm_mlp(x))
             all_weights.append(weights)
         return self.unembed(x), all_weights                                     # (batch, n_new, vocab)
 

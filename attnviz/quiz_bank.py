@@ -1,4 +1,4 @@
-"""The course's multiple-choice questions, one bank per notebook (01 to 07).
+"""The course's multiple-choice questions, one bank per notebook (01 to 08).
 
 Written from the course's learning goals and its interview drill. Each
 question has exactly one right answer, and every option carries feedback:
@@ -323,6 +323,62 @@ QUIZZES = {
             ("They need much less training data than RNNs.", False, "They need a great deal.")),
     ],
     "07": [
+        _mc("In notebook 07's task the period changes from one sequence to the next. Why can a head that "
+            "always looks a fixed distance back not predict the repeat?",
+            ("The causal mask hides every position further back than the previous one.", False,
+             "The mask hides only later positions; every earlier one can be attended to."),
+            ("The earlier copy of the current token sits a different distance back each time.", True,
+             "Only the tokens say where it is: find the earlier occurrence of the current token."),
+            ("TinyGPT's position embeddings are fixed, so no head can learn a distance.", False,
+             "They are learned; the fixed-offset model of attnviz.toys.copy learned to look 7 back."),
+            ("A head may only look at the previous token or at the first one.", False,
+             "A head can look at any earlier position; the fixed-offset model's heads look 7 back.")),
+        _mc("What does a head's induction (prefix-matching) score measure?",
+            ("The weight a query puts on the key just before its own position, t - 1.", False,
+             "That is the previous-token score."),
+            ("How far the repeat accuracy falls when that head is knocked out.", False,
+             "That is a knockout; the score reads only the attention weights."),
+            ("The weight on the earlier occurrences of the query's own token.", False,
+             "One position too early: the token to predict is the one after the earlier occurrence."),
+            ("The weight on the keys just after earlier occurrences of the query's token.", True,
+             "Attending there and copying that token predicts the repeat; 0.4 or more counts as an "
+             "induction head (Olsson et al. 2022).")),
+        _mc("Hiding the previous-token head from layer 1's keys alone loses the repeat; hiding it from "
+            "layer 1's queries and values changes almost nothing. What does that show?",
+            ("Layer 1's induction heads read what the previous-token head wrote through their keys.", True,
+             "A key says \"my previous token was X\", the query \"I am X\": K-composition."),
+            ("The previous-token head is not needed by the model at all.", False,
+             "Knocking it out everywhere lost most of the repeat on every seed."),
+            ("Layer 1 reads the previous-token head through its values, not its keys.", False,
+             "Hiding it from the values (with the queries) changed almost nothing."),
+            ("The previous-token head and the induction heads sit in the same layer.", False,
+             "The previous-token head is in layer 0, the induction heads in layer 1; one layer reads "
+             "what the other wrote.")),
+        _mc("A one-layer attention-only model trained on the same data gets about a third of the "
+            "repeated tokens right. What is it missing?",
+            ("More training steps: it had the same 250 as the two-layer model.", False,
+             "Steps do not add the missing piece, a key that knows the token before it."),
+            ("A key that knows its previous token, which only an earlier layer can write there.", True,
+             "One layer can find the earlier copy of the current token, but that key holds the copy "
+             "itself, not the token after it."),
+            ("The ability to attend to positions earlier than the previous one.", False,
+             "One layer of attention can look at any earlier position."),
+            ("A larger vocabulary, so that tokens repeat less often by chance.", False,
+             "Each segment's tokens are distinct already; the vocabulary is not the problem.")),
+        _mc("In training, the repeat loss fell slowly for about a hundred steps, then dropped within a "
+            "few dozen. What happened at the drop?",
+            ("The learning rate was raised for the rest of training.", False,
+             "It stayed at 0.007 throughout."),
+            ("The model memorised the sequences it was trained on.", False,
+             "Every step draws fresh sequences, and it predicts held-out ones, even at periods it "
+             "never saw."),
+            ("The previous-token and induction scores rose at the same steps.", True,
+             "The circuit formed there: their halfway steps were within 25 steps of the loss's, on "
+             "every seed."),
+            ("The first segment of each sequence became predictable.", False,
+             "Its tokens are random; only the repeat can be learned.")),
+    ],
+    "08": [
         _mc("On the repeat task, why does the first half's loss stay near log 16 however long you train?",
             ("The model is too small to learn it.", False,
              "No model can: the tokens are random, so a uniform guess (log 16 nats) is the best possible."),
@@ -357,7 +413,7 @@ QUIZZES = {
             ("The same text: the mask only matters for training speed.", False,
              "The mask decides what a position may read; training without it teaches a shortcut."),
             ("It fails: it learned to read the next token, which is not there yet.", True,
-             "Notebook 07 measured it on every seed: superb loss, generation far worse than causal."),
+             "Notebook 08 measured it on every seed: superb loss, generation far worse than causal."),
             ("It raises an error at the first generated token.", False,
              "Nothing errors; the tokens are just wrong.")),
         _mc("Grouped-query attention, 32 query heads and 8 key/value heads: what happens to the KV cache?",

@@ -36,11 +36,12 @@ BUGS = {
     "02_scaled_dot_product_attention": ("ATTENTION_BUGS", "missing_scale", "my_attention"),
     "04_masking": ("CAUSAL_MASK_BUGS", "causal_future_visible", "my_causal_mask"),
     "05_multi_head": ("MULTI_HEAD_BUGS", "heads_merged_without_transpose", "MyMultiHeadAttention"),
-    "07_tiny_gpt": ("attnviz.check.decoding:DECODING_BUGS", "values_not_appended", "decode_step"),
+    "08_generation_kv_cache": ("attnviz.check.decoding:DECODING_BUGS", "values_not_appended", "decode_step"),
 }
 STUDENTS = ("teacher_solution", "untouched_release", "one_zoo_bug")
 # points: each exercise 1 (it runs, right shape) + 2 (its checker passes); 04 has two exercises
-MAX_SCORE = {"02_scaled_dot_product_attention": 3, "04_masking": 6, "05_multi_head": 3, "07_tiny_gpt": 3}
+MAX_SCORE = {"02_scaled_dot_product_attention": 3, "04_masking": 6, "05_multi_head": 3,
+             "08_generation_kv_cache": 3}
 
 
 def _nbgrader_cells(path):

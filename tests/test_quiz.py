@@ -11,7 +11,7 @@ import attnviz
 from attnviz import quiz
 from attnviz.quiz_bank import QUIZZES, RIGHT, WRONG
 
-NOTEBOOKS = ["01", "02", "03", "04", "05", "06", "07"]
+NOTEBOOKS = ["01", "02", "03", "04", "05", "06", "07", "08"]
 
 
 def test_every_notebook_has_three_to_five_questions():

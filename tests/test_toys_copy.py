@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 
 from attnviz.toys import copy as copy_toy
@@ -30,3 +31,17 @@ def test_copy_accuracy_counts_the_repeated_tokens():
     wrong = tokens.clone()
     wrong[:, 8:] = (wrong[:, 8:] + 1) % 16
     assert copy_toy.copy_accuracy(run.model, tokens, continued=wrong) == 0.0
+
+
+def test_the_loss_is_the_mean_over_all_fifteen_targets():
+    run = copy_toy.train_copy(seed=0, steps=1)
+    # 16 tokens give 15 targets: 7 in the first half, 8 in the copy
+    assert run.loss == pytest.approx((7 * run.first_half_loss + 8 * run.repeat_loss) / 15, rel=1e-5)
+    with torch.no_grad():
+        assert copy_toy.next_token_losses(run.model, run.eval_tokens).shape == (128, 15)
+
+
+def test_loss_floor_counts_the_random_targets():
+    assert copy_toy.loss_floor(16, 8) == pytest.approx(7 / 15 * math.log(16))
+    with pytest.raises(ValueError, match="half"):
+        copy_toy.loss_floor(16, 0)

@@ -1,9 +1,11 @@
 """Repeat the first half: a task a tiny GPT can only solve by reaching back into its context.
 
 Each sequence is ``half`` random tokens followed by the same ``half`` tokens again. The model is
-trained on next-token prediction at every position. The first half is random, so no model can
-beat ``log(vocab)`` there; the second half is a copy, so a model that finds the earlier occurrence
-predicts it almost perfectly. Torch only; seeded.
+trained on next-token prediction at every position: ``2·half - 1`` targets per sequence, the
+``half - 1`` later tokens of the first half and the ``half`` tokens of the copy. The first half is
+random, so no model can beat ``log(vocab)`` there; the copy always sits exactly ``half`` positions
+back, so a model that reaches back that far predicts it almost perfectly (by position alone: see
+:mod:`attnviz.toys.induction` for a repeat whose offset varies). Torch only; seeded.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from .._validate import require_positive_int
 from ..gpt import TinyGPT, generate
 from ._training import fit, one_thread
 
-__all__ = ["sample_repeats", "split_losses", "copy_accuracy", "CopyResult", "train_copy", "chance_loss"]
+__all__ = ["sample_repeats", "next_token_losses", "split_losses", "copy_accuracy", "CopyResult", "train_copy",
+           "chance_loss", "loss_floor"]
 
 
 def sample_repeats(batch: int, half: int, vocab: int, generator: torch.Generator,
@@ -37,15 +40,23 @@ def sample_repeats(batch: int, half: int, vocab: int, generator: torch.Generator
     return torch.cat([first, second], dim=1)
 
 
+def next_token_losses(model, tokens, *, causal=True):
+    """``(batch, n - 1)``: the cross-entropy (nats) of predicting token ``t + 1`` at position ``t``.
+
+    Its mean is the loss over every target, the one training minimises."""
+    logits, _ = model(tokens, causal=causal)
+    return nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+
+
 def split_losses(model, tokens, *, causal=True):
     """Mean next-token cross-entropy ``(first_half, repeat)`` in nats.
 
-    ``first_half``: predicting tokens 1 .. half-1 (random: ``log vocab`` is the best possible).
-    ``repeat``: predicting tokens half .. 2·half-1 (each a copy of one ``half`` positions back).
+    ``first_half``: predicting tokens 1 .. half-1 (``half - 1`` random targets: ``log vocab`` is the
+    best possible). ``repeat``: predicting tokens half .. 2·half-1 (``half`` targets, each a copy of
+    the one ``half`` positions back).
     """
     half = tokens.shape[1] // 2
-    logits, _ = model(tokens, causal=causal)
-    losses = nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), tokens[:, 1:], reduction="none")
+    losses = next_token_losses(model, tokens, causal=causal)
     return losses[:, : half - 1].mean(), losses[:, half - 1:].mean()   # targets 1..half-1 | half..2·half-1
 
 
@@ -68,7 +79,8 @@ class CopyResult:
     causal: bool
     n_kv_heads: int
     corrupt: float
-    losses: list = field(default_factory=list)     # training loss per step (both halves)
+    losses: list = field(default_factory=list)     # training loss per step (every target)
+    loss: float = float("nan")                     # held-out loss over every target
     first_half_loss: float = float("nan")
     repeat_loss: float = float("nan")
     seconds: float = float("nan")                  # CPU time of the training loop
@@ -92,8 +104,7 @@ def train_copy(*, seed=0, vocab=16, half=8, d_model=32, n_heads=4, n_layers=2, n
         generator = torch.Generator().manual_seed(10_000 + seed)
 
         def loss_of(tokens):
-            first, repeat = split_losses(model, tokens, causal=causal)
-            return ((half - 1) * first + (half + 1) * repeat) / (2 * half), None   # mean over all targets
+            return next_token_losses(model, tokens, causal=causal).mean(), None   # mean over all targets
 
         def report(step, loss, *_):
             if progress is not None and (step % 20 == 0 or step == steps):
@@ -106,12 +117,21 @@ def train_copy(*, seed=0, vocab=16, half=8, d_model=32, n_heads=4, n_layers=2, n
         held_out = sample_repeats(eval_batch, half, vocab, torch.Generator().manual_seed(20_000 + seed),
                                   corrupt)
         with torch.no_grad():
+            loss = next_token_losses(model, held_out, causal=causal).mean()
             first, repeat = split_losses(model, held_out, causal=causal)
     return CopyResult(seed=seed, causal=causal, n_kv_heads=model.n_kv_heads, corrupt=corrupt, losses=losses,
-                      first_half_loss=first.item(), repeat_loss=repeat.item(), seconds=seconds,
-                      model=model, eval_tokens=held_out)
+                      loss=loss.item(), first_half_loss=first.item(), repeat_loss=repeat.item(),
+                      seconds=seconds, model=model, eval_tokens=held_out)
 
 
 def chance_loss(vocab: int) -> float:
     """``log(vocab)``: the loss of a uniform guess, the best possible on random tokens."""
     return math.log(vocab)
+
+
+def loss_floor(vocab: int, half: int) -> float:
+    """The lowest loss over every target a model that cannot see ahead can reach (exact copies):
+    ``half - 1`` of the ``2·half - 1`` targets are random and cost ``log(vocab)`` each at best, the
+    ``half`` copied ones can cost 0."""
+    half = require_positive_int(half, "half")
+    return (half - 1) / (2 * half - 1) * math.log(vocab)
