@@ -17,7 +17,7 @@ signature as the exercise it belongs to:
 * ``CAUSAL_MASK_BUGS``: ``fn(n)`` -> bool mask, meant to be ``(n, n)``.
 * ``PADDING_MASK_BUGS``: ``fn(lengths, n)`` -> bool mask, meant to be ``(batch, 1, n)``
   (``padding_masks_queries`` returns ``(batch, n, 1)``: that is its bug).
-* ``DECODING_BUGS``: ``step(model, tokens, cache) -> (logits, cache)``, notebook 07's cached
+* ``DECODING_BUGS``: ``step(model, tokens, cache) -> (logits, cache)``, notebook 08's cached
   decoding step for a :class:`attnviz.gpt.TinyGPT` (or its ``model.pieces()`` view), written from
   the model's public pieces; ``decode_step`` is the correct one. The cache is a list of
   ``(keys, values)`` per layer, each ``(batch, n_kv_heads, positions, d_head)``.
@@ -457,7 +457,7 @@ PADDING_MASK_BUGS = {
 }
 
 # --------------------------------------------------------------------------
-# Decoding (notebook 07): step(model, tokens, cache) -> (logits, cache)
+# Decoding (notebook 08): step(model, tokens, cache) -> (logits, cache)
 # --------------------------------------------------------------------------
 
 class DecodeStep:

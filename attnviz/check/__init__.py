@@ -1,7 +1,7 @@
 """Checkers that run a learner's attention code and name the classic mistake it makes.
 
 ``check_attention(fn)``, ``check_multi_head(cls)``, ``check_causal_mask(fn)``,
-``check_padding_mask(fn)`` and ``check_decoding_step(fn)`` (notebook 07) each
+``check_padding_mask(fn)`` and ``check_decoding_step(fn)`` (notebook 08) each
 return a :class:`CheckResult` with ``.passed`` and ``.bug`` (a bug id from
 :data:`BUGS`, or None) that shows itself in a notebook as a short verdict: what
 happened, which bug it looks like, how it shows, the one-line fix. Learner code

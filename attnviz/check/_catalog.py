@@ -295,7 +295,7 @@ _ENTRIES = [
         "The caller's tensors are different after the call, so calling it twice gives different answers.",
         "use out-of-place operations: scores = scores / ..., scores.masked_fill(...) (no underscore)",
     ),
-    # ---- notebook 07: a cached decoding step (check_decoding_step) ----
+    # ---- notebook 08: a cached decoding step (check_decoding_step) ----
     Bug(
         "positions_not_advanced",
         "The new tokens get the position embeddings 0, 1, ... again instead of continuing after the cache.",

@@ -1,6 +1,6 @@
 """check_decoding_step: a learner's cached decoding step, named by its symptoms at two levels.
 
-The learner writes ``decode_step(model, tokens, cache) -> (logits, cache)`` for notebook 07's
+The learner writes ``decode_step(model, tokens, cache) -> (logits, cache)`` for notebook 08's
 tiny GPT: ``tokens`` ``(batch, n_new)`` are the positions after those already in ``cache`` (None
 at the start), ``logits`` ``(batch, n_new, vocab_size)``, and the returned cache (its format is the
 learner's own) is handed to the next call. The step gets ``model.pieces()``
@@ -73,7 +73,7 @@ DECODING_BUGS = {
     "is_causal_top_left": CACHED_VARIANTS["is_causal_top_left"][0],
     "positions_not_advanced": CACHED_VARIANTS["positions_not_advanced"][0],
 }
-"""Four of the checker's own hypotheses as steps (used by notebook 07 and the nbgrader test); the
+"""Four of the checker's own hypotheses as steps (used by notebook 08 and the nbgrader test); the
 zoo's readable members are in :data:`attnviz.zoo.DECODING_BUGS`."""
 
 
