@@ -33,11 +33,12 @@ CACHE_LEVEL = ["positions_not_advanced", "cache_not_appended", "keys_not_appende
 
 
 def _solution():
-    """Notebook 07's exercise solution, read from its cell (### BEGIN SOLUTION)."""
-    nb = json.loads((ROOT / "notebooks" / "07_tiny_gpt.ipynb").read_text())
+    """Notebook 08's exercise solution, read from its cell (### BEGIN SOLUTION)."""
+    nb = json.loads((ROOT / "notebooks" / "08_generation_kv_cache.ipynb").read_text())
     (source,) = ["".join(c["source"]) for c in nb["cells"] if "### BEGIN SOLUTION" in "".join(c["source"])
                  and "def decode_step" in "".join(c["source"])]
-    space = {"torch": torch, "F": F, "math": math}
+    space = {"torch": torch, "F": F, "math": math, "gpt": gpt,           # the names notebook 08 imports
+             "split_heads": split_heads, "merge_heads": merge_heads}
     exec(source, space)                                          # noqa: S102 - the notebook's own cell
     return space["decode_step"]
 
