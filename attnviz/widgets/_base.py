@@ -266,7 +266,8 @@ class Explorer:
                       layout=w.Layout(width="300px", min_width="240px", margin="4px 0 0 8px"))
         body = w.HBox([self.canvas, side],
                       layout=w.Layout(flex_flow="row wrap", align_items="flex-start", max_width="100%"))
-        return w.VBox([head, controls, self._problem, body], layout=w.Layout(max_width="100%"))
+        box = w.VBox([head, controls, self._problem, body], layout=w.Layout(max_width="100%"))
+        return box.add_class("attnviz-explorer")   # the canvas finds its controls by it (js/keys.js)
 
     @property
     def widget(self) -> w.Widget:

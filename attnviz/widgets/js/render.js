@@ -26,6 +26,7 @@ import { paintBars, paintHistogram } from "./bars.js";
 import { themeOf } from "./colour.js";
 import { make } from "./dom.js";
 import { paintHeatmap } from "./heatmap.js";
+import { createKeys } from "./keys.js";
 import { paintPoints } from "./points.js";
 import { samePicture, withDefaults } from "./scene.js";
 import { showTable } from "./table.js";
@@ -52,6 +53,7 @@ const PAINTERS = { heatmap: paintHeatmap, bars: paintBars, histogram: paintHisto
  * @property {number} frame the animation frame asked for (0: none)
  * @property {number} paints
  * @property {() => import("./scene.js").Scene} scene what to paint (the look-ahead may run ahead)
+ * @property {{connect: () => void, dispose: () => void}} keys the controls' keys and names (keys.js)
  */
 
 /** The scene to paint, with the panels that never change (`fixed`) under this update's. */
@@ -267,6 +269,7 @@ function paint(view) {
     }
   }
   view.el.dataset.attnvizExplorer = scene.explorer || "";
+  view.keys.connect(); // hook (keys.js): the explorer's controls keep their keys and get names
   if (changed) {
     view.paints += 1;
     view.el.dataset.attnvizPaint = String(view.paints);
@@ -290,6 +293,7 @@ function render({ model, el }) {
     frame: 0,
     paints: 0,
   };
+  view.keys = createKeys(el); // hook (keys.js)
   const lookAhead = createLookAhead(model, () => schedule(view));
   view.scene = lookAhead.scene;
   const repaint = () => schedule(view);
@@ -306,6 +310,7 @@ function render({ model, el }) {
   return () => {
     cancelAnimationFrame(view.frame);
     themeWatcher.disconnect();
+    view.keys.dispose();
     tip.remove();
     lookAhead.dispose();
     model.off("change:fixed", repaint);
