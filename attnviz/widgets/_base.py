@@ -82,6 +82,7 @@ class Explorer:
     title = ""
     kind = ""
     report_moves = True      # the canvas reports a burst's slider moves at once (False: the sliders' own)
+    named_by: tuple | None = None   # the settings a saved picture's file name lists (None: every control)
 
     def __init__(self):
         self.controls: dict[str, w.Widget] = {}
@@ -185,7 +186,11 @@ class Explorer:
         with one_thread():
             state = self._compute(values)
             sections, panels = self._layout(state)
-        return self.canvas.compose(sections, panels, self._selected(state))
+        return self.canvas.compose(sections, panels, self._selected(state), settings=self._named(values))
+
+    def _named(self, values: dict) -> dict:
+        """The settings that name a saved picture (js/save.js; see :mod:`._save`)."""
+        return values if self.named_by is None else {name: values[name] for name in self.named_by}
 
     def update(self) -> bool:
         """Recompute from the controls' newest values and repaint; False (and why, shown) if they fail."""
@@ -214,7 +219,8 @@ class Explorer:
             self._problem.layout.display = "none"
             self._problem.value = ""
         with self.canvas.hold_sync():           # a burst's next steps travel with the picture
-            self.canvas.show(sections, panels, selected=self._selected(state), at=self.ahead.at())
+            self.canvas.show(sections, panels, selected=self._selected(state), at=self.ahead.at(),
+                             settings=self._named(values))
             self.ahead.shown(seconds)
         self._metrics_now = self._metrics(state)
         text = self._describe(state)

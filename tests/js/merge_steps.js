@@ -22,7 +22,8 @@ function decode(value) {
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, decode(item)]));
 }
 
-/** The same picture: every panel (but its text alternative), the sections, the frame, the explorer. */
+/** The same picture: every panel (but its text alternative), the sections, the frame, the explorer, and
+ * what a saved picture is called. */
 function samePictures(a, b) {
   const names = new Set([...Object.keys(a.panels), ...Object.keys(b.panels)]);
   for (const name of names) {
@@ -30,7 +31,7 @@ function samePictures(a, b) {
       return false;
     }
   }
-  const rest = (scene) => JSON.stringify([scene.explorer, scene.sections, scene.selected]);
+  const rest = (scene) => JSON.stringify([scene.explorer, scene.sections, scene.selected, scene.file]);
   return rest(a) === rest(b);
 }
 

@@ -28,6 +28,7 @@ import { make } from "./dom.js";
 import { paintHeatmap } from "./heatmap.js";
 import { createKeys } from "./keys.js";
 import { paintPoints } from "./points.js";
+import { addSave } from "./save.js";
 import { samePicture, withDefaults } from "./scene.js";
 import { showTable } from "./table.js";
 
@@ -35,8 +36,8 @@ import { showTable } from "./table.js";
 const PAINTERS = { heatmap: paintHeatmap, bars: paintBars, histogram: paintHistogram, points: paintPoints };
 
 /**
- * One panel on the page: its box (a <figure>), title, canvas, numbers toggle and table; `spec` is
- * the panel last painted, `key` what else its picture depends on, `hover` its hover.
+ * One panel on the page: its box (a <figure>), title, canvas, numbers toggle and table, and `save`
+ * (save.js); `spec` is the panel last painted, `key` what else its picture depends on, `hover` its hover.
  * @typedef {Object} PanelBox
  */
 
@@ -102,6 +103,15 @@ function panelBox(view, name) {
   button.setAttribute("aria-expanded", "false");
   numbers.hidden = true;
   const box = { figure, title, canvas, button, numbers, spec: null, key: "", hover: null };
+  // hook (save.js): the save button and its formats, beside "numbers", for what is on screen now
+  const shown = () =>
+    box.spec && {
+      panel: withDefaults(box.spec, view.model.get("defaults") || {}),
+      theme: themeFor(view),
+      scene: sceneOf(view),
+      name,
+    };
+  box.save = addSave(box, shown, PAINTERS);
   button.onclick = () => {
     numbers.hidden = !numbers.hidden;
     button.setAttribute("aria-expanded", String(!numbers.hidden));
@@ -205,6 +215,7 @@ function paintBox(box, panel, theme) {
   box.canvas.setAttribute("aria-label", panel.description || panel.title || panel.kind);
   box.canvas.tabIndex = panel.pick ? 0 : -1;
   box.button.hidden = Boolean(panel.small);
+  box.save.hidden = box.button.hidden;
   const frame = frameFor(box.canvas.getContext("2d"), theme, panel);
   const { ctx, width } = sizeCanvas(box.canvas, frame);
   Object.assign(box.canvas.dataset, { x0: frame.left, y0: frame.top, cell: panel.cell || "" });
