@@ -18,6 +18,9 @@
 //                          Colours: weights = VIRIDIS (colour.js), linear between its 11 stops over
 //                          0..1; scores = RDBU over vmin..vmax; masked #c8c8c8; NaN #ff66cc.
 //   numbers toggle         button.attnviz-numbers beside each panel shows its values as an html <table>.
+//   save (save.js)         .attnviz-save > button (aria-expanded) beside it opens .attnviz-save-as, whose
+//                          buttons "PNG", "PNG 2×", "CSV" download the panel (file name: scene.file).
+//   explorer's box         .attnviz-explorer (set by Python) holds the controls; keys.js keeps their keys.
 //   picked panel           the panel box of scene.selected has the class "attnviz-selected".
 
 import { createLookAhead } from "./ahead.js";

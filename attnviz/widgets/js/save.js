@@ -138,7 +138,7 @@ const FORMATS = [
  */
 export function addSave(box, now, painters) {
   const holder = make("span", "attnviz-save");
-  const button = make("button", "attnviz-numbers", holder, "save");
+  const button = make("button", "", holder, "save");
   const formats = make("span", "attnviz-save-as", holder);
   button.type = "button";
   button.setAttribute("aria-expanded", "false");
@@ -150,7 +150,7 @@ export function addSave(box, now, painters) {
     button.setAttribute("aria-expanded", String(!formats.hidden));
   };
   for (const [words, extra, extension, makeFile] of FORMATS) {
-    const format = make("button", "attnviz-numbers", formats, words);
+    const format = make("button", "", formats, words);
     format.type = "button";
     format.onclick = async () => {
       const shown = now();
