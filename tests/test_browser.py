@@ -450,6 +450,12 @@ def test_every_explorer_saves_its_pictures(notebook_page):
         assert png_size(picture2) == (2 * size[0], 2 * size[1]), f"{where}: {png2} is {png_size(picture2)}"
         failures += _csv_failures(where, text.decode(), _kernel_panel(page, variable, panel))
     assert not failures, "\n".join(failures)
+    button = page.page.locator('[data-attnviz-root] canvas[data-attnviz-panel="unscaled"]').locator(
+        "xpath=ancestor::figure[1]").locator(".attnviz-save > button")
+    button.scroll_into_view_if_needed()
+    button.focus()
+    page.page.keyboard.press("Enter")               # the formats open, for the screenshot
+    page.page.keyboard.press("Tab")
     page.screenshot(SCREENSHOTS / "_saved.png")
     assert log_entries(page) == 0 and page.page_errors == []
     assert page.external_requests == []
