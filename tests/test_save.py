@@ -16,7 +16,7 @@ from attnviz.widgets import (
     saturation_explorer,
 )
 from attnviz.widgets._ahead import scene_delta
-from attnviz.widgets._save import file_stem, notebook_prefix
+from attnviz.widgets._save import file_stem, named_settings, notebook_prefix
 
 
 @pytest.mark.parametrize(("path", "prefix"), [
@@ -57,26 +57,39 @@ EXPLORERS = {
 def test_every_scene_names_its_pictures_by_the_settings_it_was_computed_for(monkeypatch, kind):
     monkeypatch.setenv("JPY_SESSION_NAME", "/x/05_multi_head.ipynb")
     explorer = EXPLORERS[kind]()
-    values = {name: control.value for name, control in explorer.controls.items()
-              if explorer.named_by is None or name in explorer.named_by}
-    assert explorer.canvas.scene["file"] == file_stem(kind, values, prefix="05")
-    assert explorer.canvas.scene["file"].startswith(f"05_{kind}_")
+    values = {name: control.value for name, control in explorer.controls.items()}
+    assert explorer.canvas.scene["file"] == file_stem(kind, named_settings(explorer, values), prefix="05")
+    assert explorer.canvas.scene["file"].startswith(f"05_{kind}")
 
 
-def test_the_lookup_is_named_by_its_angle_not_the_word_that_moved_it():
+def test_settings_at_their_defaults_are_left_out_of_the_name(monkeypatch):
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    explorer = saturation_explorer()
+    assert explorer.canvas.scene["file"] == "saturation"            # every setting at its default
+    explorer.controls["d_k"].value = 512
+    explorer.controls["scaled"].value = False
+    explorer._flush()
+    assert explorer.canvas.scene["file"] == "saturation_d_k-512_scaled-no"
+    explorer.controls["temperature"].value = 1.0000000000000002   # 1 in words: still the default
+    explorer._flush()
+    assert explorer.canvas.scene["file"] == "saturation_d_k-512_scaled-no"
+    assert head_explorer(torch.rand(1, 2, 3, 3).softmax(-1)).canvas.scene["file"] == "head_layer-0_head-0"
+
+
+def test_the_lookup_is_named_by_its_angle_not_the_word_that_moved_it(monkeypatch):
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     explorer = lookup_explorer()
     explorer.controls["word"].value = "dog"
     explorer._flush()
     angle = explorer.controls["query_angle"].value
-    assert explorer.canvas.scene["file"].endswith(f"lookup_query_angle-{angle:.4g}_temperature-1")
+    assert explorer.canvas.scene["file"] == f"lookup_query_angle-{angle:.4g}"
 
 
-def test_the_name_follows_a_change_and_a_prepared_step_carries_its_own():
+def test_a_prepared_step_leaves_the_name_to_the_kernels_own_scene():
     explorer = saturation_explorer(d_k=64)
-    explorer.controls["d_k"].value = 512
-    explorer._flush()
-    assert "_d_k-512_" in explorer.canvas.scene["file"]
     base = explorer.canvas.scene
     step = explorer._scene_of({**{n: c.value for n, c in explorer.controls.items()}, "d_k": 1024})
-    assert "_d_k-1024_" in scene_delta(base, step)["file"]
-    assert "file" not in scene_delta(base, base)              # the same name: not sent again
+    assert "_d_k-1024" in step["file"] and "file" not in scene_delta(base, step)   # not sent with the step
+    explorer.controls["d_k"].value = 1024
+    explorer._flush()
+    assert explorer.canvas.scene["file"] == step["file"]                          # the kernel's own brings it

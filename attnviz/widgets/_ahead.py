@@ -69,8 +69,6 @@ def scene_delta(base: dict, new: dict, leave_out=()) -> dict:
     out = {"panels": {name: spec for name, spec in panels.items() if spec}}
     if new.get("selected") != base.get("selected"):
         out["selected"] = new.get("selected")
-    if new.get("file") != base.get("file"):       # what a saved picture is called (js/save.js)
-        out["file"] = new.get("file")
     old_sections, sections = base.get("sections") or [], new.get("sections") or []
     if sections != old_sections:                  # None for a section that stays as it is
         out["sections"] = (sections if len(sections) != len(old_sections)

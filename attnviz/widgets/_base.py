@@ -35,6 +35,7 @@ import ipywidgets as w
 
 from .._threads import one_thread
 from ._ahead import StepAhead
+from ._save import named_settings
 from .canvas import Canvas
 
 __all__ = ["Explorer", "metrics_table", "note"]
@@ -186,11 +187,8 @@ class Explorer:
         with one_thread():
             state = self._compute(values)
             sections, panels = self._layout(state)
-        return self.canvas.compose(sections, panels, self._selected(state), settings=self._named(values))
-
-    def _named(self, values: dict) -> dict:
-        """The settings that name a saved picture (js/save.js; see :mod:`._save`)."""
-        return values if self.named_by is None else {name: values[name] for name in self.named_by}
+        return self.canvas.compose(sections, panels, self._selected(state),
+                                   settings=named_settings(self, values))
 
     def update(self) -> bool:
         """Recompute from the controls' newest values and repaint; False (and why, shown) if they fail."""
@@ -220,7 +218,7 @@ class Explorer:
             self._problem.value = ""
         with self.canvas.hold_sync():           # a burst's next steps travel with the picture
             self.canvas.show(sections, panels, selected=self._selected(state), at=self.ahead.at(),
-                             settings=self._named(values))
+                             settings=named_settings(self, values))
             self.ahead.shown(seconds)
         self._metrics_now = self._metrics(state)
         text = self._describe(state)

@@ -22,8 +22,7 @@ function decode(value) {
   return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, decode(item)]));
 }
 
-/** The same picture: every panel (but its text alternative), the sections, the frame, the explorer, and
- * what a saved picture is called. */
+/** The same picture: every panel (but its text alternative), the sections, the frame, the explorer. */
 function samePictures(a, b) {
   const names = new Set([...Object.keys(a.panels), ...Object.keys(b.panels)]);
   for (const name of names) {
@@ -31,7 +30,7 @@ function samePictures(a, b) {
       return false;
     }
   }
-  const rest = (scene) => JSON.stringify([scene.explorer, scene.sections, scene.selected, scene.file]);
+  const rest = (scene) => JSON.stringify([scene.explorer, scene.sections, scene.selected]);
   return rest(a) === rest(b);
 }
 

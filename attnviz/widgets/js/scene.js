@@ -69,7 +69,8 @@
  * @property {string | null} selected the panel drawn with a frame
  * @property {Object<string, *>} [at] what the linked controls hold for this scene (browser values)
  * @property {number} [seq] which scene this is (a look-ahead names the scene it extends)
- * @property {string} [file] what a saved picture is called: notebook, explorer, settings (save.js)
+ * @property {string} [file] what a saved picture is called: notebook, explorer, settings (save.js);
+ *   a step of the look-ahead keeps its base's
  */
 
 /**
@@ -181,9 +182,6 @@ export function merge(base, packed) {
   const out = { ...base, panels };
   if ("selected" in delta) {
     out.selected = delta.selected;
-  }
-  if ("file" in delta) {
-    out.file = delta.file;
   }
   if (delta.sections) {
     out.sections = delta.sections.map((section, i) => (section === null ? base.sections[i] : section));
