@@ -637,67 +637,74 @@ def colour_distance(a: str, b: str) -> int:
     return max(abs(int(a[k:k + 2], 16) - int(b[k:k + 2], 16)) for k in (1, 3, 5))
 
 
+def _keys_on(page: NotebookPage, target, keys: list[str], read: str | None = None) -> bool:
+    """Focus ``target`` and press ``keys``: True if what ``read`` (JS, ``el => ...``) reads of it then
+    changed within 3 s (always True without ``read``)."""
+    element = target.element_handle()        # this element, even once the locator finds another
+    element.scroll_into_view_if_needed()
+    element.focus()
+    before = element.evaluate(read) if read else None
+    for key in keys:
+        page.page.keyboard.press(key)
+    if not read:
+        return True
+    try:
+        page.page.wait_for_function(f"([el, before]) => ({read})(el) !== before",
+                                    arg=[element, before], timeout=3000, polling=50)
+        return True
+    except Exception:  # noqa: BLE001 - the keys did nothing to it: the caller says so
+        return False
+
+
 def _operate(page: NotebookPage, control: dict, undo: dict | None = None) -> dict:
-    """Move ``control`` once (or put it back as ``undo`` says); return how to undo that."""
+    """Move ``control`` once with the keys its role promises (or put it back as ``undo`` says); return
+    how to undo that, and ``keyboard_ignored`` if the control did not take the keys. Keyboard only:
+    arrows on a slider's handle or a dropdown, Space on a toggle button or checkbox, an arrow then
+    Enter in a number box, Enter on a pickable panel."""
     where = page.page.locator(f'[data-attnviz-control="{control["id"]}"]')
     kind = control["kind"]
+    back = {"ArrowRight": "ArrowLeft", "ArrowLeft": "ArrowRight",
+            "ArrowDown": "ArrowUp", "ArrowUp": "ArrowDown"}
     if kind == "slider":
         handle = where.locator('[role="slider"]').first
         now, top = handle.get_attribute("aria-valuenow"), handle.get_attribute("aria-valuemax")
         if top == handle.get_attribute("aria-valuemin"):
             return {"did": "nothing (its only value)", "fixed": True}
         key = undo["key"] if undo else ("ArrowLeft" if now == top else "ArrowRight")
-        handle.scroll_into_view_if_needed()
-        handle.focus()
-        page.page.keyboard.press(key)
-        done = {"key": "ArrowRight" if key == "ArrowLeft" else "ArrowLeft", "did": f"pressed {key}"}
-        try:
-            page.page.wait_for_function("([el, now]) => el.getAttribute('aria-valuenow') !== now",
-                                        arg=[handle.element_handle(), now], timeout=3000, polling=50)
-        except Exception:  # noqa: BLE001 - the key did nothing: say so, and use the mouse instead
-            target = where.locator(".noUi-target").first
-            target.scroll_into_view_if_needed()      # the ignored key may have scrolled the page
-            track = target.bounding_box()
-            low = float(handle.get_attribute("aria-valuemin") or 0)
-            share = (float(now) - low) / ((float(top) - low) or 1)
-            page.page.mouse.click(track["x"] + track["width"] * (0.1 if share > 0.5 else 0.9),
-                                  track["y"] + track["height"] / 2)
-            done.update(keyboard_ignored=True, no_undo=True,
-                        did=f"pressed {key} (ignored), then clicked the track")
-        return done
-    if kind == "dropdown":
+        # (a log slider's aria-valuenow is its exponent to one decimal: 1.00 and 1.02 are both 0.0)
+        read = "el => el.getAttribute('aria-valuenow') + ' ' + el.getAttribute('aria-valuetext')"
+        taken = _keys_on(page, handle, [key], read)
+        done = {"key": back[key], "did": f"pressed {key}"}
+    elif kind == "dropdown":
         select = where.locator("select")
-        values = select.evaluate("el => Array.from(el.options).map(o => o.value)")
-        now = select.input_value()
-        target = undo["value"] if undo else values[(values.index(now) + 1) % len(values)]
-        select.select_option(target)
-        return {"value": now, "did": f"chose option {target!r}"}
-    if kind == "toggle":
-        buttons = where.locator("button")
+        last = select.evaluate("el => el.selectedIndex === el.options.length - 1")
+        key = undo["key"] if undo else ("ArrowUp" if last else "ArrowDown")
+        taken = _keys_on(page, select, [key], "el => el.value")
+        done = {"key": back[key], "did": f"pressed {key} (now {select.input_value()!r})"}
+    elif kind == "toggle":
         active = where.locator("button.mod-active").first.inner_text()
-        if undo:
-            target = where.locator("button", has_text=undo["text"]).first
-        else:
-            target = where.locator("button:not(.mod-active)").first
+        target = (where.locator("button", has_text=undo["text"]).first if undo
+                  else where.locator("button:not(.mod-active)").first)
         name = target.inner_text()
-        target.click()
-        assert buttons.count() > 1
-        return {"text": active, "did": f"clicked {name!r}"}
-    if kind == "text":
+        taken = _keys_on(page, target, ["Space"], "el => el.classList.contains('mod-active')")
+        done = {"text": active, "did": f"pressed Space on {name!r}"}
+    elif kind == "text":
         box = where.locator("input")
-        now = box.input_value()
-        target = undo["value"] if undo else str(int(float(now)) + 1)
-        box.fill(target)
-        box.press("Enter")
-        return {"value": now, "did": f"typed {target}"}
-    if kind == "checkbox":
-        where.locator("input").click()
-        return {"did": "clicked the checkbox"}
-    if kind == "pick":
-        where.scroll_into_view_if_needed()
-        where.click()
-        return {"did": "clicked the panel", "no_undo": True}
-    raise ValueError(f"unknown control kind {kind!r}")
+        at_top = box.evaluate("el => el.max !== '' && Number(el.value) >= Number(el.max)")
+        key = undo["key"] if undo else ("ArrowDown" if at_top else "ArrowUp")
+        taken = _keys_on(page, box, [key, "Enter"], "el => el.value")
+        done = {"key": back[key], "did": f"pressed {key} and Enter"}
+    elif kind == "checkbox":
+        taken = _keys_on(page, where.locator("input"), ["Space"], "el => el.checked")
+        done = {"did": "pressed Space on the checkbox"}
+    elif kind == "pick":
+        taken = _keys_on(page, where, ["Enter"])
+        done = {"did": "pressed Enter on the panel", "no_undo": True}
+    else:
+        raise ValueError(f"unknown control kind {kind!r}")
+    if not taken:
+        done.update(keyboard_ignored=True, no_undo=True, did=done["did"] + " (ignored)")
+    return done
 
 
 def wait_repaint(page: NotebookPage, index: int, before: dict, timeout: float = 30.0) -> str | None:
@@ -711,7 +718,8 @@ def wait_repaint(page: NotebookPage, index: int, before: dict, timeout: float = 
 
 
 def move_every_control(page: NotebookPage, timeout: float = 30.0) -> list[dict]:
-    """Move each control of each explorer once; record whether its explorer repainted (or said why not).
+    """Move each control of each explorer once, with the keyboard alone; record whether its explorer
+    repainted (or said why not), and whether the control ignored the keys (``keyboard_ignored``).
 
     A control whose setting is rejected shows a problem instead of repainting; it is then put
     back (so the next control starts from working settings), which must clear the problem. A
@@ -723,9 +731,12 @@ def move_every_control(page: NotebookPage, timeout: float = 30.0) -> list[dict]:
         for control in explorer["controls"]:
             before = explorer_state(page, index)
             undo = _operate(page, control)
-            outcome = "fixed" if undo.get("fixed") else wait_repaint(page, index, before, timeout)
+            waits = not (undo.get("fixed") or undo.get("keyboard_ignored"))
+            outcome = wait_repaint(page, index, before, timeout) if waits else (
+                "fixed" if undo.get("fixed") else None)
             entry = {"explorer": explorer["explorer"], "cell": explorer["cell"], "control": control["label"],
-                     "kind": control["kind"], "did": undo["did"], "outcome": outcome}
+                     "kind": control["kind"], "did": undo["did"], "outcome": outcome,
+                     "keyboard_ignored": bool(undo.get("keyboard_ignored"))}
             if outcome == "problem shown" and not undo.get("no_undo"):
                 entry["problem"] = explorer_state(page, index)["problem"]
                 again = explorer_state(page, index)

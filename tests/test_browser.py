@@ -7,10 +7,16 @@ cells, waits for the kernel to go idle and then checks every cell's outputs in t
 JupyterLab's Log Console stayed empty (kernel tracebacks from widget messages land there, not in a
 cell). Then it moves every control of every explorer once (sliders with the keyboard) and checks
 that each one repainted its explorer (the root's data-attnviz-paint counter went up) or, for a
-rejected setting, said why in words; the Log Console must still be empty. Known cells of the mask
-explorer are checked by their painted pixels. The explorers also run in Jupyter Notebook 7.
-Screenshots per notebook, light and dark, go to screenshots/ (ignored by git; `make screenshots`
-copies them to docs/screenshots/ for the README).
+rejected setting, said why in words; the Log Console must still be empty. Every control is driven
+with the keyboard alone (arrows on sliders and dropdowns, Space on toggles, Enter on a head's
+thumbnail), is reached by Tab, shows a focus ring of at least 3:1, and every slider handle is named
+by its label with its readout as its value; axe-core finds no serious or critical violation in any
+explorer, light or dark (tests/_a11y.py). Known cells of the mask explorer are checked by their
+painted pixels. Each kind of explorer saves its pictures (PNG, PNG at 2x, CSV), read back from the
+downloads and compared with the explorer's numbers in the kernel. The explorers also run in Jupyter
+Notebook 7, keyboard only there too. Screenshots per notebook, light and dark, go to screenshots/
+(ignored by git; `make screenshots` copies them to docs/screenshots/ for the README), axe's findings
+per notebook to screenshots/accessibility/ and the saved pictures to screenshots/saved/.
 
 Without /usr/bin/chromium the tests skip with the reason, unless ATTNVIZ_REQUIRE_BROWSER=1 (CI sets
 it), in which case they fail.
@@ -18,11 +24,28 @@ it), in which case they fail.
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 import os
 from pathlib import Path
 
 import nbformat
+import numpy as np
 import pytest
+from _a11y import (
+    axe,
+    axe_explorer,
+    axe_failures,
+    focus_first,
+    kernel_output,
+    png_size,
+    ring_failures,
+    save,
+    slider_failures,
+    tab_stops,
+    unreached,
+)
 from _lab import (
     REPO,
     NotebookPage,
@@ -42,7 +65,11 @@ from _lab import (
 
 NOTEBOOKS = sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 SCREENSHOTS = REPO / "screenshots"
+ACCESSIBILITY = SCREENSHOTS / "accessibility"     # axe's findings per notebook and theme, to read
+SAVED = SCREENSHOTS / "saved"                     # the pictures the explorers saved, to look at
 SELF_CHECK = "zz_browser_self_check.ipynb"
+THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark",
+          "high contrast": "JupyterLab Dark High Contrast"}
 
 pytestmark = pytest.mark.browser
 
@@ -72,7 +99,11 @@ def _self_check_notebook(path: Path) -> Path:
              "from attnviz.widgets import mask_explorer, saturation_explorer\n\n"
              "mask_explorer(mask='causal')"),
         code("unwired = widgets.IntSlider(description='unwired')   # planted: repaints nothing\n"
-             "widgets.VBox([unwired, saturation_explorer().widget])"),
+             "explorer = saturation_explorer()\n"
+             "explorer.widget.children += (widgets.HTML(   # planted: faint text, an image without words,\n"
+             "    \"<span style='color:#bbb'>faint</span><img src='data:,'>\"   # a button without a ring\n"
+             "    \"<button style='outline:none !important'>ringless</button>\"),)\n"
+             "widgets.VBox([unwired, explorer.widget])"),
         code("raises = widgets.IntSlider(description='raises')\n"
              "raises.observe(lambda change: 1 / 0, names='value')   # planted: a Log Console traceback\n"
              "raises"),
@@ -119,10 +150,40 @@ def _all_explorers_notebook(path: Path) -> Path:
     return path
 
 
+SAVE = "zz_browser_save.ipynb"
+# Each kind of explorer, the panels it saves in the test, and words its file names must hold.
+# (A setting at the default of the explorer's argument is left out of the name.)
+SAVES = [("saturation", "saturation", "unscaled", "_saturation_d_k-512_unscaled"),
+         ("mask", "masks", "weights/2", "_mask_dtype-float16_weights-2"),
+         ("mask", "masks", "scores/1", "_mask_dtype-float16_scores-1"),
+         ("lookup", "lookup", "weights", "_lookup_query_angle-100_weights"),
+         ("lookup", "lookup", "keys", "_lookup_query_angle-100_keys"),
+         ("head", "heads", "selected", "_head_layer-0_head-0_selected"),
+         ("kv_cache", "kv_cache", "bytes", "_kv_cache_seq_len-8192_bytes")]
+
+
+def _save_notebook(path: Path) -> Path:
+    """Every kind of explorer, each in a variable (the test reads their numbers from the kernel)."""
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in (
+        "import json\n\nimport torch\n\nfrom attnviz.widgets import (head_explorer, kv_cache_explorer, "
+        "lookup_explorer, mask_explorer,\n                             saturation_explorer)\n\n"
+        "saturation = saturation_explorer(d_k=512)\nsaturation",
+        "masks = mask_explorer(dtype='float16')\nmasks", "lookup = lookup_explorer(query_angle=100)\nlookup",
+        "seed = torch.Generator().manual_seed(0)\n"
+        "heads = head_explorer(torch.rand(2, 3, 6, 6, generator=seed).softmax(-1),\n"
+        "                     tokens=list('abcdef'))\nheads",
+        "kv_cache = kv_cache_explorer(seq_len=8192)\nkv_cache")]
+    nbformat.write(nb, path)
+    return path
+
+
 @pytest.fixture(scope="module")
 def lab(browser, tmp_path_factory):
     folder = tmp_path_factory.mktemp("selfcheck")
-    extra = [_self_check_notebook(folder / SELF_CHECK), _burst_notebook(folder / BURST)]
+    extra = [_self_check_notebook(folder / SELF_CHECK), _burst_notebook(folder / BURST),
+             _save_notebook(folder / SAVE)]
     with lab_server(REPO / "notebooks", extra_files=extra) as server:
         yield server
 
@@ -163,20 +224,71 @@ def _set_theme(page: NotebookPage, theme: str) -> None:
     page.page.wait_for_timeout(500)
 
 
-def _sweep_failures(name: str, moves: list[dict], keyboard: bool = True) -> list[str]:
-    """A control that neither repainted its explorer nor said why, or a slider deaf to the keyboard."""
+def _sweep_failures(name: str, moves: list[dict]) -> list[str]:
+    """A control deaf to the keys its role promises, or one that neither repainted its explorer nor
+    said why."""
     failures = []
     for move in moves:
         where = f"{name}, cell {move['cell']}, {move['explorer']} explorer, control {move['control']!r}"
-        if move["outcome"] is None:
+        if move.get("keyboard_ignored"):
+            failures.append(f"{where}: {move['did']}: the control did not take the keys")
+        elif move["outcome"] is None:
             failures.append(f"{where}: {move['did']} and the explorer did not repaint within 30 s "
                             f"(data-attnviz-paint did not change) nor show a problem")
         elif move["outcome"] == "problem shown" and move.get("put_back") != "problem cleared":
             failures.append(f"{where}: {move['did']} showed {move.get('problem')!r}; putting it back "
                             f"did not clear it ({move.get('put_back')})")
-        if keyboard and move.get("keyboard_ignored"):
-            failures.append(f"{where}: the slider ignored the arrow key")
     return failures
+
+
+def _keyboard_failures(name: str, page: NotebookPage, theme: str) -> list[str]:
+    """Tab reaches every shown control of every explorer, each stop with a focus ring of at least 3:1,
+    and every slider handle is named by its label and valued by its readout."""
+    failures = []
+    for explorer in explorers(page):
+        where = f"{name}, cell {explorer['cell']}, {explorer['explorer']} explorer, {theme}"
+        stops = tab_stops(page, explorer["index"])
+        labels = {control["id"]: control["label"] for control in explorer["controls"]}
+        failures += [f"{where}: Tab never reached the control {labels[c]!r}"
+                     for c in unreached(page, explorer["index"], stops)]
+        failures += ring_failures(stops, where)
+        failures += slider_failures(page, explorer["index"], where)
+    return failures
+
+
+def _summary(result: dict) -> dict:
+    return {"violations": [{"id": rule["id"], "impact": rule["impact"], "nodes": len(rule["nodes"]),
+                            "help": rule["help"], "first": rule["nodes"][0]["target"][-160:]}
+                           for rule in result["violations"]],
+            "contrast": {"passes": result["contrast"]["passes"],
+                         "violations": result["contrast"]["violations"],
+                         "undecided": len(result["contrast"]["incomplete"])}}
+
+
+def _accessibility_failures(name: str, page: NotebookPage, theme: str, record: dict) -> list[str]:
+    """axe on each explorer (none serious or critical; colour contrast really measured), and on the rest
+    of the page for the record (JupyterLab's and ipywidgets' own elements: listed, not asserted)."""
+    failures, mine = [], []
+    for explorer in explorers(page):
+        result = axe_explorer(page, explorer["index"])
+        where = f"{name}, cell {explorer['cell']}, {explorer['explorer']} explorer, {theme}"
+        failures += axe_failures(result, where)
+        mine.append({"explorer": explorer["explorer"], "cell": explorer["cell"], **_summary(result)})
+    record[theme] = {"explorers": mine, "outside": _summary(axe(page, exclude=".attnviz-explorer"))}
+    return failures
+
+
+def _write_record(stem: str, record: dict) -> None:
+    ACCESSIBILITY.mkdir(parents=True, exist_ok=True)
+    (ACCESSIBILITY / f"{stem}.json").write_text(json.dumps(record, indent=1))
+
+
+def _focus_screenshot(page: NotebookPage, name: str) -> Path:
+    """The first explorer with its first control focused from the keyboard: the focus ring."""
+    found = explorers(page)
+    if found:
+        focus_first(page, found[0]["index"])
+    return page.screenshot(SCREENSHOTS / "focus" / name)
 
 
 def _log_failures(name: str, page: NotebookPage, when: str) -> list[str]:
@@ -210,9 +322,18 @@ def test_the_browser_check_catches_what_it_should(notebook_page):
     # a weight strictly between 0 and 1 (causal row 1 shares its weight over keys 0 and 1)
     assert weight_cell_failures(page, SELF_CHECK, 1, 0) == []
 
+    # the planted faint text and unnamed image (axe), and the button without a focus ring, in the
+    # saturation explorer only; the mask explorer has none of them
+    planted = _accessibility_failures(SELF_CHECK, page, "light", {})
+    assert len(planted) == 2 and all("saturation explorer" in line for line in planted), planted
+    assert any("color-contrast" in line for line in planted) and any("image-alt" in line for line in planted)
+    ringless = _keyboard_failures(SELF_CHECK, page, "light")
+    assert len(ringless) == 1 and "'ringless'" in ringless[0] and "focus ring" in ringless[0], ringless
+
     moves = move_every_control(page, timeout=5)
     dead = [m["control"] for m in moves if m["outcome"] is None]
     assert dead == ["unwired"], moves                       # only the planted unwired control
+    assert not any(m["keyboard_ignored"] for m in moves), moves
     assert len(_sweep_failures(SELF_CHECK, moves)) == 1
     assert {m["explorer"] for m in moves if m["outcome"] == "repainted"} == {"mask", "saturation"}
     assert log_entries(page) == 0                         # the explorers logged nothing
@@ -267,6 +388,82 @@ def test_a_burst_of_presses_ends_on_the_kernels_own_picture(notebook_page):
     assert log_entries(page) == 0 and page.page_errors == []
 
 
+_JS_CANVAS_SIZE = """([index, panel]) => {
+  const root = document.querySelector(`[data-attnviz-root="${index}"]`);
+  const canvas = root.querySelector(`canvas[data-attnviz-panel="${panel}"]`);
+  return [canvas.width, canvas.height];
+}"""
+
+
+def _kernel_panel(page: NotebookPage, variable: str, panel: str) -> dict:
+    """The panel's numbers and labels as the explorer in the kernel holds them."""
+    code = (f"_p = {variable}.panels[{panel!r}]\n"
+            "print(json.dumps({'kind': _p.kind, 'values': _p.values.tolist(), 'x': _p.x_labels,"
+            " 'table': _p.options.get('table')}))")
+    return json.loads(kernel_output(page, code))
+
+
+def _csv_failures(where: str, text: str, kernel: dict) -> list[str]:
+    """The CSV's numbers against the kernel's: a heatmap's exactly as float32 (what the browser holds),
+    bars to the 6 significant digits of their table, a points panel's table word for word."""
+    rows = list(csv.reader(io.StringIO(text)))
+    header, body = rows[0], rows[1:]
+    if kernel["kind"] == "points":
+        want = [kernel["table"]["header"], *kernel["table"]["rows"]]
+        return [] if rows == want else [f"{where}: the CSV {rows[:2]} is not the panel's table {want[:2]}"]
+    values = np.array(kernel["values"], dtype=np.float64)
+    if kernel["kind"] == "bars":                      # one series: a row per bar
+        got = np.array([float(row[1]) for row in body])
+        labels_ok = [row[0] for row in body] == kernel["x"]
+        same = np.allclose(got, values[0], rtol=1e-5, atol=0)
+    else:
+        got = np.array([[float(cell) for cell in row[1:]] for row in body])
+        labels_ok = header[1:] == (kernel["x"] or [str(j) for j in range(values.shape[1])])
+        same = got.shape == values.shape and np.array_equal(got.astype(np.float32), values.astype(np.float32),
+                                                            equal_nan=True)
+    failures = [] if labels_ok else [f"{where}: the CSV's labels {header} / {[r[0] for r in body]} "
+                                     "are not the panel's"]
+    if not same:
+        failures.append(f"{where}: the CSV's numbers {got.tolist()[:2]} are not the kernel's "
+                        f"{values.tolist()[:2]}")
+    return failures
+
+
+def test_every_explorer_saves_its_pictures(notebook_page):
+    """From the keyboard, each kind of explorer saves a panel as PNG (the screen's pixels), PNG at twice
+    that, and CSV: the files are named by the notebook, the explorer, its settings and the panel; the
+    PNGs have the canvas's size and twice it; the CSV holds the kernel's own numbers."""
+    page = notebook_page(SAVE)
+    progress = page.run_all()
+    failures = describe_failures(SAVE, progress, page.inspect())
+    assert not failures, failures
+    index = {e["explorer"]: e["index"] for e in explorers(page)}
+    assert sorted(index) == ["head", "kv_cache", "lookup", "mask", "saturation"], index
+    for kind, variable, panel, words in SAVES:
+        where = f"{kind} explorer, panel {panel}"
+        files = save(page, index[kind], panel, keep=SAVED)
+        assert sorted(files) == ["CSV", "PNG", "PNG 2×"], (where, files)
+        (png, picture), (png2, picture2), (table, text) = files["PNG"], files["PNG 2×"], files["CSV"]
+        assert png == f"zz_browser_save{words}.png", (where, png)
+        assert png2 == png.replace(".png", "_2x.png"), (where, png, png2)
+        assert table == png.replace(".png", ".csv"), (where, table)
+        width, height = page.page.evaluate(_JS_CANVAS_SIZE, [index[kind], panel])
+        size = png_size(picture)
+        assert size[0] == width and size[1] >= height, (where, png, size, width, height)
+        assert png_size(picture2) == (2 * size[0], 2 * size[1]), f"{where}: {png2} is {png_size(picture2)}"
+        failures += _csv_failures(where, text.decode(), _kernel_panel(page, variable, panel))
+    assert not failures, "\n".join(failures)
+    button = page.page.locator('[data-attnviz-root] canvas[data-attnviz-panel="unscaled"]').locator(
+        "xpath=ancestor::figure[1]").locator(".attnviz-save > button")
+    button.scroll_into_view_if_needed()
+    button.focus()
+    page.page.keyboard.press("Enter")               # the formats open, for the screenshot
+    page.page.keyboard.press("Tab")
+    page.screenshot(SCREENSHOTS / "_saved.png")
+    assert log_entries(page) == 0 and page.page_errors == []
+    assert page.external_requests == []
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
 def test_notebook_in_browser(notebook_page, path):
     page = notebook_page(path.name)
@@ -291,12 +488,21 @@ def test_notebook_in_browser(notebook_page, path):
                                 f"not {want}")
 
     shot = _screenshot(page, f"{path.stem}.png")
-    if not failures:
+    record = {}
+    if found and not failures:      # axe in light and dark; Tab and the focus rings in every theme
+        for theme, name in THEMES.items():
+            if theme != "light":
+                _set_theme(page, name)
+                _screenshot(page, f"{path.stem}_{theme.replace(' ', '_')}.png")
+            if theme != "high contrast":
+                failures += _accessibility_failures(path.name, page, theme, record)
+            failures += _keyboard_failures(path.name, page, theme)
+            _focus_screenshot(page, f"{path.stem}_{theme.replace(' ', '_')}.png")
+        _write_record(path.stem, record)
+    elif not failures:
         _set_theme(page, "JupyterLab Dark")
         _screenshot(page, f"{path.stem}_dark.png")
-        if found:                                   # the explorers in the high-contrast theme, too
-            _set_theme(page, "JupyterLab Dark High Contrast")
-            _screenshot(page, f"{path.stem}_high_contrast.png")
+    if not failures:
         _set_theme(page, "JupyterLab Light")
         failures += weight_cell_failures(page, path.name)
         moves = move_every_control(page)
@@ -318,7 +524,10 @@ def notebook7(browser, tmp_path_factory):
 
 
 def test_explorers_in_jupyter_notebook_7(notebook7, browser):
-    """Every explorer draws and answers every control in Notebook 7 too (sliders by mouse: see below)."""
+    """Every explorer draws and answers every control in Notebook 7 too, from the keyboard alone: its
+    shortcuts take the arrow keys on the document, and the explorers keep the keys their controls own
+    (attnviz/widgets/js/keys.js). Tab reaches them all, with a visible ring; one saves a picture; axe
+    finds nothing serious in them."""
     page = NotebookPage(notebook7, browser, "explorers.ipynb").open()
     # Notebook 7.6.5's own page raises this on load, even for a notebook holding only `1`
     own = "Cannot read properties of undefined (reading 'schema')"
@@ -331,9 +540,13 @@ def test_explorers_in_jupyter_notebook_7(notebook7, browser):
         assert colour_distance(cell_colour(page, 0, "weights/0", 0, 0), VIRIDIS_1) <= 3
         assert colour_distance(cell_colour(page, 0, "weights/0", 0, 1), MASKED_GREY) <= 3
         page.screenshot(SCREENSHOTS / "_notebook7.png")
-        # Notebook 7 (7.6.5) swallows arrow keys before an ipywidgets slider sees them (its keydown
-        # handler calls preventDefault in the capture phase), so sliders are moved with the mouse here
-        failures += _sweep_failures("Notebook 7", move_every_control(page), keyboard=False)
+        failures += _accessibility_failures("Notebook 7", page, "light", {})
+        failures += _keyboard_failures("Notebook 7", page, "light")
+        index = next(e["index"] for e in found if e["explorer"] == "saturation")
+        png, picture = save(page, index, "scaled", keep=SAVED / "notebook7")["PNG"]
+        width, _height = page.page.evaluate(_JS_CANVAS_SIZE, [index, "scaled"])
+        assert png == "explorers_saturation_scaled.png" and png_size(picture)[0] == width, png
+        failures += _sweep_failures("Notebook 7", move_every_control(page))
         failures += [f"Notebook 7: the page raised {error}" for error in page.page_errors if error != own]
         assert not failures, "\n".join(failures)
     finally:

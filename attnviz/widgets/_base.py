@@ -35,6 +35,7 @@ import ipywidgets as w
 
 from .._threads import one_thread
 from ._ahead import StepAhead
+from ._save import named_settings
 from .canvas import Canvas
 
 __all__ = ["Explorer", "metrics_table", "note"]
@@ -82,6 +83,7 @@ class Explorer:
     title = ""
     kind = ""
     report_moves = True      # the canvas reports a burst's slider moves at once (False: the sliders' own)
+    named_by: tuple | None = None   # the settings a saved picture's file name lists (None: every control)
 
     def __init__(self):
         self.controls: dict[str, w.Widget] = {}
@@ -185,7 +187,8 @@ class Explorer:
         with one_thread():
             state = self._compute(values)
             sections, panels = self._layout(state)
-        return self.canvas.compose(sections, panels, self._selected(state))
+        return self.canvas.compose(sections, panels, self._selected(state),
+                                   settings=named_settings(self, values))
 
     def update(self) -> bool:
         """Recompute from the controls' newest values and repaint; False (and why, shown) if they fail."""
@@ -214,7 +217,8 @@ class Explorer:
             self._problem.layout.display = "none"
             self._problem.value = ""
         with self.canvas.hold_sync():           # a burst's next steps travel with the picture
-            self.canvas.show(sections, panels, selected=self._selected(state), at=self.ahead.at())
+            self.canvas.show(sections, panels, selected=self._selected(state), at=self.ahead.at(),
+                             settings=named_settings(self, values))
             self.ahead.shown(seconds)
         self._metrics_now = self._metrics(state)
         text = self._describe(state)
@@ -266,7 +270,8 @@ class Explorer:
                       layout=w.Layout(width="300px", min_width="240px", margin="4px 0 0 8px"))
         body = w.HBox([self.canvas, side],
                       layout=w.Layout(flex_flow="row wrap", align_items="flex-start", max_width="100%"))
-        return w.VBox([head, controls, self._problem, body], layout=w.Layout(max_width="100%"))
+        box = w.VBox([head, controls, self._problem, body], layout=w.Layout(max_width="100%"))
+        return box.add_class("attnviz-explorer")   # the canvas finds its controls by it (js/keys.js)
 
     @property
     def widget(self) -> w.Widget:

@@ -27,6 +27,8 @@ import anywidget
 import numpy as np
 import traitlets
 
+from ._save import file_stem
+
 __all__ = ["Panel", "Canvas", "heatmap_panel", "bars_panel", "histogram_panel", "points_panel",
            "KEY_TITLE", "QUERY_TITLE", "LEGEND"]
 
@@ -280,11 +282,12 @@ class Canvas(anywidget.AnyWidget):
         self.fixed = {name: panel.to_scene() for name, panel in panels.items()}
 
     def show(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None,
-             at: dict | None = None) -> None:
+             at: dict | None = None, settings: dict | None = None) -> None:
         """Send ``panels`` laid out in ``sections`` (``{"title", "panels": [names], "grid": columns}``),
         one message; each section's legend (grey / pink / red cross) is worked out here. ``at`` is
-        what the browser's models of the linked controls hold for this picture."""
-        scene = self.compose(sections, panels, selected)
+        what the browser's models of the linked controls hold for this picture; ``settings`` what
+        the picture was computed for (it names a saved picture)."""
+        scene = self.compose(sections, panels, selected, settings)
         if at:
             scene["at"] = at
         if scene == {key: value for key, value in self.scene.items() if key != "seq"}:
@@ -296,7 +299,8 @@ class Canvas(anywidget.AnyWidget):
         """Send the prepared next pictures for the current scene (``[]`` clears them)."""
         self.ahead = {"seq": self.seq, "entries": entries}
 
-    def compose(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None) -> dict:
+    def compose(self, sections: list[dict], panels: dict[str, Panel], selected: str | None = None,
+                settings: dict | None = None) -> dict:
         """The scene ``show`` would send, without sending it."""
         everything = {**self._fixed_panels, **panels}
         laid_out = []
@@ -304,8 +308,11 @@ class Canvas(anywidget.AnyWidget):
             kinds = {kind for name in section["panels"] for kind in everything[name].legend()}
             legend = [{"kind": kind, "text": LEGEND[kind]} for kind in LEGEND if kind in kinds]
             laid_out.append({**section, "legend": legend + list(section.get("legend", []))})
-        return {"explorer": self.explorer, "sections": laid_out, "selected": selected,
-                "panels": {name: panel.to_scene() for name, panel in panels.items()}}
+        scene = {"explorer": self.explorer, "sections": laid_out, "selected": selected,
+                 "panels": {name: panel.to_scene() for name, panel in panels.items()}}
+        if settings is not None:        # what a saved picture is called (js/save.js adds panel and format)
+            scene["file"] = file_stem(self.explorer, settings)
+        return scene
 
     def payload_bytes(self, trait: str = "scene") -> int:
         """What one update of ``trait`` sends: its JSON plus its binary buffers, in bytes."""

@@ -41,6 +41,7 @@ class LookupExplorer(Explorer):
 
     title = "Attention as a soft dictionary lookup"
     kind = "lookup"
+    named_by = ("query_angle", "temperature")     # the word only moves the angle: the angle names it
 
     def __init__(self, query_angle=30.0, temperature=1.0):
         super().__init__()

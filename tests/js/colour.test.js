@@ -5,10 +5,14 @@ import { test } from "node:test";
 
 import { fmt, niceTicks } from "../../attnviz/widgets/js/axes.js";
 import {
-  brightness,
+  contrast,
   css,
+  inkOn,
   LUT_SIZE,
   lut,
+  MASKED,
+  MAY_ATTEND,
+  NAN,
   RDBU,
   rampChannels,
   rgb,
@@ -33,11 +37,31 @@ test("the score ramp is RdBu reversed: blue below the middle, white at it, red a
   assert.ok(r > b && r > g, "the top of the score scale is red");
 });
 
-test("colours as css and brightness", () => {
+test("colours as css, and WCAG contrast", () => {
   assert.equal(css([1, 2, 3]), "rgb(1,2,3)");
-  assert.equal(brightness([255, 255, 255]), 1);
-  assert.equal(brightness([0, 0, 0]), 0);
-  assert.ok(brightness(rgb("#fde725")) > 0.55 && brightness(rgb("#440154")) < 0.55);
+  assert.equal(contrast([0, 0, 0], [255, 255, 255]), 21);
+  assert.equal(contrast([90, 90, 90], [90, 90, 90]), 1);
+  assert.ok(Math.abs(contrast(rgb("#1976d2"), [255, 255, 255]) - 4.6) < 0.05); // JupyterLab's brand blue
+  assert.equal(inkOn(rgb("#fde725")), "#000000");
+  assert.equal(inkOn(rgb("#440154")), "#ffffff");
+});
+
+test("a value written on a cell contrasts at least 4.5:1 with it, anywhere on either ramp", () => {
+  const worst = {};
+  for (const scale of ["weights", "scores"]) {
+    worst[scale] = 21;
+    for (let i = 0; i <= 1000; i++) {
+      const cell = rampChannels(scale, i / 1000);
+      worst[scale] = Math.min(worst[scale], contrast(rgb(inkOn(cell)), cell));
+    }
+    assert.ok(worst[scale] >= 4.5, `${scale}: ${worst[scale].toFixed(2)}:1`);
+  }
+  for (const special of [MASKED, NAN, MAY_ATTEND]) {
+    assert.ok(contrast(rgb(inkOn(rgb(special))), rgb(special)) >= 4.5, special);
+  }
+  // the rule it replaces (white below a brightness of 0.55) wrote white on viridis at 2.5:1
+  const old = rampChannels("weights", 0.6);
+  assert.ok(contrast([255, 255, 255], old) < 3 && contrast([0, 0, 0], old) >= 4.5);
 });
 
 test("the look-up table holds the ramp, opaque", () => {

@@ -21,8 +21,8 @@ const WEIGHTS = { kind: "heatmap", scale: "weights", vmin: 0, vmax: 1, value_nam
 
 test("a cell's colour: the ramp, or grey when masked, pink when NaN; the mask scale in two colours", () => {
   assert.deepEqual(cellColour(WEIGHTS, 1, 0).fill, `rgb(${rgb("#fde725")})`);
-  assert.deepEqual(cellColour(WEIGHTS, 0.3, 1), { fill: MASKED, light: 0.8 });
-  assert.deepEqual(cellColour(WEIGHTS, 0.3, 2), { fill: NAN, light: 0.7 });
+  assert.deepEqual(cellColour(WEIGHTS, 0.3, 1), { fill: MASKED, ink: "#000000" });
+  assert.deepEqual(cellColour(WEIGHTS, 0.3, 2), { fill: NAN, ink: "#000000" });
   assert.equal(cellColour(WEIGHTS, 0.3, 4).fill, `rgb(${rampChannels("weights", 0.3)})`); // a leak keeps it
   const scores = { ...WEIGHTS, scale: "scores", vmin: -2, vmax: 2 };
   assert.equal(cellColour(scores, 0, 0).fill, `rgb(${rgb("#f7f7f7")})`);

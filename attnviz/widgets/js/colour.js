@@ -56,9 +56,24 @@ export function css(channels) {
   return `rgb(${channels})`;
 }
 
-/** Perceived brightness in [0, 1]: above 0.55, dark text reads on it. */
-export function brightness(channels) {
-  return (0.299 * channels[0] + 0.587 * channels[1] + 0.114 * channels[2]) / 255;
+/** WCAG 2's relative luminance of [r, g, b], in [0, 1]. */
+export function luminance(channels) {
+  const linear = channels.map((v) => {
+    const c = v / 255;
+    return c <= 0.04045 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+  });
+  return 0.2126 * linear[0] + 0.7152 * linear[1] + 0.0722 * linear[2];
+}
+
+/** WCAG 2's contrast ratio between two colours (1 to 21; text needs 4.5, a focus ring 3). */
+export function contrast(a, b) {
+  const [x, y] = [luminance(a), luminance(b)];
+  return (Math.max(x, y) + 0.05) / (Math.min(x, y) + 0.05);
+}
+
+/** Black or white, whichever contrasts more with `channels`: the colour of a value written on a cell. */
+export function inkOn(channels) {
+  return contrast(channels, [0, 0, 0]) >= contrast(channels, [255, 255, 255]) ? "#000000" : "#ffffff";
 }
 
 export const LUT_SIZE = 1024;

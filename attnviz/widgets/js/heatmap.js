@@ -3,9 +3,9 @@
 
 import { fmt, LABELS_UP_TO, titles } from "./axes.js";
 import {
-  brightness,
   css,
   font,
+  inkOn,
   LEAK,
   LUT_SIZE,
   lut,
@@ -27,19 +27,21 @@ function position(panel, value) {
   return Math.min(1, Math.max(0, (value - panel.vmin) / span));
 }
 
-/** The fill of one cell, and how bright it is (for the colour of the value written in it). */
+/** The fill of one cell, and the ink of the value written in it (black or white, by contrast). */
 export function cellColour(panel, value, flag) {
+  let fill = "";
   if (flag & FLAG_NAN) {
-    return { fill: NAN, light: 0.7 };
+    fill = NAN;
+  } else if (flag & FLAG_MASKED) {
+    fill = MASKED;
+  } else if (panel.scale === "mask") {
+    fill = value > 0.5 ? MAY_ATTEND : MASKED;
   }
-  if (flag & FLAG_MASKED) {
-    return { fill: MASKED, light: 0.8 };
-  }
-  if (panel.scale === "mask") {
-    return { fill: value > 0.5 ? MAY_ATTEND : MASKED, light: 0 };
+  if (fill) {
+    return { fill, ink: inkOn(rgb(fill)) };
   }
   const channels = rampChannels(panel.scale, (value - panel.vmin) / (panel.vmax - panel.vmin || 1));
-  return { fill: css(channels), light: brightness(channels) };
+  return { fill: css(channels), ink: inkOn(channels) };
 }
 
 /** The words written in a cell: "NaN", the masked text, or its value (1 decimal for scores, else 2). */
@@ -130,12 +132,12 @@ function paintCells(ctx, theme, frame, panel, values, flags) {
       const x = frame.left + j * cell;
       const y = frame.top + i * cell;
       if (!asImage) {
-        const { fill, light } = cellColour(panel, values[k], flag);
+        const { fill, ink } = cellColour(panel, values[k], flag);
         ctx.fillStyle = fill;
         ctx.fillRect(x, y, cell - gap, cell - gap);
         const words = panel.text ? cellText(panel, values[k], flag) : "";
         if (words && cell >= 18) {
-          ctx.fillStyle = light > 0.55 ? "#111" : "#fff";
+          ctx.fillStyle = ink;
           ctx.fillText(words, x + cell / 2, y + cell / 2);
         }
       }

@@ -18,6 +18,9 @@
 //                          Colours: weights = VIRIDIS (colour.js), linear between its 11 stops over
 //                          0..1; scores = RDBU over vmin..vmax; masked #c8c8c8; NaN #ff66cc.
 //   numbers toggle         button.attnviz-numbers beside each panel shows its values as an html <table>.
+//   save (save.js)         .attnviz-save > button (aria-expanded) beside it opens .attnviz-save-as, whose
+//                          buttons "PNG", "PNG 2×", "CSV" download the panel (file name: scene.file).
+//   explorer's box         .attnviz-explorer (set by Python) holds the controls; keys.js keeps their keys.
 //   picked panel           the panel box of scene.selected has the class "attnviz-selected".
 
 import { createLookAhead } from "./ahead.js";
@@ -26,7 +29,9 @@ import { paintBars, paintHistogram } from "./bars.js";
 import { themeOf } from "./colour.js";
 import { make } from "./dom.js";
 import { paintHeatmap } from "./heatmap.js";
+import { createKeys } from "./keys.js";
 import { paintPoints } from "./points.js";
+import { addSave } from "./save.js";
 import { samePicture, withDefaults } from "./scene.js";
 import { showTable } from "./table.js";
 
@@ -34,8 +39,8 @@ import { showTable } from "./table.js";
 const PAINTERS = { heatmap: paintHeatmap, bars: paintBars, histogram: paintHistogram, points: paintPoints };
 
 /**
- * One panel on the page: its box (a <figure>), title, canvas, numbers toggle and table; `spec` is
- * the panel last painted, `key` what else its picture depends on, `hover` its hover.
+ * One panel on the page: its box (a <figure>), title, canvas, numbers toggle and table, and `save`
+ * (save.js); `spec` is the panel last painted, `key` what else its picture depends on, `hover` its hover.
  * @typedef {Object} PanelBox
  */
 
@@ -52,6 +57,7 @@ const PAINTERS = { heatmap: paintHeatmap, bars: paintBars, histogram: paintHisto
  * @property {number} frame the animation frame asked for (0: none)
  * @property {number} paints
  * @property {() => import("./scene.js").Scene} scene what to paint (the look-ahead may run ahead)
+ * @property {{connect: () => void, dispose: () => void}} keys the controls' keys and names (keys.js)
  */
 
 /** The scene to paint, with the panels that never change (`fixed`) under this update's. */
@@ -100,6 +106,15 @@ function panelBox(view, name) {
   button.setAttribute("aria-expanded", "false");
   numbers.hidden = true;
   const box = { figure, title, canvas, button, numbers, spec: null, key: "", hover: null };
+  // hook (save.js): the save button and its formats, beside "numbers", for what is on screen now
+  const shown = () =>
+    box.spec && {
+      panel: withDefaults(box.spec, view.model.get("defaults") || {}),
+      theme: themeFor(view),
+      scene: sceneOf(view),
+      name,
+    };
+  box.save = addSave(box, shown, PAINTERS);
   button.onclick = () => {
     numbers.hidden = !numbers.hidden;
     button.setAttribute("aria-expanded", String(!numbers.hidden));
@@ -203,6 +218,7 @@ function paintBox(box, panel, theme) {
   box.canvas.setAttribute("aria-label", panel.description || panel.title || panel.kind);
   box.canvas.tabIndex = panel.pick ? 0 : -1;
   box.button.hidden = Boolean(panel.small);
+  box.save.hidden = box.button.hidden;
   const frame = frameFor(box.canvas.getContext("2d"), theme, panel);
   const { ctx, width } = sizeCanvas(box.canvas, frame);
   Object.assign(box.canvas.dataset, { x0: frame.left, y0: frame.top, cell: panel.cell || "" });
@@ -267,6 +283,7 @@ function paint(view) {
     }
   }
   view.el.dataset.attnvizExplorer = scene.explorer || "";
+  view.keys.connect(); // hook (keys.js): the explorer's controls keep their keys and get names
   if (changed) {
     view.paints += 1;
     view.el.dataset.attnvizPaint = String(view.paints);
@@ -290,6 +307,7 @@ function render({ model, el }) {
     frame: 0,
     paints: 0,
   };
+  view.keys = createKeys(el); // hook (keys.js)
   const lookAhead = createLookAhead(model, () => schedule(view));
   view.scene = lookAhead.scene;
   const repaint = () => schedule(view);
@@ -306,6 +324,7 @@ function render({ model, el }) {
   return () => {
     cancelAnimationFrame(view.frame);
     themeWatcher.disconnect();
+    view.keys.dispose();
     tip.remove();
     lookAhead.dispose();
     model.off("change:fixed", repaint);

@@ -69,6 +69,8 @@
  * @property {string | null} selected the panel drawn with a frame
  * @property {Object<string, *>} [at] what the linked controls hold for this scene (browser values)
  * @property {number} [seq] which scene this is (a look-ahead names the scene it extends)
+ * @property {string} [file] what a saved picture is called: notebook, explorer, settings (save.js);
+ *   a step of the look-ahead keeps its base's
  */
 
 /**
