@@ -287,6 +287,10 @@ def save(page: NotebookPage, index: int, panel: str, keep: Path | None = None) -
         download = info.value
         data = Path(download.path()).read_bytes()
         files[words] = (download.suggested_filename, data)
+        # A pause before the next format, as a person's next key press would come: with none, Chromium
+        # let the second or third download of a run never start (3 runs of 3 here, no page error; its
+        # guard against a page downloading many files); with 500 ms, every download came (3 of 3).
+        page.page.wait_for_timeout(500)
         if keep is not None:
             keep.mkdir(parents=True, exist_ok=True)
             (keep / download.suggested_filename).write_bytes(data)
