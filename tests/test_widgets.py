@@ -463,10 +463,12 @@ def test_explorer_modules_never_touch_plotly():
 
 
 # What each explorer's widget brings to the browser for its front-end (canvas.js, built from js/, and
-# canvas.css), gzipped. Before the front-end was built from modules it took 12.2 kB (11.1 kB of it
-# JavaScript); the budget keeps it below that. (Over the kernel websocket it travels as is, once per
-# explorer on the page: benchmarks/browser_bytes.py counts those bytes.)
-FRONT_END_GZIPPED_BUDGET = 12_000
+# canvas.css), gzipped. Before the front-end was built from modules it took 12.2 kB gzipped (31.8 kB
+# of JavaScript as sent); the bundle now keeps one statement per line (tools/build_canvas.js) and the
+# front-end gained the keys, the save buttons and the focus rings: 13.0 kB gzipped (35.8 kB of
+# JavaScript as sent). The budget leaves half a kilobyte for growth, no more. (Over the kernel
+# websocket it travels as is, once per explorer on the page: benchmarks/browser_bytes.py counts those.)
+FRONT_END_GZIPPED_BUDGET = 13_500
 
 
 def test_the_front_end_fits_its_byte_budget():

@@ -4,8 +4,12 @@
 //   node tools/build_canvas.js           write attnviz/widgets/canvas.js (`make canvas` runs this)
 //   node tools/build_canvas.js --check   exit 1 if the committed file differs from a fresh build
 //
-// The bundle is minified: every explorer's widget carries it to the browser over the kernel
-// websocket, so its bytes count once per explorer on the page. Read and edit the modules, not it.
+// The bundle keeps one statement per line, with its comments, so that what the browser runs can be
+// read in its developer tools; only local names are shortened (minifyIdentifiers): every explorer's
+// widget carries the bundle over the kernel websocket, so its bytes count once per explorer on the
+// page. Measured on the modules as merged for the keys and save buttons: full minification 24.0 kB
+// (9.7 kB gzipped, 8 lines up to 7,672 columns), this 35.6 kB (11.3 kB gzipped, 1,431 lines up to
+// 104 columns), no minification 45.9 kB (13.1 kB). Read and edit the modules, not it.
 
 import { readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
@@ -26,7 +30,7 @@ export async function build() {
     entryPoints: [ENTRY],
     bundle: true,
     format: "esm",
-    minify: true,
+    minifyIdentifiers: true,
     legalComments: "none",
     banner: { js: BANNER },
     write: false,
