@@ -16,8 +16,7 @@ CPU times; compare CPU times between machines. On a hub each learner also has a 
 their own besides the kernels; this benchmark does not measure that.
 
 The cells are named by their cell id (stable when cells are added around them) and checked before
-anything runs: a plan naming a cell that no longer exists is an error that names it. Notebook 07
-is being rebuilt; lesson 3 times notebook 06 only until then (see the lesson page).
+anything runs: a plan naming a cell that no longer exists is an error that names it.
 """
 
 from __future__ import annotations
@@ -76,7 +75,7 @@ LESSONS = {
             ("cell-026", "one head against two, per seed"),
         ],
     }),
-    3: ("06-07: what attention costs, then a tiny GPT (07 to be re-timed after its rebuild)", {
+    3: ("06-07: what attention costs, then the induction heads of a tiny GPT", {
         "06_cost_and_fused": [
             ("cell-011", "time and peak memory against n"),
             ("cell-013", "the memory chart and slopes"),
@@ -86,6 +85,39 @@ LESSONS = {
             ("cell-028", "KV cache calculator"),
             ("cell-031", "entropy as a diagnostic, trained live (3 seeds x 2 runs)"),
             ("cell-032", "the entropy chart"),
+        ],
+        "07_tiny_gpt": [
+            ("cell-003", "the forward pass written out, with shapes"),
+            ("cell-007", "three sequences of random periods"),
+            ("cell-009", "the induction model, trained live (3 seeds)"),
+            ("cell-011", "head explorer on seed 0's model"),
+            ("cell-013", "what the explorer shows, checked"),
+            ("cell-015", "previous-token and induction scores"),
+            ("cell-016", "which head is which, per seed"),
+            ("cell-021", "the knockout table (3 seeds)"),
+            ("cell-030", "the phase change chart (and 1 layer, trained)"),
+            ("cell-031", "the halfway steps, per seed"),
+            ("cell-033", "the engineer's report"),
+        ],
+    }),
+    4: ("08: generation with a KV cache, and the decode_step exercise", {
+        "08_generation_kv_cache": [
+            ("cell-003", "the repeat model, trained live (3 seeds)"),
+            ("cell-004", "its loss chart with the floor"),
+            ("cell-011", "one cached step by hand"),
+            ("cell-012", "the same tokens with and without the cache"),
+            ("cell-013", "the cache's bytes against kv_cache_bytes"),
+            ("cell-015", "time per token, with and without the cache"),
+            ("cell-016", "its chart with fitted slopes"),
+            ("cell-019", "is_causal=True on one new query"),
+            ("cell-021", "what that does to generation (3 seeds)"),
+            ("cell-023", "several new queries: the bottom-right mask"),
+            ("cell-036", "check_decoding_step on the learner's code"),
+            ("cell-025", "the leak on the exact repeat (3 seeds)"),
+            ("cell-027", "the leak with 30% corrupted (3 seeds x 2)"),
+            ("cell-030", "grouped-query attention (3 seeds)"),
+            ("cell-031", "its cache: half the bytes"),
+            ("cell-033", "the engineer's report"),
         ],
     }),
 }

@@ -42,6 +42,19 @@ example = heads_toy.train_heads(2, seed=0)     # notebook 05's 2-head model of s
 tokens = [f"{i}:{t}" for i, t in enumerate(example.example_tokens.tolist())]
 """
 
+INDUCTION_SETUP = """
+import torch
+from attnviz.toys import induction
+from attnviz.widgets import head_explorer
+
+torch.set_num_threads(1)
+run = induction.train_induction(0)             # notebook 07's model of seed 0, trained as 07 trains it
+example = run.eval_tokens[:1]                  # 07's held-out sequence (period 12)
+with torch.no_grad():
+    example_weights = run.model.attention_weights(example)[:, 0]     # (n_layers, n_heads, n, n)
+tokens = [f"{i}:{t}" for i, t in enumerate(example[0].tolist())]
+"""
+
 # explorer -> (notebook it belongs to, setup code, [(file stem, code whose last line is the explorer,
 #              caption)]). The captions say what to point at; the picture shows the numbers.
 SETTINGS = {
@@ -102,6 +115,17 @@ SETTINGS = {
         ("kv_4_bad",
          "calculator = kv_cache_explorer()\ncalculator.controls['n_kv_heads'].value = 5\ncalculator",
          "5 KV heads do not divide 32 query heads: the explorer explains why, in words."),
+    ]),
+    "induction_heads": ("07_tiny_gpt", INDUCTION_SETUP, [
+        ("induction_1_previous", "head_explorer(example_weights, tokens=tokens)",
+         "Notebook 07's trained model (seed 0) on a sequence of period 12, layer 0 head 0 enlarged: the "
+         "previous-token head. Point at the sub-diagonal through the first 12 queries: each looks at "
+         "the position just before it (queries 1 to 11)."),
+        ("induction_2_induction", "view = head_explorer(example_weights, tokens=tokens)\n"
+                                  "view.controls['layer'].value = 1\nview",
+         "The same model, layer 1 head 0 enlarged: an induction head. Point at the bright first column "
+         "(queries whose token has not occurred yet rest on position 0), then at the stripe from query "
+         "12 on, 11 positions back: query 12:2 looks at 1:18, the token that followed the earlier 2."),
     ]),
 }
 
