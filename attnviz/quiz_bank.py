@@ -341,8 +341,8 @@ QUIZZES = {
             ("The weight on the earlier occurrences of the query's own token.", False,
              "One position too early: the token to predict is the one after the earlier occurrence."),
             ("The weight on the keys just after earlier occurrences of the query's token.", True,
-             "Attending there and copying that token predicts the repeat; 0.4 or more counts as an "
-             "induction head (Olsson et al. 2022).")),
+             "Attending there and copying that token predicts the repeat (the score of Olsson et al. 2022; "
+             "notebook 07 counts 0.4 or more).")),
         _mc("Hiding the previous-token head from layer 1's keys alone loses the repeat; hiding it from "
             "layer 1's queries and values changes almost nothing. What does that show?",
             ("Layer 1's induction heads read what the previous-token head wrote through their keys.", True,
@@ -386,7 +386,7 @@ QUIZZES = {
              "The floor for random tokens is log(vocab); a loss below it means the model reads the answer."),
             ("The causal mask hides the first half from the model.", False,
              "The mask hides only later positions; the first half can see itself, it just holds no clue."),
-            ("Learning rate 0.02 is too high for those positions.", False,
+            ("The learning rate is too high for those positions.", False,
              "No learning rate beats a uniform guess on random tokens.")),
         _mc("What may a KV cache store, and why is that safe?",
             ("Every position's queries, since each query is used at every later step.", False,
@@ -413,7 +413,8 @@ QUIZZES = {
             ("The same text: the mask only matters for training speed.", False,
              "The mask decides what a position may read; training without it teaches a shortcut."),
             ("It fails: it learned to read the next token, which is not there yet.", True,
-             "Notebook 08 measured it on every seed: superb loss, generation far worse than causal."),
+             "Notebook 08 measured it on every seed: a loss below what random tokens allow, generation worse "
+             "than the causal model's, and far worse once 30% of the copy is corrupted."),
             ("It raises an error at the first generated token.", False,
              "Nothing errors; the tokens are just wrong.")),
         _mc("Grouped-query attention, 32 query heads and 8 key/value heads: what happens to the KV cache?",

@@ -13,8 +13,8 @@ The two measures, per head, on held-out sequences (weights ``(n_layers, batch, n
 
 * previous-token score: the mean weight a query at ``t`` puts on key ``t - 1``;
 * induction (prefix-matching) score: for queries whose token occurred earlier, the mean total weight
-  on the keys just after an earlier occurrence of that token (Olsson et al. call a head with a score
-  of 0.4 or more an induction head).
+  on the keys just after an earlier occurrence of that token (Olsson et al.'s prefix matching;
+  notebook 07 counts a head with a score of 0.4 or more).
 
 Both leave out the last position: it has no next token to predict, so nothing trained its query.
 Torch only; seeded.
