@@ -47,6 +47,8 @@ $(NODE): package.json package-lock.json
 # building it again never overwrites a notebook the learner changed (tools/make_student.py).
 lab: $(STAMP)
 	$(BIN)/python tools/make_student.py notebooks student
+	@echo "The browser opens student/00_start_here.ipynb. If none opens, paste a URL printed below and"
+	@echo "open student/00_start_here.ipynb from JupyterLab's file browser."
 	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) --ServerApp.root_dir=. student/00_start_here.ipynb
 
 # Test files run side by side (pytest-xdist): each file, and each notebook, on one worker with its own
