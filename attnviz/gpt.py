@@ -114,6 +114,7 @@ def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, cau
     same for every head) replaces the causal one. Returns
     ``(output (batch, n_new, d_model), weights (batch, n_heads, n_new, n_keys))``.
     """
+    # the exercise's guard, not part of attention: the pieces a decode_step gets may not call this
     if isinstance(attention, AttentionPieces):
         raise PiecesOnlyError(f"gpt.cached_attention(...) is the library's own cached attention step; in the "
                               f"decode_step exercise you write it: {_BUILD}.")
