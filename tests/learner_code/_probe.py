@@ -257,7 +257,7 @@ def padding_symptoms(fn) -> list[str]:
     return symptoms
 
 
-# ---------------------------------------------------------------- decoding (notebook 07) ---------------
+# ---------------------------------------------------------------- decoding (notebook 08) ---------------
 
 def _decoding_models():
     """Three tiny GPTs unlike the checker's: multi-query, plain multi-head, grouped-query with 8 heads."""

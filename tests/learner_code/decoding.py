@@ -1,4 +1,4 @@
-"""Learner versions of notebook 07's ``decode_step(model, tokens, cache) -> (logits, cache)``.
+"""Learner versions of notebook 08's ``decode_step(model, tokens, cache) -> (logits, cache)``.
 
 ``model`` is what the exercise hands over: a tiny GPT's pieces (``model.embed(tokens, start)``,
 ``model.blocks[i]`` with ``norm_attention``, ``attention.W_q/W_k/W_v/W_o``, ``norm_mlp``, ``mlp``,
@@ -43,7 +43,7 @@ def _bottom_right(n_new, n_all):
 # ---------------------------------------------------------------- correct -----------------------------
 
 def solution(model, tokens, cache):
-    """Notebook 07's own solution."""
+    """Notebook 08's own solution."""
     past = 0 if cache is None else cache[0][0].shape[-2]
     batch, n_new = tokens.shape
     h, h_kv, d = model.n_heads, model.n_kv_heads, model.d_head
@@ -534,7 +534,7 @@ def expand_reshape_gqa(model, tokens, cache):
 
 
 def kv_cache_lists_copied(model, tokens, cache):
-    """A KVCache whose lists are copied by hand (as notebook 07 does before timing)."""
+    """A KVCache whose lists are copied by hand (as notebook 08 does before timing)."""
     fresh = gpt.KVCache()
     if cache is not None:
         fresh.keys, fresh.values = list(cache.keys), list(cache.values)
