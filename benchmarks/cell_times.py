@@ -12,6 +12,7 @@ the whole notebook's CPU time and the kernel's peak memory (VmHWM). Exits 1 if a
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -29,17 +30,13 @@ def first_line(cell) -> str:
 
 
 def main(argv: list[str]) -> int:
-    over = 0.5
-    if "--over" in argv:
-        at = argv.index("--over")
-        over = float(argv[at + 1])
-        argv = argv[:at] + argv[at + 2:]
-    if not argv:
-        print(__doc__)
-        return 2
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("notebooks", nargs="+", type=Path)
+    parser.add_argument("--over", type=float, default=0.5, help="seconds of kernel CPU (default 0.5)")
+    args = parser.parse_args(argv)
+    over = args.over
     status = 0
-    for name in argv:
-        path = Path(name)
+    for path in args.notebooks:
         timed = time_cells(path)
         cells = {cell.get("id"): cell for cell in nbformat.read(path, as_version=4).cells}
         print(f"\n{path.name}: cells over {over} s of kernel CPU")

@@ -429,31 +429,6 @@ class HubNotebookPage(NotebookPage):
         return self.page.evaluate(
             "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id")
 
-    def start_run_all(self) -> None:
-        """Run All from the Run menu's command, without waiting (so a class runs together)."""
-        self.page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-
-    def wait_run_all(self, timeout: float = 300.0) -> dict:
-        """Wait until the kernel is idle and no cell is running (as NotebookPage.run_all does)."""
-        from _lab import NotebookTimeout
-
-        start, calm = time.monotonic(), 0
-        while True:
-            last = self.progress()
-            started = last["total"] == 0 or len(last["unrun"]) < last["total"] or last["running"]
-            finished = (not last["running"] and last["kernel"] in ("idle", "dead", "unknown")
-                        and (not last["unrun"] or last["failed"] or last["kernel"] != "idle"))
-            calm = calm + 1 if (started and finished) else 0
-            if calm >= 3:
-                break
-            if time.monotonic() - start > timeout:
-                raise NotebookTimeout(
-                    f"{self.name}: still running after {timeout:.0f} s (kernel {last['kernel']}, "
-                    f"running cells {last['running']}, not yet run {last['unrun']})")
-            time.sleep(0.3)
-        last["seconds"] = time.monotonic() - start
-        return last
-
     def close(self) -> None:
         self.page.close()
 

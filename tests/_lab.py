@@ -53,6 +53,17 @@ def browser_missing_reason() -> str | None:
     return None
 
 
+def skip_or_fail(reason: str | None, what: str = "browser test") -> None:
+    """Skip the test that cannot run here, saying why; where ATTNVIZ_REQUIRE_BROWSER=1 (CI sets it),
+    fail instead, so that a missing browser cannot pass unseen. Nothing happens when ``reason`` is None."""
+    if reason:
+        import pytest
+
+        if os.environ.get("ATTNVIZ_REQUIRE_BROWSER") == "1":
+            pytest.fail(f"the {what} is required here (ATTNVIZ_REQUIRE_BROWSER=1) but {reason}")
+        pytest.skip(f"{what} skipped: {reason}")
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -319,7 +330,15 @@ class NotebookPage:
 
     def run_all(self, timeout: float = 180.0) -> dict:
         """Run All (the Run menu's command) and wait until the kernel is idle and no cell is running."""
+        self.start_run_all()
+        return self.wait_run_all(timeout)
+
+    def start_run_all(self) -> None:
+        """Run All from the Run menu's command, without waiting (so that several pages run together)."""
         self.page.evaluate("window.jupyterapp.commands.execute('notebook:run-all-cells')")
+
+    def wait_run_all(self, timeout: float = 180.0) -> dict:
+        """Wait until the kernel is idle and no cell is running; the last progress, with its seconds."""
         start = time.monotonic()
         calm, last = 0, None
         while True:

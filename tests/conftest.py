@@ -1,8 +1,10 @@
-"""Shared test settings: deterministic hypothesis runs, float32 tolerances."""
+"""Shared test settings: deterministic hypothesis runs, float32 tolerances; the browser fixture."""
 
 import os
 
+import pytest
 import torch
+from _lab import browser_missing_reason, chromium, skip_or_fail
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -19,3 +21,11 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))
 # 10 to 20 times slower (threads waiting for each other), not faster.
 torch.set_num_threads(1)
 
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Headless Chromium for one test file (tests/_lab.py); skipped without it, failed where required."""
+    skip_or_fail(browser_missing_reason())
+    with chromium() as launched:
+        yield launched

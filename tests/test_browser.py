@@ -27,7 +27,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 
 import nbformat
@@ -49,9 +48,7 @@ from _a11y import (
 from _lab import (
     REPO,
     NotebookPage,
-    browser_missing_reason,
     cell_colour,
-    chromium,
     colour_distance,
     describe_failures,
     explorers,
@@ -72,17 +69,6 @@ THEMES = {"light": "JupyterLab Light", "dark": "JupyterLab Dark",
           "high contrast": "JupyterLab Dark High Contrast"}
 
 pytestmark = pytest.mark.browser
-
-
-@pytest.fixture(scope="module")
-def browser():
-    reason = browser_missing_reason()
-    if reason:
-        if os.environ.get("ATTNVIZ_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"the browser test is required here (ATTNVIZ_REQUIRE_BROWSER=1) but {reason}")
-        pytest.skip(f"browser test skipped: {reason}")
-    with chromium() as launched:
-        yield launched
 
 
 VIRIDIS_1, MASKED_GREY, NAN_PINK = "#fde725", "#c8c8c8", "#ff66cc"

@@ -14,15 +14,12 @@ Skipped like tests/test_browser.py without Chromium, unless ATTNVIZ_REQUIRE_BROW
 from __future__ import annotations
 
 import json
-import os
 import sys
 
 import pytest
 from _lab import (
     REPO,
     NotebookPage,
-    browser_missing_reason,
-    chromium,
     describe_failures,
     lab_server,
     log_entries,
@@ -78,17 +75,6 @@ _JS_OUTPUT_TEXT = r"""(index) => {
   const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
   return cell.outputArea.node.innerText;
 }"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    reason = browser_missing_reason()
-    if reason:
-        if os.environ.get("ATTNVIZ_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"the browser test is required here (ATTNVIZ_REQUIRE_BROWSER=1) but {reason}")
-        pytest.skip(f"browser test skipped: {reason}")
-    with chromium() as launched:
-        yield launched
 
 
 @pytest.fixture(scope="module")

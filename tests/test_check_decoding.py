@@ -85,8 +85,20 @@ def test_the_issue_ids_are_in_the_one_catalog_and_the_docs():
 # ---- misnaming that the old checker did ----------------------------------------------------------
 
 
-def _step_with(append):
-    """A step (list-of-tuples cache, fused attention) whose append is ``append(past_kv, key, value)``."""
+def _bottom_right(q, k, v):
+    n_new, n_all = q.shape[-2], k.shape[-2]
+    keep = torch.ones(n_new, n_all, dtype=torch.bool).tril(n_all - n_new)           # the bottom-right mask
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+
+def _both(past, k, v):
+    k, v = torch.cat([past[0], k], -2), torch.cat([past[1], v], -2)
+    return k, v, (k, v)
+
+
+def _step_with(append=_both, attend=_bottom_right):
+    """A step (list-of-tuples cache, fused attention) whose append is ``append(past_kv, key, value)`` and
+    whose attention over the heads (key/value heads repeated) is ``attend(q, k, v)``."""
     def step(model, tokens, cache):
         past = 0 if cache is None else cache[0][0].shape[-2]
         x = model.embed(tokens, past)
@@ -101,19 +113,11 @@ def _step_with(append):
                 stored = (k, v)
             new.append(stored)
             g = model.n_heads // model.n_kv_heads
-            n_new, n_all = q.shape[-2], k.shape[-2]
-            o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
-                                               attn_mask=torch.ones(n_new, n_all, dtype=torch.bool).tril(
-                                                   n_all - n_new))
+            o = attend(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1))
             x = x + a.W_o(merge_heads(o))
             x = x + block.mlp(block.norm_mlp(x))
         return model.unembed(x), new
     return step
-
-
-def _both(past, k, v):
-    k, v = torch.cat([past[0], k], -2), torch.cat([past[1], v], -2)
-    return k, v, (k, v)
 
 
 def test_keys_and_values_not_appended_are_named_apart():
@@ -132,24 +136,10 @@ def test_the_wrong_concat_axis_is_not_called_values_not_appended():
 
 
 def test_no_mask_for_one_token_and_is_causal_for_several_is_named():
-    def step(model, tokens, cache):
-        past = 0 if cache is None else cache[0][0].shape[-2]
-        x = model.embed(tokens, past)
-        new = []
-        for layer, block in enumerate(model.blocks):
-            a, y = block.attention, block.norm_attention(x)
-            q = split_heads(a.W_q(y), model.n_heads)
-            k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
-            if cache is not None:
-                k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
-            new.append((k, v))
-            g = model.n_heads // model.n_kv_heads
-            o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
-                                               is_causal=tokens.shape[1] > 1)
-            x = x + a.W_o(merge_heads(o))
-            x = x + block.mlp(block.norm_mlp(x))
-        return model.unembed(x), new
+    def causal_for_several(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, is_causal=q.shape[-2] > 1)
 
+    step = _step_with(attend=causal_for_several)
     result = check_decoding_step(step)
     assert result.bug == "is_causal_top_left", result
     assert "chunk" in result.observed[0]                   # single tokens are right; the chunk is not

@@ -28,7 +28,7 @@ import pwd
 import pytest
 from _hub import missing_reason, write_json
 from _hub_class import BUG, NOTEBOOKS, STUDENTS, run_class
-from _lab import REPO, browser_missing_reason, chromium
+from _lab import REPO, browser_missing_reason, chromium, skip_or_fail
 
 pytestmark = pytest.mark.slow
 RESULTS = REPO / "benchmarks" / "results" / "hub_sizing.json"
@@ -38,11 +38,7 @@ MAX_SCORE = 6
 
 @pytest.fixture(scope="module")
 def hub_class():
-    reason = browser_missing_reason() or missing_reason()
-    if reason:
-        if os.environ.get("ATTNVIZ_REQUIRE_BROWSER") == "1":
-            pytest.fail(f"the hub test is required here (ATTNVIZ_REQUIRE_BROWSER=1) but {reason}")
-        pytest.skip(f"hub test skipped: {reason}")
+    skip_or_fail(browser_missing_reason() or missing_reason(), "hub test")
     with chromium() as browser:
         result = run_class(browser, screenshots=REPO / "screenshots")
     write_json(RESULTS, result)
