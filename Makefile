@@ -7,6 +7,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 NODE   := node_modules/.installed
 PORT   ?= 8888
+UV     := uv==0.13.9
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
@@ -24,18 +25,13 @@ help:
 
 $(STAMP): requirements.txt pyproject.toml binder/overrides.json
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --disable-pip-version-check -q -r requirements.txt
-	$(BIN)/python -m pip install --disable-pip-version-check -q --no-deps -e .
-	# the same JupyterLab defaults as Binder: no news pop-up, no update check
-	mkdir -p $(VENV)/share/jupyter/lab/settings
-	cp binder/overrides.json $(VENV)/share/jupyter/lab/settings/overrides.json
-	# nbgrader (for teachers: make nbgrader) ships JupyterLab and server extensions; make lab is for
-	# learners, so both are switched off here (the README's teacher section says how to switch them on)
-	if $(BIN)/python -c "import nbgrader" 2>/dev/null; then \
-	  $(BIN)/jupyter labextension disable --level=sys_prefix @jupyter/nbgrader >/dev/null 2>&1; \
-	  for ext in formgrader validate_assignment assignment_list course_list; do \
-	    $(BIN)/jupyter server extension disable --sys-prefix nbgrader.server_extensions.$$ext >/dev/null 2>&1; \
-	  done; fi
+	# uv installs what pip would, from where pip is set to look, in seconds (tools/install.py)
+	$(BIN)/python -m pip install --disable-pip-version-check -q $(UV) || true
+	$(BIN)/python tools/install.py $(BIN)/python -r requirements.txt
+	$(BIN)/python tools/install.py $(BIN)/python --no-deps -e .
+	# Binder's JupyterLab defaults (no news pop-up); nbgrader's JupyterLab and server extensions off,
+	# since make lab is for learners (the README's teacher section says how to switch them on)
+	$(BIN)/python tools/learner_settings.py
 	touch $(STAMP)
 
 # The JavaScript tools pinned in package.json (biome, esbuild, ...), from the npm registry.
