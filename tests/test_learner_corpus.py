@@ -3,7 +3,8 @@
 Correct implementations must pass; buggy ones must fail, and where the corpus expects a bug id the
 verdict must name one of the expected ids. Hostile code (tests/learner_code/hostile.py) runs in a
 fresh process each: the checker must return a verdict within its time limit plus a margin, never
-raise, and leave the kernel state as it was.
+raise, and leave the kernel state as it was (each forked from one process that imported torch and
+attnviz once, as every case's process would first).
 
 Opt-in: runs when ATTNVIZ_CORPUS=1 is set, or by itself once attnviz.check knows every bug id the
 corpus uses (issue 12). Marked ``corpus``.
@@ -11,8 +12,12 @@ corpus uses (issue 12). Marked ``corpus``.
 
 import json
 import os
+import queue
+import signal
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,7 +25,7 @@ import pytest
 from learner_code import attention, causal_mask, decoding, hostile, multi_head, padding_mask
 from learner_code._case import verdict_problem
 from learner_code._state import kernel_state, state_changes
-from learner_code.run_hostile import MARK
+from learner_code.run_hostile import DONE, MARK
 
 # the ids the lead listed for issue 12 (the checkers helper has the same list)
 NEW_IDS = {
@@ -76,24 +81,80 @@ def test_learner_case(checker, case):
 DRIVER = Path(__file__).parent / "learner_code" / "run_hostile.py"
 
 
-def run_hostile(case) -> dict:
+class HostileServer:
+    """``run_hostile.py --serve``: each case in a fresh process, forked from one that has imported
+    what every case's process imports first (torch and attnviz), so torch is imported once."""
+
+    def __init__(self, log: Path):
+        self.log = log
+        self.start()
+
+    def start(self) -> None:
+        with open(self.log, "a") as log:
+            self.proc = subprocess.Popen([sys.executable, str(DRIVER), "--serve"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, stderr=log, text=True,
+                                         start_new_session=True)
+        self.lines: queue.Queue = queue.Queue()
+        threading.Thread(target=self._read, args=(self.proc.stdout, self.lines), daemon=True).start()
+
+    @staticmethod
+    def _read(stream, lines: queue.Queue) -> None:
+        for line in stream:
+            lines.put(line)
+        lines.put(None)
+
+    def stop(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait()
+
+    def run(self, name: str, limit: float, guard: float) -> tuple[list[str], str | None, str]:
+        """The case's stdout lines, its exit status (None if it never ended) and its stderr."""
+        logged = self.log.stat().st_size
+        self.proc.stdin.write(f"{name} {limit}\n")
+        self.proc.stdin.flush()
+        out, status, deadline = [], None, time.monotonic() + guard
+        while status is None:
+            try:
+                line = self.lines.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                break
+            if line is None:
+                break
+            if line.startswith(DONE):
+                status = line[len(DONE):].strip()
+            else:
+                out.append(line)
+        if status is None:      # hung or gone: start afresh for the next case
+            self.stop()
+            self.start()
+        return out, status, self.log.read_text(errors="replace")[logged:]
+
+
+@pytest.fixture(scope="module")
+def hostile_server(tmp_path_factory):
+    server = HostileServer(tmp_path_factory.mktemp("hostile") / "stderr.txt")
+    yield server
+    server.stop()
+
+
+def run_hostile(server: HostileServer, case) -> dict:
     """Run ``case`` in a fresh process (tests/learner_code/run_hostile.py); its report, or a failure."""
-    guard = 60 + TIME_LIMIT + MARGIN        # the process also imports torch; past this the checker hung
-    try:
-        done = subprocess.run([sys.executable, str(DRIVER), case.name, str(TIME_LIMIT)],
-                              capture_output=True, text=True, timeout=guard)
-    except subprocess.TimeoutExpired:
-        pytest.fail(f"no verdict after {guard:.0f} s: the checker (or the kernel) hung")
-    reports = [line[len(MARK):] for line in done.stdout.splitlines() if line.startswith(MARK)]
+    guard = 60 + TIME_LIMIT + MARGIN        # past this the checker (or the kernel) hung
+    out, status, stderr = server.run(case.name, TIME_LIMIT, guard)
+    if status is None and not any(line.startswith(MARK) for line in out):
+        pytest.fail(f"no verdict after {guard:.0f} s: the checker (or the kernel) hung\n{stderr[-1500:]}")
+    reports = [line[len(MARK):] for line in out if line.startswith(MARK)]
     if not reports:
-        pytest.fail(f"the kernel process died without a verdict (exit code {done.returncode}):\n"
-                    f"{done.stderr[-1500:]}")
+        pytest.fail(f"the kernel process died without a verdict (exit code {status}):\n{stderr[-1500:]}")
     return json.loads(reports[-1])
 
 
 @pytest.mark.parametrize("case", hostile.CASES, ids=[case.name for case in hostile.CASES])
-def test_hostile_case(case):
-    report = run_hostile(case)
+def test_hostile_case(hostile_server, case):
+    report = run_hostile(hostile_server, case)
     verdict = report["verdict"]
     problems = []
     if report["raised"]:
