@@ -4,8 +4,9 @@ In a temporary course folder: `nbgrader generate_assignment` for each exercise n
 assignment per notebook), then three submissions each under submitted/<student>/<assignment>/
 (the teacher's solution, the untouched student release, and the teacher's solution with a bug
 from attnviz.zoo put in place of one exercise), `nbgrader autograde`, and the scores read from
-nbgrader's gradebook: full marks, zero, and partial. Autograding runs each submitted notebook top
-to bottom (nine notebooks), so the graded part is marked slow; it runs in `make test` all the same.
+nbgrader's gradebook: full marks, zero, and partial. Each assignment is generated and graded on its
+own, so that `make test`'s workers grade them side by side. Autograding runs each submitted notebook top
+to bottom (twelve notebooks), so the graded part is marked slow; it runs in `make test` all the same.
 
 The tool's own rules (markers, ids, locked cells) are tested on the course notebooks without
 nbgrader, in a few seconds.
@@ -161,54 +162,66 @@ def _with_bug(solution_nb, family, bug_id, exercise):
     return nb
 
 
-@pytest.fixture(scope="module")
-def graded(course):
-    pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt for Python >= 3.11")
+def _grade(out: Path, assignment: str) -> dict:
+    """Generate one assignment, submit its three versions, autograde them: their scores by student."""
     from nbgrader.api import Gradebook
 
-    out, _ = course
+    family, bug_id, exercise = BUGS[assignment]
     timings = {}
     start = time.perf_counter()
-    for assignment in BUGS:
-        _nbgrader(out, "generate_assignment", assignment)
-    timings[f"generate_assignment ({len(BUGS)})"] = time.perf_counter() - start
-    for assignment, (family, bug_id, exercise) in BUGS.items():
-        name = f"{assignment}.ipynb"
-        release = json.loads((out / "release" / assignment / name).read_text())
-        solution = json.loads((out / "source" / assignment / name).read_text())
-        versions = {"teacher_solution": solution, "untouched_release": release,
-                    "one_zoo_bug": _with_bug(solution, family, bug_id, exercise)}
-        for student, nb in versions.items():
-            target = out / "submitted" / student / assignment / name
-            target.parent.mkdir(parents=True)
-            target.write_text(json.dumps(nb))
+    _nbgrader(out, "generate_assignment", assignment)
+    timings["generate_assignment"] = time.perf_counter() - start
+    name = f"{assignment}.ipynb"
+    release = json.loads((out / "release" / assignment / name).read_text())
+    solution = json.loads((out / "source" / assignment / name).read_text())
+    versions = {"teacher_solution": solution, "untouched_release": release,
+                "one_zoo_bug": _with_bug(solution, family, bug_id, exercise)}
+    for student, nb in versions.items():
+        target = out / "submitted" / student / assignment / name
+        target.parent.mkdir(parents=True)
+        target.write_text(json.dumps(nb))
     start = time.perf_counter()
-    for assignment in BUGS:
-        _nbgrader(out, "autograde", assignment)
-    timings[f"autograde ({3 * len(BUGS)} notebooks)"] = time.perf_counter() - start
-    print("\nnbgrader timings: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
+    _nbgrader(out, "autograde", assignment)
+    timings[f"autograde ({len(versions)} notebooks)"] = time.perf_counter() - start
+    print(f"\nnbgrader timings, {assignment}: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     scores = {}
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
-        for assignment in BUGS:
-            for student in STUDENTS:
-                sub = gradebook.find_submission(assignment, student)
-                notebook = gradebook.find_submission_notebook(assignment, assignment, student)
-                cells = {grade.name: (grade.score, grade.max_score) for grade in notebook.grades}
-                scores[assignment, student] = (sub.score, sub.max_score, cells)
-    return out, scores
+        for student in STUDENTS:
+            sub = gradebook.find_submission(assignment, student)
+            notebook = gradebook.find_submission_notebook(assignment, assignment, student)
+            cells = {grade.name: (grade.score, grade.max_score) for grade in notebook.grades}
+            scores[student] = (sub.score, sub.max_score, cells)
+    return scores
+
+
+@pytest.fixture(scope="module")
+def graded(course):
+    """One assignment graded by nbgrader's own commands, on first use: make test's workers grade
+    the four assignments side by side (conftest.py gives each its own unit), in one course folder
+    per worker."""
+    pytest.importorskip("nbgrader", reason="nbgrader is pinned in requirements.txt for Python >= 3.11")
+    out, _ = course
+    done: dict[str, dict] = {}
+
+    def grade(assignment: str) -> tuple[Path, dict]:
+        if assignment not in done:
+            done[assignment] = _grade(out, assignment)
+        return out, done[assignment]
+
+    return grade
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("assignment", list(BUGS))
 def test_nbgrader_grades_full_zero_and_partial(graded, assignment):
-    out, scores = graded
-    full, maximum, _ = scores[assignment, "teacher_solution"]
+    _, scores = graded(assignment)
+    full, maximum, _ = scores["teacher_solution"]
     assert maximum == MAX_SCORE[assignment]
-    assert full == maximum, scores[assignment, "teacher_solution"]
-    assert scores[assignment, "untouched_release"][0] == 0, scores[assignment, "untouched_release"]
-    partial, _, cells = scores[assignment, "one_zoo_bug"]
-    assert 0 < partial < maximum, scores[assignment, "one_zoo_bug"]
-    assert partial == maximum - 2, scores[assignment, "one_zoo_bug"]     # 1 of 3, or 4 of 6 in 04
+    assert full == maximum, scores["teacher_solution"]
+    assert scores["untouched_release"][0] == 0, scores["untouched_release"]
+    partial, _, cells = scores["one_zoo_bug"]
+    assert 0 < partial < maximum, scores["one_zoo_bug"]
+    assert partial == maximum - 2, scores["one_zoo_bug"]     # 1 of 3, or 4 of 6 in 04
     _, bug_id, exercise = BUGS[assignment]
     # the buggy exercise runs and has the right shape (1 point) but its checker fails (0 of 2)
     assert cells[f"{exercise}-runs"] == (1, 1) and cells[f"{exercise}-check"] == (0, 2), cells
@@ -218,7 +231,7 @@ def test_nbgrader_grades_full_zero_and_partial(graded, assignment):
 @pytest.mark.parametrize("assignment", list(BUGS))
 def test_autograded_check_cells_show_the_verdict(graded, assignment):
     """The graded notebook tells the learner why: the checker names the bug; the stub's hint shows."""
-    out, _ = graded
+    out, _ = graded(assignment)
     _, bug_id, exercise = BUGS[assignment]
     name = f"{assignment}.ipynb"
 
