@@ -51,7 +51,7 @@ lab: $(STAMP)
 # waiting on kernels, browsers and servers. conftest.py says what runs together on one worker (a file,
 # or a notebook, or for the long files one notebook's test each) and puts the longest first; xdist
 # must not re-sort them (--no-loadscope-reorder).
-PARALLEL ?= -n 4 --dist loadgroup --no-loadscope-reorder
+PARALLEL ?= -n 4 --dist loadfile --no-loadscope-reorder
 
 test: lint js
 	$(BIN)/python -m pytest $(PARALLEL)

@@ -1,12 +1,13 @@
 """Run notebooks top to bottom in fresh kernels; print one line per notebook; exit 1 if any failed.
 
-    python tests/_run_notebooks.py notebooks/*.ipynb [--json]
+    python tests/_run_notebooks.py notebooks/*.ipynb [--json] [--save DIR]
 
 Needs only nbclient and nbformat (both come with JupyterLab), so it also runs inside the Binder
-environment that tests/test_binder.py builds. It never writes a notebook back: outputs stay in
-memory. For each notebook it reports the wall time, the kernel's CPU time (user + system, from
-/proc) and its peak resident memory (VmHWM from /proc, the kernel process's high-water mark, so no
-sampling is needed), and, on failure, the cell and the error. It also says which `attnviz` the
+environment that tests/test_binder.py builds. It never writes a notebook back; with --save, each
+executed notebook (its outputs included) is written to DIR under its own name. For each notebook
+it reports the wall time, the kernel's CPU time (user + system, from /proc) and its peak resident
+memory (VmHWM from /proc, the kernel process's high-water mark, so no sampling is needed), and, on
+failure, the cell and the error. It also says which `attnviz` the
 kernel imported, so a test can check that it came from the environment and not from the checkout.
 """
 
@@ -44,8 +45,9 @@ def _cpu_seconds(pid: int | None) -> float | None:
         return None
 
 
-def run(path: Path, timeout: int = 300) -> dict:
+def run(path: Path, timeout: int = 300, save: Path | None = None) -> dict:
     nb = nbformat.read(path, as_version=4)
+    own = len(nb.cells)
     client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     result = {"notebook": path.name, "ok": True, "error": None, "cell": None, "seconds": None,
@@ -70,6 +72,9 @@ def run(path: Path, timeout: int = 300) -> dict:
         process = getattr(client.km.provisioner, "process", None)
         result["peak_mb"] = _peak_rss_mb(getattr(process, "pid", None))
         result["cpu_seconds"] = _cpu_seconds(getattr(process, "pid", None))
+    if save is not None:
+        del nb.cells[own:]          # the probe is not the notebook's
+        nbformat.write(nb, save / path.name)
     return result
 
 
@@ -78,10 +83,11 @@ def main(argv=None) -> int:
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--json", action="store_true", help="print one JSON object per notebook")
     parser.add_argument("--timeout", type=int, default=300, help="seconds allowed per cell")
+    parser.add_argument("--save", type=Path, help="write each executed notebook to this folder")
     args = parser.parse_args(argv)
     failed = 0
     for path in args.notebooks:
-        result = run(path, args.timeout)
+        result = run(path, args.timeout, args.save)
         failed += not result["ok"]
         if args.json:
             print(json.dumps(result), flush=True)

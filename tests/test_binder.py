@@ -9,6 +9,9 @@
   off and builds the learner's edition (student/, what the Binder badge opens) through
   binder/postBuild, and runs every notebook of that edition, as an unprivileged user from a
   read-only copy of the course (as on a JupyterHub); nothing is written into that copy.
+* That one run of the learner's edition is also where each of its notebooks is checked as a learner
+  finds it, unattempted: no error, "not written yet" under every check, and every number an answer
+  to a Check-yourself question quotes printed by the notebook (tests/_edition.py).
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+import nbformat
 import pytest
+from _edition import unattempted_run_problems
 
 REPO = Path(__file__).resolve().parent.parent
 BINDER = REPO / "binder"
@@ -123,75 +128,103 @@ def _python_311_for_everyone() -> str | None:
     return None
 
 
-@pytest.mark.slow
-def test_fresh_binder_environment_runs_every_notebook_read_only_as_unprivileged_user():
+@pytest.fixture(scope="module")
+def binder(tmp_path_factory):
+    """The Binder environment built and every notebook of its learner's edition run in it, as an
+    unprivileged user from a read-only copy: what each step found, and the executed notebooks."""
     python = _python_311_for_everyone()
     if python is None:
         pytest.fail("no Python 3.11 that an unprivileged user can run (binder/runtime.txt says 3.11)")
     work = Path(tempfile.mkdtemp(prefix="attnviz-binder-"))
     work.chmod(0o755)
     try:
-        course = _copy_course(work / "course")
-        venv = work / "venv"
-        subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
-        requirements = work / "requirements-reachable.txt"
-        requirements.write_text("".join(
-            line + "\n" for line in (course / "binder" / "requirements.txt").read_text().splitlines()
-            if not line.startswith(("--extra-index-url", "--index-url"))))
-        pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
-        done = subprocess.run([*pip, "install", "-q", "-r", str(requirements)], cwd=course,
-                              capture_output=True, text=True, timeout=1200)
-        assert done.returncode == 0, f"installing binder/requirements.txt failed:\n{done.stderr[-3000:]}"
-        done = subprocess.run([*pip, "check"], capture_output=True, text=True, timeout=120)
-        assert done.returncode == 0, f"pip check in the Binder environment:\n{done.stdout}"
-        torch_version = subprocess.run(
-            [str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
-            capture_output=True, text=True, check=True).stdout.strip()
-        assert torch_version.endswith("+cpu"), torch_version
-
-        # binder/postBuild, as repo2docker runs it: from the repository's root, NB_PYTHON_PREFIX set
-        subprocess.run(["./binder/postBuild"], cwd=course, check=True, capture_output=True, timeout=60,
-                       env={**os.environ, "NB_PYTHON_PREFIX": str(venv)})
-        overrides = json.loads((venv / "share/jupyter/lab/settings/overrides.json").read_text())
-        notification = overrides["@jupyterlab/apputils-extension:notification"]
-        assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
-        _assert_lab_in_env_has_news_off(venv)
-        learners = sorted(p.name for p in (course / "student").glob("[0-9][0-9]_*.ipynb"))
-        assert learners == sorted(p.name for p in (course / "notebooks").glob("[0-9][0-9]_*.ipynb")), (
-            "binder/postBuild did not build the learner's edition in student/")
-
-        # every notebook, as an unprivileged user, from a read-only copy of the course
-        for leftover in ("build", "attnviz.egg-info"):   # what `pip install .` leaves in a checkout
-            shutil.rmtree(course / leftover, ignore_errors=True)
-        home = work / "home"
-        home.mkdir()
-        subprocess.run(["chmod", "-R", "a-w", str(course)], check=True)
-        before = _snapshot(course)
-        run_as = {}
-        if os.geteuid() == 0:
-            shutil.chown(home, "nobody")
-            run_as = {"user": "nobody", "group": "nogroup" if _group_exists("nogroup") else "nobody",
-                      "extra_groups": []}
-        env = {"HOME": str(home), "PATH": f"{venv / 'bin'}:/usr/bin:/bin", "LANG": "C.UTF-8",
-               "PYTHONDONTWRITEBYTECODE": "1"}
-        notebooks = sorted(str(p) for p in (course / "student").glob("[0-9][0-9]_*.ipynb"))
-        assert notebooks, "no notebooks in the copy"
-        done = subprocess.run([str(venv / "bin" / "python"), str(course / "tests" / "_run_notebooks.py"),
-                               "--json", *notebooks], cwd=home, env=env, capture_output=True, text=True,
-                              timeout=1800, **run_as)
-        results = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-        report = "\n".join(
-            f"  {r['notebook']}: " + ("ok" if r["ok"] else f"FAILED at cell {r['cell']}: {r['error']}")
-            + f" ({r['seconds']} s)" for r in results)
-        assert done.returncode == 0 and len(results) == len(notebooks), (
-            f"notebooks in the Binder environment, as {run_as.get('user', 'this user')} from a read-only "
-            f"copy:\n{report}\n{done.stderr[-2000:]}")
-        for result in results:   # the kernel used the environment's attnviz, not the checkout's
-            assert result["attnviz"].startswith(str(venv)), result
-        assert _snapshot(course) == before, "running the course wrote into the (read-only) checkout"
+        yield _build_and_run(python, work)
     finally:
         subprocess.run(["chmod", "-R", "u+w", str(work)], check=False)
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _build_and_run(python: str, work: Path) -> dict:
+    course = _copy_course(work / "course")
+    venv = work / "venv"
+    subprocess.run([python, "-m", "venv", str(venv)], check=True, timeout=120)
+    requirements = work / "requirements-reachable.txt"
+    requirements.write_text("".join(
+        line + "\n" for line in (course / "binder" / "requirements.txt").read_text().splitlines()
+        if not line.startswith(("--extra-index-url", "--index-url"))))
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
+    done = subprocess.run([*pip, "install", "-q", "-r", str(requirements)], cwd=course,
+                          capture_output=True, text=True, timeout=1200)
+    assert done.returncode == 0, f"installing binder/requirements.txt failed:\n{done.stderr[-3000:]}"
+    done = subprocess.run([*pip, "check"], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"pip check in the Binder environment:\n{done.stdout}"
+    torch_version = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import torch; print(torch.__version__)"],
+        capture_output=True, text=True, check=True).stdout.strip()
+    assert torch_version.endswith("+cpu"), torch_version
+
+    # binder/postBuild, as repo2docker runs it: from the repository's root, NB_PYTHON_PREFIX set
+    subprocess.run(["./binder/postBuild"], cwd=course, check=True, capture_output=True, timeout=60,
+                   env={**os.environ, "NB_PYTHON_PREFIX": str(venv)})
+    overrides = json.loads((venv / "share/jupyter/lab/settings/overrides.json").read_text())
+    _assert_lab_in_env_has_news_off(venv)
+    learners = sorted(p.name for p in (course / "student").glob("[0-9][0-9]_*.ipynb"))
+
+    # every notebook, as an unprivileged user, from a read-only copy of the course
+    for leftover in ("build", "attnviz.egg-info"):   # what `pip install .` leaves in a checkout
+        shutil.rmtree(course / leftover, ignore_errors=True)
+    home, executed = work / "home", work / "executed"
+    home.mkdir()
+    executed.mkdir()
+    subprocess.run(["chmod", "-R", "a-w", str(course)], check=True)
+    before = _snapshot(course)
+    run_as = {}
+    if os.geteuid() == 0:
+        for folder in (home, executed):
+            shutil.chown(folder, "nobody")
+        run_as = {"user": "nobody", "group": "nogroup" if _group_exists("nogroup") else "nobody",
+                  "extra_groups": []}
+    env = {"HOME": str(home), "PATH": f"{venv / 'bin'}:/usr/bin:/bin", "LANG": "C.UTF-8",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    notebooks = sorted(str(p) for p in (course / "student").glob("[0-9][0-9]_*.ipynb"))
+    assert notebooks, "no notebooks in the copy"
+    done = subprocess.run([str(venv / "bin" / "python"), str(course / "tests" / "_run_notebooks.py"),
+                           "--json", "--save", str(executed), *notebooks], cwd=home, env=env,
+                          capture_output=True, text=True, timeout=1800, **run_as)
+    return {"venv": venv, "overrides": overrides, "learners": learners, "run_as": run_as,
+            "returncode": done.returncode, "stderr": done.stderr, "notebooks": notebooks,
+            "results": [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")],
+            "executed": {p.name: nbformat.read(p, as_version=4) for p in executed.glob("*.ipynb")},
+            "changed": _snapshot(course) != before}
+
+
+@pytest.mark.slow
+def test_fresh_binder_environment_runs_every_notebook_read_only_as_unprivileged_user(binder):
+    notification = binder["overrides"]["@jupyterlab/apputils-extension:notification"]
+    assert notification["fetchNews"] == "false" and notification["checkForUpdates"] is False
+    assert binder["learners"] == sorted(p.name for p in (REPO / "notebooks").glob("[0-9][0-9]_*.ipynb")), (
+        "binder/postBuild did not build the learner's edition in student/")
+    results = binder["results"]
+    report = "\n".join(
+        f"  {r['notebook']}: " + ("ok" if r["ok"] else f"FAILED at cell {r['cell']}: {r['error']}")
+        + f" ({r['seconds']} s)" for r in results)
+    assert binder["returncode"] == 0 and len(results) == len(binder["notebooks"]), (
+        f"notebooks in the Binder environment, as {binder['run_as'].get('user', 'this user')} from a "
+        f"read-only copy:\n{report}\n{binder['stderr'][-2000:]}")
+    for result in results:   # the kernel used the environment's attnviz, not the checkout's
+        assert result["attnviz"].startswith(str(binder["venv"])), result
+    assert not binder["changed"], "running the course wrote into the (read-only) checkout"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [p.name for p in sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))],
+                         ids=lambda name: name[:-6])
+def test_the_learners_notebook_runs_unattempted_and_its_answers_quote_its_outputs(binder, name):
+    """The learner's edition as Binder opens it, run once above: no error, "not written yet" under
+    every check, and every number an answer quotes printed by the notebook (tests/_edition.py)."""
+    assert name in binder["executed"], f"{name} was not run: {sorted(binder['executed'])}"
+    problems = unattempted_run_problems(binder["executed"][name], name)
+    assert not problems, "\n".join(problems)
 
 
 def _group_exists(name: str) -> bool:

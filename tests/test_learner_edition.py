@@ -1,9 +1,10 @@
 """The learner's edition, as a learner opens it: it runs, it shows no solution, it answers in words.
 
 * Every notebook of the learner's edition runs top to bottom in a fresh kernel with no exercise
-  attempted and no error, and every check cell answers "not written yet" (not a traceback).
-* Every number an answer to a Check-yourself question quotes is one the notebook printed (or a
-  threshold its asserts use), so the answers cannot drift from the cells.
+  attempted and no error, every check cell answers "not written yet" (not a traceback), and every
+  number an answer to a Check-yourself question quotes is one the notebook printed (or a threshold
+  its asserts use), so the answers cannot drift from the cells: tests/test_binder.py runs the
+  edition once, in the Binder environment, and asks that of each notebook (tests/_edition.py).
 * No cell a learner sees without clicking holds a solution: the stub cells hold none of the
   teacher's solution lines, and no visible cell holds half or more of any one solution's lines
   (a visible cell is a code cell, or a markdown cell outside its collapsed ``<details>`` blocks).
@@ -20,9 +21,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import nbformat
 import pytest
-from nbclient import NotebookClient
+from _edition import DETAILS, check_yourself
+from _edition import is_solution as _is_solution
+from _edition import text as _text
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
@@ -31,21 +33,10 @@ import answer_key  # noqa: E402
 import make_student  # noqa: E402
 
 TEACHER = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-DETAILS = re.compile(r"<details>.*?</details>", re.S)
-NUMBER = re.compile(r"(?<![\w.≈=])(?<!≈ )(?<!= )\d+\.\d+(?:e[-+]?\d+)?(?!\w|\.\d)")
 
 
 def _cells(nb: dict) -> list[dict]:
     return nb["cells"]
-
-
-def _text(cell: dict) -> str:
-    source = cell["source"]
-    return "".join(source) if isinstance(source, list) else source
-
-
-def _is_solution(cell: dict) -> bool:
-    return "solution" in cell.get("metadata", {}).get("tags", [])
 
 
 def _learner(path: Path) -> dict:
@@ -111,13 +102,6 @@ def test_every_exercise_has_its_solution_collapsed_after_its_check(path):
         assert text.startswith("<details><summary>") and text.rstrip().endswith("</details>")
 
 
-def check_yourself(nb: dict) -> str:
-    found = [_text(c) for c in _cells(nb) if c["cell_type"] == "markdown"
-             and _text(c).startswith("## Check yourself")]
-    assert len(found) == 1
-    return found[0]
-
-
 def questions(text: str) -> list[str]:
     """The numbered questions of a Check-yourself cell, each with what follows it."""
     body = text.split("### Exercise")[0]
@@ -156,43 +140,3 @@ def test_the_answer_key_tool_runs():
     done = subprocess.run([sys.executable, str(ROOT / "tools" / "answer_key.py")], capture_output=True,
                           text=True, check=True)
     assert done.stdout.startswith("# Check yourself: the answers")
-
-
-# ---- every notebook of the learner's edition, run ---------------------------------------------
-
-def _outputs_text(cell) -> str:
-    parts = []
-    for output in cell.get("outputs", []):
-        parts.append("".join(output.get("text", "")))
-        for kind in ("text/plain", "text/html"):
-            parts.append("".join(output.get("data", {}).get(kind, "")))
-    return "\n".join(parts)
-
-
-@pytest.fixture(scope="module")
-def edition(tmp_path_factory):
-    out = tmp_path_factory.mktemp("learner") / "student"
-    make_student.make_student(ROOT / "notebooks", out)
-    return out
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("path", TEACHER, ids=lambda p: p.stem)
-def test_the_learners_notebook_runs_unattempted_and_its_answers_quote_its_outputs(edition, path):
-    nb = nbformat.read(edition / path.name, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(edition)}}).execute()
-    errors = [(i, o.get("ename"), o.get("evalue")) for i, c in enumerate(nb.cells) if c.cell_type == "code"
-              for o in c.get("outputs", []) if o.get("output_type") == "error"]
-    assert not errors, errors
-    for index, cell in enumerate(nb.cells):
-        is_check = make_student.CHECK_CALL.search(cell.source) and not _is_solution(cell)
-        if cell.cell_type == "code" and is_check:
-            verdict = _outputs_text(cell)
-            assert "not written yet" in verdict and "Traceback" not in verdict, (index, verdict[:500])
-    if path.name.startswith("00"):
-        return
-    printed = "\n".join(_outputs_text(c) + "\n" + c.source for c in nb.cells if c.cell_type == "code")
-    answers = "\n".join(DETAILS.findall(check_yourself(nb)))
-    missing = sorted({n for n in NUMBER.findall(answers) if n not in printed})
-    assert not missing, f"{path.name}: answers quote numbers that no cell printed: {missing}"
