@@ -51,7 +51,7 @@ def answer_key(paths) -> str:
            "to print or to read before a lesson. Generated from the notebooks by",
            "`python tools/answer_key.py > docs/answers.md`; do not edit by hand. The numbers quoted are",
            "those the notebooks print on the machine the course is tested on",
-           "(`tests/test_learner_edition.py` checks each against the cells' output).",
+           "(`tests/test_binder.py` checks each against the cells' output).",
            ""]
     for path in paths:
         title, pairs = notebook_answers(path)
