@@ -1,0 +1,131 @@
+"""How long `make test` takes in a fresh clone, and where its CPU goes, by kind of process.
+
+    python3 benchmarks/suite_time.py                     # .ci/run in a fresh clone of this checkout
+    python3 benchmarks/suite_time.py --command "make check"
+
+Clones the checkout (its committed HEAD) into a temporary folder, runs the command there and, once a
+second, reads every new process's CPU time (user + system) from /proc, so that processes nobody
+waits for (Chromium's renderers, a hub's user servers) count too; `time` misses those. Prints the
+wall time, pytest's summary line and the CPU seconds per kind of process. Needs only Python 3 and
+Linux. Exits 1 if the command failed, or if `.ci/run` took over the 6-minute target.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET_S = 6 * 60
+TICK = os.sysconf("SC_CLK_TCK")
+KINDS = (   # first match wins: (kind, words any of which the command line holds)
+    ("Chromium", ("chromium",)),
+    ("notebook kernels (ipykernel)", ("ipykernel",)),
+    ("nbgrader commands", ("nbgrader",)),
+    ("JupyterHub, its proxy, user servers", ("jupyterhub", "configurable-http-proxy")),
+    ("JupyterLab and Notebook servers", ("jupyter-lab", "jupyter_server", "jupyterlab", "ServerApp")),
+    ("uv", ("/uv ", " uv ")),
+    ("pip", ("-m pip", "pip install")),
+    ("hostile learner cases", ("run_hostile",)),
+    ("pytest and its workers", ("pytest", "exec(eval(sys.stdin")),
+    ("node (Playwright's driver, biome, npm)", ("node", "npm")),
+    ("other Python", ("python",)),
+)
+
+
+def kind_of(command: str) -> str:
+    for kind, words in KINDS:
+        if any(word in command for word in words):
+            return kind
+    return "other"
+
+
+class Sampler:
+    """CPU seconds per kind of process, for every process that starts after it."""
+
+    def __init__(self):
+        self.before = set(self._pids())
+        self.seen: dict[int, list] = {}
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._loop, daemon=True)
+
+    @staticmethod
+    def _pids():
+        return (int(name) for name in os.listdir("/proc") if name.isdigit())
+
+    def _loop(self):
+        while not self.stopped.wait(1.0):
+            self.sample()
+
+    def sample(self):
+        for pid in self._pids():
+            if pid in self.before:
+                continue
+            try:
+                fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+                ticks = int(fields[11]) + int(fields[12])
+                if pid not in self.seen:
+                    command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
+                        errors="replace")
+                    self.seen[pid] = [kind_of(command), ticks]
+            except (OSError, IndexError, ValueError):
+                continue
+            self.seen[pid][1] = ticks
+
+    def totals(self) -> dict[str, float]:
+        out = collections.Counter()
+        for kind, ticks in self.seen.values():
+            out[kind] += ticks / TICK
+        return dict(out.most_common())
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--command", default=".ci/run", help="what to run in the clone (default .ci/run)")
+    parser.add_argument("--keep", action="store_true", help="keep the clone and print its path")
+    args = parser.parse_args(argv)
+    folder = Path(tempfile.mkdtemp(prefix="attnviz-suite-"))
+    clone = folder / "course"
+    subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    sampler = Sampler()
+    sampler.thread.start()
+    start = time.monotonic()
+    done = subprocess.run(args.command, shell=True, cwd=clone, capture_output=True, text=True)
+    wall = time.monotonic() - start
+    sampler.stopped.set()
+    sampler.thread.join()
+    summary = [line for line in done.stdout.splitlines() if " passed" in line or " failed" in line]
+    totals = sampler.totals()
+    print(f"{args.command} in a fresh clone: {wall:.0f} s wall ({wall / 60:.1f} min), exit {done.returncode}")
+    print(f"pytest: {summary[-1].strip('= ') if summary else '(no summary line)'}")
+    print()
+    print(f"{'CPU by kind of process':44s} {'seconds':>8s} {'share':>6s}")
+    print("-" * 60)
+    total = sum(totals.values())
+    for kind, seconds in totals.items():
+        print(f"{kind:44s} {seconds:8.1f} {seconds / total:6.0%}")
+    print(f"{'all':44s} {total:8.1f}   (two cores: at least {total / 2:.0f} s of wall time)")
+    if args.keep:
+        print(f"\nthe clone: {clone}")
+    else:
+        subprocess.run(["rm", "-rf", str(folder)], check=False)
+        shutil.rmtree(folder, ignore_errors=True)
+    if done.returncode:
+        print(done.stdout[-3000:] + done.stderr[-3000:], file=sys.stderr)
+        return 1
+    if args.command == ".ci/run" and wall > TARGET_S:
+        print(f"\nover the {TARGET_S // 60}-minute target by {wall - TARGET_S:.0f} s")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
