@@ -105,7 +105,7 @@ class LabServer:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         return env
 
-    def start(self, timeout: float = 60.0) -> LabServer:
+    def start(self, timeout: float = 120.0) -> LabServer:
         settings = self.tmp / "settings"
         # (Notebook 7 has no news or autosave plugins: settings for them break its page)
         for rel, values in LAB_SETTINGS.items() if self.user_settings and self.app == "lab" else ():
@@ -316,7 +316,9 @@ class NotebookPage:
             self.external_requests.append(url)
             route.abort()
 
-    def open(self, timeout: float = 90.0) -> NotebookPage:
+    def open(self, timeout: float = 180.0) -> NotebookPage:
+        # 180 s, not 90: with make test's four workers on two cores, the page and the kernel of 08
+        # once took over 90 s to come up while the Binder build, the hub and nbgrader ran beside it
         self.page.goto(self.server.notebook_url(self.name), timeout=timeout * 1000)
         try:
             self.page.wait_for_function(_JS_KERNEL_READY, timeout=timeout * 1000, polling=250)
