@@ -47,11 +47,11 @@ lab: $(STAMP)
 	@echo "open student/00_start_here.ipynb from JupyterLab's file browser."
 	$(BIN)/jupyter lab --port=$(PORT) $(ROOT_FLAG) --ServerApp.root_dir=. student/00_start_here.ipynb
 
-# Tests run side by side (pytest-xdist), four workers on two cores, since much of the time goes to
+# Tests run side by side (pytest-xdist), three workers on two cores, since much of the time goes to
 # waiting on kernels, browsers and servers. conftest.py says what runs together on one worker (a file,
 # or a notebook, or for the long files one notebook's test each) and puts the longest first; xdist
 # must not re-sort them (--no-loadscope-reorder).
-PARALLEL ?= -n 4 --dist loadfile --no-loadscope-reorder
+PARALLEL ?= -n 3 --dist loadfile --no-loadscope-reorder
 
 test: lint js
 	$(BIN)/python -m pytest $(PARALLEL)
