@@ -50,8 +50,9 @@ def answer_key(paths) -> str:
            "its question, collapsed (click *Answer*); this page gathers them, one section per notebook,",
            "to print or to read before a lesson. Generated from the notebooks by",
            "`python tools/answer_key.py > docs/answers.md`; do not edit by hand. The numbers quoted are",
-           "those the notebooks print on the machine the course is tested on",
-           "(`tests/test_binder.py` checks each against the cells' output).",
+           "those the notebooks print on the machine the course is tested on, or bounds their cells",
+           "assert where a result varies with the seed or the CPU (`tests/test_binder.py` checks each",
+           "against the cells' output and code).",
            ""]
     for path in paths:
         title, pairs = notebook_answers(path)
