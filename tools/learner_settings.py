@@ -30,10 +30,13 @@ def main() -> int:
     if importlib.util.find_spec("nbgrader") is None:
         return 0
     from jupyter_server.extension.serverextension import toggle_server_extension_python
-    from jupyterlab.commands import disable_extension, lock_extension
+    from jupyterlab.commands import YARN_DEFAULT_REGISTRY, AppOptions, disable_extension, lock_extension
 
-    disable_extension("@jupyter/nbgrader", level="sys_prefix")
-    lock_extension("@jupyter/nbgrader", level="sys_prefix")   # as the command left it: locked too
+    # A registry given up front: otherwise JupyterLab asks its bundled yarn for one, and on Node.js 20
+    # that yarn fails with a page of minified JavaScript in make's output (nothing is downloaded either way)
+    options = AppOptions(registry=YARN_DEFAULT_REGISTRY)
+    disable_extension("@jupyter/nbgrader", app_options=options, level="sys_prefix")
+    lock_extension("@jupyter/nbgrader", app_options=options, level="sys_prefix")   # locked, as the CLI did
     for name in NBGRADER_SERVER:
         toggle_server_extension_python(name, enabled=False, sys_prefix=True)
     return 0
