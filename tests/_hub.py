@@ -433,22 +433,6 @@ class HubNotebookPage(NotebookPage):
         self.page.close()
 
 
-def allow_only(context, base: str) -> list[str]:
-    """Let ``context`` reach the hub only; returns the list the refused addresses go to."""
-    refused: list[str] = []
-
-    def route(request_route):
-        url = request_route.request.url
-        if url.startswith(base) or url.startswith(("data:", "blob:")):
-            request_route.continue_()
-        else:
-            refused.append(url)
-            request_route.abort()
-
-    context.route("**/*", route)
-    return refused
-
-
 def submit_login(page, hub: Hub, account: Account, path: str, timeout: float = 120.0) -> None:
     """Open ``path`` on the hub as a person would: the hub shows its login form; fill it in."""
     page.goto(f"{hub.base}{path}", timeout=timeout * 1000)

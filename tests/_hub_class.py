@@ -42,7 +42,7 @@ import time
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from _hub import Hub, HubNotebookPage, Sampler, Terminal, allow_only, submit_login, wait_for_lab
+from _hub import Hub, HubNotebookPage, Sampler, Terminal, submit_login, wait_for_lab
 from _lab import (
     REPO,
     describe_failures,
@@ -50,6 +50,7 @@ from _lab import (
     explorers,
     find_slider,
     free_port,
+    outside_requests,
     press_slider_key,
     wait_repaint,
 )
@@ -209,7 +210,7 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
         step("login: the teacher")
         context = browser.new_context(viewport=VIEWPORT)
         contexts.append(context)
-        refused = allow_only(context, hub.base)
+        outside = outside_requests(context, hub.base)
         teacher_page = context.new_page()
         submit_login(teacher_page, hub, teacher, "/hub/")
         wait_for_lab(teacher_page, hub, teacher)
@@ -242,9 +243,9 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
         for role in STUDENTS:
             context = browser.new_context(viewport=VIEWPORT)
             contexts.append(context)
-            refused_here = allow_only(context, hub.base)
+            outside_here = outside_requests(context, hub.base)
             page = context.new_page()
-            student_pages[role] = (context, page, refused_here)
+            student_pages[role] = (context, page, outside_here)
             account = hub.accounts[role]
             submit_login(page, hub, account, link)             # the hub asks them to log in first
         for role, (_, page, _) in student_pages.items():
@@ -365,7 +366,7 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
         result["scores"] = _scores(teacher.home / "course", {r: hub.accounts[r].name for r in STUDENTS})
         result["autograded_check"] = _check_outputs(teacher.home / "course",
                                                     {r: hub.accounts[r].name for r in STUDENTS})
-        result["refused_requests"] = refused + [u for _, _, r in student_pages.values() for u in r]
+        result["outside_requests"] = outside + [u for _, _, r in student_pages.values() for u in r]
         step("done")
     finally:
         if previous is not None:

@@ -26,9 +26,14 @@ from contextlib import contextmanager
 from pathlib import Path
 
 CHROMIUM = Path(os.environ.get("ATTNVIZ_CHROMIUM", "/usr/bin/chromium"))
+# The last flag: no host but this machine resolves, so a page that reaches for the internet fails at
+# once (the tests list what it tried, by watching its requests: outside_requests below) rather than
+# waiting on a lookup. (Routing every request through Playwright instead turns Chromium's cache off
+# and costs a round trip to Python per request.)
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1, EXCLUDE localhost",
 ]
 REPO = Path(__file__).resolve().parent.parent
 
@@ -290,6 +295,20 @@ _JS_INSPECT = r"""async () => {
 }"""
 
 
+def outside_requests(context, base: str) -> list[str]:
+    """The list, filled as they happen, of the addresses pages in ``context`` ask for that are neither
+    under ``base`` nor data: or blob: (nothing may need the internet at run time; CHROMIUM_ARGS make
+    such requests fail)."""
+    outside: list[str] = []
+
+    def watch(request) -> None:
+        if not request.url.startswith((base, "data:", "blob:")):
+            outside.append(request.url)
+
+    context.on("request", watch)
+    return outside
+
+
 class NotebookTimeout(AssertionError):
     pass
 
@@ -303,18 +322,9 @@ class NotebookPage:
         self.page = self.context.new_page()
         self.page_errors: list[str] = []
         self.console_errors: list[str] = []
-        self.external_requests: list[str] = []
+        self.external_requests = outside_requests(self.context, server.base)
         self.page.on("pageerror", lambda error: self.page_errors.append(str(error)))
         self.page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
-        self.context.route("**/*", self._only_local)
-
-    def _only_local(self, route):
-        url = route.request.url
-        if url.startswith(self.server.base) or url.startswith(("data:", "blob:")):
-            route.continue_()
-        else:  # nothing may need the internet at run time
-            self.external_requests.append(url)
-            route.abort()
 
     def open(self, timeout: float = 180.0) -> NotebookPage:
         # 180 s, not 90: with make test's four workers on two cores, the page and the kernel of 08

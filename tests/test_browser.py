@@ -93,7 +93,9 @@ def _self_check_notebook(path: Path) -> Path:
         code("raises = widgets.IntSlider(description='raises')\n"
              "raises.observe(lambda change: 1 / 0, names='value')   # planted: a Log Console traceback\n"
              "raises"),
-        code("go.Figure(go.Bar(x=['a', 'b'], y=[1, 2]))"),
+        code("from IPython.display import HTML, display\n\n"
+             "display(HTML(\"<img alt='planted' src='https://example.com/planted.png'>\"))  # planted: web\n"
+             "go.Figure(go.Bar(x=['a', 'b'], y=[1, 2]))"),
         code("from IPython.display import display\n\n"
              "display({'application/vnd.jupyter.widget-view+json':"
              " {'model_id': 'f' * 32, 'version_major': 2, 'version_minor': 0}}, raw=True)"),
@@ -287,7 +289,8 @@ def _log_failures(name: str, page: NotebookPage, when: str) -> list[str]:
 
 
 def test_the_browser_check_catches_what_it_should(notebook_page):
-    """The checks below can fail: a planted error, a broken widget, a dead control and a traceback."""
+    """The checks below can fail: a planted error, a broken widget, a dead control, a traceback and a
+    request for the internet."""
     page = notebook_page(SELF_CHECK)
     progress = page.run_all()
     report = page.inspect(settle=15)
@@ -331,7 +334,7 @@ def test_the_browser_check_catches_what_it_should(notebook_page):
                                 timeout=15_000)
     assert log_entries(page) >= 1
     assert any("ZeroDivisionError" in line for line in _log_failures(SELF_CHECK, page, "(planted)"))
-    assert page.external_requests == []
+    assert set(page.external_requests) == {"https://example.com/planted.png"}     # only the planted one
     _screenshot(page, "_self_check.png")
 
 

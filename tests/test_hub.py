@@ -79,7 +79,7 @@ def test_the_hub_listened_on_localhost_only_and_fetched_nothing_from_outside(hub
     listening = hub_class["listening"]
     assert {entry["kind"] for entry in listening} >= {"hub", "proxy", "server"}, listening
     assert all(entry["ip"] == "127.0.0.1" for entry in listening), listening
-    assert hub_class["refused_requests"] == [], hub_class["refused_requests"]
+    assert hub_class["outside_requests"] == [], hub_class["outside_requests"]
 
 
 def test_each_students_kernels_were_measured(hub_class):
