@@ -316,9 +316,10 @@ class NotebookTimeout(AssertionError):
 class NotebookPage:
     """One notebook open in its own browser context (fresh workspace, nothing shared)."""
 
-    def __init__(self, server: LabServer, browser, name: str, viewport=(1280, 800)):
+    def __init__(self, server: LabServer, browser, name: str, viewport=(1280, 800), zoom: float = 1):
         self.server, self.name = server, name
-        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]})
+        self.context = browser.new_context(viewport={"width": viewport[0], "height": viewport[1]},
+                                           device_scale_factor=zoom)
         self.page = self.context.new_page()
         self.page_errors: list[str] = []
         self.console_errors: list[str] = []

@@ -41,14 +41,7 @@ class ProjectedPage(NotebookPage):
 
     def __init__(self, server, browser, name):
         width, height = (round(side / ZOOM) for side in PROJECTOR)
-        super().__init__(server, browser, name, viewport=(width, height))
-        self.context.close()       # replace the plain context with a zoomed one, same routing and logging
-        self.context = browser.new_context(viewport={"width": width, "height": height},
-                                           device_scale_factor=ZOOM)
-        self.page = self.context.new_page()
-        self.page.on("pageerror", lambda error: self.page_errors.append(str(error)))
-        self.page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
-        self.context.route("**/*", self._only_local)
+        super().__init__(server, browser, name, viewport=(width, height), zoom=ZOOM)
 
 
 def shoot(page: ProjectedPage, target: str, path: Path) -> Path:
@@ -99,7 +92,7 @@ def main(argv=None) -> int:
                 failures += [line for line in describe_failures(notebook, progress, page.inspect())
                              if "NotImplementedError" not in line and "not run" not in line]
                 path = shoot(page, target, args.out / f"{stem}.png")
-                print(f"wrote {path.relative_to(REPO)}: {what}", flush=True)
+                print(f"wrote {path}: {what}", flush=True)
                 page.close()
                 server.shutdown_kernels()
     finally:
