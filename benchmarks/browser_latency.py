@@ -1,6 +1,7 @@
 """Keypress to repainted heatmap in JupyterLab in headless Chromium: the explorer vs a bare FigureWidget.
 
     .venv/bin/python benchmarks/browser_latency.py [--presses 25] [--sizes 8 128]
+    git worktree add /tmp/then <commit> && .venv/bin/python benchmarks/browser_latency.py --compare /tmp/then
 
 In one run, for n = 8 and n = 128 positions, four notebooks on the same sliders:
 
@@ -16,6 +17,9 @@ In one run, for n = 8 and n = 128 positions, four notebooks on the same sliders:
   frame. No widget that waits for the kernel on this stack (ipywidgets, the kernel's comm,
   JupyterLab) can be faster; what the explorer without look-ahead takes beyond it is its own work.
   Only a picture prepared before the press (the look-ahead) comes in under it.
+
+With ``--compare``, a fifth notebook runs the explorer of another checkout (its kernel imports that
+checkout's ``attnviz``), so that two versions are measured side by side on the same machine at once.
 
 Each time is measured inside the page: from the keydown event (capture phase, before the slider sees
 it) to the frame that shows the new picture. For the explorer that is the moment its root's
@@ -117,6 +121,9 @@ EXPLORER = "from attnviz.widgets import saturation_explorer\n\nsaturation_explor
 # The same explorer with its look-ahead switched off: every step waits for the kernel's round trip.
 NO_AHEAD = ("from attnviz.widgets import saturation_explorer\n\n"
             "explorer = saturation_explorer(n={n}, d_k=64)\nexplorer.step_ahead = False\nexplorer")
+# The explorer of another checkout (--compare), in a kernel that imports that checkout's attnviz.
+THEN = ("import sys\n\nsys.path.insert(0, {repo!r})\nimport attnviz\n\n"
+        "assert attnviz.__file__.startswith({repo!r}), attnviz.__file__\n" + EXPLORER)
 
 # Records every keydown and every repaint of the explorer (or FigureWidget) next to the marked slider.
 _JS_ARM = r"""() => {
@@ -144,11 +151,11 @@ _JS_ARM = r"""() => {
 }"""
 
 
-def _notebook(folder: Path, kind: str, n: int) -> Path:
+def _notebook(folder: Path, kind: str, n: int, compare: Path | None = None) -> Path:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    source = {"explorer": EXPLORER, "no_ahead": NO_AHEAD, "bare": BARE, "floor": FLOOR}[kind]
-    nb.cells = [nbformat.v4.new_code_cell(source.format(n=n))]
+    source = {"explorer": EXPLORER, "then": THEN, "no_ahead": NO_AHEAD, "bare": BARE, "floor": FLOOR}[kind]
+    nb.cells = [nbformat.v4.new_code_cell(source.format(n=n, repo=str(compare)))]
     path = folder / f"latency_{kind}_n{n}.ipynb"
     nbformat.write(nb, path)
     return path
@@ -220,6 +227,9 @@ def main(argv=None) -> int:
     parser.add_argument("--presses", type=int, default=25)
     parser.add_argument("--bursts", type=int, default=5)
     parser.add_argument("--sizes", type=int, nargs="+", default=[8, 128])
+    parser.add_argument("--compare", type=Path, default=None,
+                        help="another checkout (say a git worktree of an earlier commit): its explorer is "
+                             "measured in the same run, beside this one's")
     args = parser.parse_args(argv)
     reason = browser_missing_reason()
     if reason:
@@ -227,8 +237,10 @@ def main(argv=None) -> int:
         return 2
     results = {}
     with tempfile.TemporaryDirectory() as folder:
-        paths = {(kind, n): _notebook(Path(folder), kind, n)
-                 for n in args.sizes for kind in ("explorer", "no_ahead", "bare", "floor")}
+        kinds = ("explorer", "then", "no_ahead", "bare", "floor") if args.compare else (
+            "explorer", "no_ahead", "bare", "floor")
+        compare = args.compare.resolve() if args.compare else None
+        paths = {(kind, n): _notebook(Path(folder), kind, n, compare) for n in args.sizes for kind in kinds}
         with lab_server(Path(folder)) as server, chromium() as browser:
             for (kind, n), path in paths.items():
                 results[kind, n] = measure(server, browser, path.name, args.presses, args.bursts)
@@ -240,14 +252,18 @@ def main(argv=None) -> int:
     print("-" * 107)
     for n in args.sizes:
         bare = statistics.median(results["bare", n]["times"])
-        for kind, label in (("explorer", "saturation explorer"), ("no_ahead", "  without look-ahead"),
-                            ("bare", "bare FigureWidget"), ("floor", "floor: counter widget")):
+        labels = (("explorer", "saturation explorer"), ("then", "  the --compare one"),
+                  ("no_ahead", "  without look-ahead"), ("bare", "bare FigureWidget"),
+                  ("floor", "floor: counter widget"))
+        for kind, label in labels:
+            if (kind, n) not in results:
+                continue
             times, bursts_ms = results[kind, n]["times"], results[kind, n]["bursts"]
             median, ratio = statistics.median(times), statistics.median(times) / bare
             last = statistics.median(b[0] for b in bursts_ms)
             paints = statistics.median(b[1] for b in bursts_ms)
             verdict = ""
-            if kind == "explorer":
+            if kind in ("explorer", "then"):
                 limit = 0.5 if n == 8 else 0.6
                 checks = [f"ratio <= {limit}: {'met' if ratio <= limit else 'MISSED'}",
                           f"burst <= 60 ms: {'met' if last <= 60 else 'MISSED'}"]
