@@ -1,4 +1,4 @@
-// Builds attnviz/widgets/canvas.js, the one file anywidget loads, from the modules in
+// Builds attnviz/widgets/canvas.js, the front-end every explorer runs, from the modules in
 // attnviz/widgets/js/ with the pinned esbuild (package.json).
 //
 //   node tools/build_canvas.js           write attnviz/widgets/canvas.js (`make canvas` runs this)
@@ -6,8 +6,9 @@
 //
 // The bundle keeps one statement per line, with its comments, so that what the browser runs can be
 // read in its developer tools; only local names are shortened (minifyIdentifiers): every explorer's
-// widget carries the bundle over the kernel websocket, so its bytes count once per explorer on the
-// page. Measured on the modules as merged for the keys and save buttons: full minification 24.0 kB
+// widget carries the bundle over the kernel websocket (gzipped; attnviz/widgets/loader.js unpacks
+// it), so its bytes count once per explorer on the page. Measured on the modules as merged for the
+// keys and save buttons: full minification 24.0 kB
 // (9.7 kB gzipped, 8 lines up to 7,672 columns), this 35.6 kB (11.3 kB gzipped, 1,431 lines up to
 // 104 columns), no minification 45.9 kB (13.1 kB). Read and edit the modules, not it.
 

@@ -19,6 +19,8 @@ Panel kinds and what ``values`` holds:
 
 from __future__ import annotations
 
+import gzip
+import hashlib
 import json
 import pathlib
 from dataclasses import dataclass, field
@@ -239,6 +241,13 @@ def points_panel(name, shapes: list, *, x_range, y_range, title="", x_title="", 
                           "width": width, "height": height, "table": table or _table([], [])})
 
 
+HERE = pathlib.Path(__file__).parent
+# The front-end travels gzipped (about a third of its text); the loader unpacks it in the browser.
+FRONT_END_TEXT = (HERE / "canvas.js").read_bytes()
+FRONT_END = gzip.compress(FRONT_END_TEXT, compresslevel=9, mtime=0)
+FRONT_END_ID = hashlib.sha256(FRONT_END_TEXT).hexdigest()[:16]
+
+
 class Canvas(anywidget.AnyWidget):
     """The browser side of an explorer: ``scene`` (this update's panels) and ``fixed`` (panels
     that never change, e.g. the head grid, sent once). A click on a pickable panel calls the
@@ -250,9 +259,12 @@ class Canvas(anywidget.AnyWidget):
     (see :mod:`._ahead`): ``{"seq": scene seq, "entries": [{"control", "value", "scene"}]}``; the
     scene's ``at`` says what the controls hold for it (``{control: browser value}``)."""
 
-    # built from the modules in js/ by esbuild (`make canvas`); tests/test_front_end.py holds it to them
-    _esm = pathlib.Path(__file__).parent / "canvas.js"
-    _css = pathlib.Path(__file__).parent / "canvas.css"
+    # anywidget loads loader.js, which unpacks front_end: canvas.js, built from the modules in js/ by
+    # esbuild (`make canvas`; tests/js/bundle.test.js holds it to them), gzipped
+    _esm = HERE / "loader.js"
+    _css = HERE / "canvas.css"
+    front_end = traitlets.Bytes(FRONT_END).tag(sync=True)
+    front_end_id = traitlets.Unicode(FRONT_END_ID).tag(sync=True)
     defaults = traitlets.Dict({"heatmap": HEATMAP_DEFAULTS}).tag(sync=True)
     scene = traitlets.Dict().tag(sync=True)
     fixed = traitlets.Dict().tag(sync=True)

@@ -1,4 +1,4 @@
-// The file anywidget loads (attnviz/widgets/canvas.js) is what attnviz/widgets/js/ builds.
+// The explorers' front-end (attnviz/widgets/canvas.js, which loader.js unpacks) is what attnviz/widgets/js/ builds.
 
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
@@ -44,8 +44,9 @@ test("the crowded-line rule finds two statements on a line and passes one", () =
   assert.deepEqual(crowdedLines(text), [[1, "let a = 1; let b = 2;"]]);
 });
 
-test("no line of the bundle or of its modules holds more than one statement", async () => {
-  const files = [BUNDLE, ...readdirSync(MODULES).map((name) => join(MODULES, name))];
+test("no line of the bundle, of its modules or of the loader holds more than one statement", async () => {
+  const loader = join(dirname(BUNDLE), "loader.js");
+  const files = [BUNDLE, loader, ...readdirSync(MODULES).map((name) => join(MODULES, name))];
   for (const file of files.filter((name) => name.endsWith(".js"))) {
     const crowded = crowdedLines(readFileSync(file, "utf8"));
     assert.deepEqual(crowded.slice(0, 3), [], `${file}: lines with more than one statement`);
