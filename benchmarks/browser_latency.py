@@ -206,6 +206,11 @@ def presses_ms(page, label: str, keys, warmup: int = 3) -> list[float]:
     return times
 
 
+# The temperature slider (the explorer's and the FigureWidget's): 10 ** (-1.3 ... 1.3) in steps of
+# 0.01, starting at 1.0, so 130 ArrowRight presses reach its end.
+TEMPERATURE_STEPS_UP = 130
+
+
 def measure(server, browser, name: str, presses: int, bursts: int, warmup: int = 3) -> dict:
     page = NotebookPage(server, browser, name).open()
     try:
@@ -231,6 +236,11 @@ def main(argv=None) -> int:
                         help="another checkout (say a git worktree of an earlier commit): its explorer is "
                              "measured in the same run, beside this one's")
     args = parser.parse_args(argv)
+    presses = 3 + args.presses + 12 * args.bursts      # all ArrowRight on the temperature slider
+    if presses > TEMPERATURE_STEPS_UP:
+        parser.error(f"3 warm-up + --presses {args.presses} + 12 x --bursts {args.bursts} = {presses} "
+                     f"presses on the temperature slider, which has {TEMPERATURE_STEPS_UP} steps above "
+                     "1.0: the last ones would change nothing; ask for fewer")
     reason = browser_missing_reason()
     if reason:
         print(f"cannot run: {reason}")
