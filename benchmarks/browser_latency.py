@@ -247,8 +247,7 @@ def main(argv=None) -> int:
         return 2
     results = {}
     with tempfile.TemporaryDirectory() as folder:
-        kinds = ("explorer", "then", "no_ahead", "bare", "floor") if args.compare else (
-            "explorer", "no_ahead", "bare", "floor")
+        kinds = ("explorer", *(("then",) if args.compare else ()), "no_ahead", "bare", "floor")
         compare = args.compare.resolve() if args.compare else None
         paths = {(kind, n): _notebook(Path(folder), kind, n, compare) for n in args.sizes for kind in kinds}
         with lab_server(Path(folder)) as server, chromium() as browser:
