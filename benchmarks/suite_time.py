@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import collections
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -75,16 +76,45 @@ class Sampler:
                 if pid not in self.seen:
                     command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
                         errors="replace")
-                    self.seen[pid] = [kind_of(command), ticks]
+                    self.seen[pid] = [kind_of(command), ticks, _folder(pid)]
             except (OSError, IndexError, ValueError):
                 continue
             self.seen[pid][1] = ticks
 
     def totals(self) -> dict[str, float]:
         out = collections.Counter()
-        for kind, ticks in self.seen.values():
+        for kind, ticks, _ in self.seen.values():
             out[kind] += ticks / TICK
         return dict(out.most_common())
+
+    def kernels(self, clone: Path) -> list[tuple[str, int, float]]:
+        """Notebook kernels by the folder they ran in (a kernel runs in its notebook's folder):
+        (folder, how many kernels, CPU seconds), costliest first."""
+        count, seconds = collections.Counter(), collections.Counter()
+        for kind, ticks, folder in self.seen.values():
+            if kind == "notebook kernels (ipykernel)":
+                name = _relative(folder, clone)
+                count[name] += 1
+                seconds[name] += ticks / TICK
+        return [(name, count[name], seconds[name]) for name, _ in seconds.most_common()]
+
+
+def _folder(pid: int) -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/cwd")
+    except OSError:
+        return "?"
+
+
+def _relative(folder: str, clone: Path) -> str:
+    """A folder inside the clone relative to it; a temporary folder by its first part after /tmp."""
+    path = Path(folder)
+    if path.is_relative_to(clone):
+        return str(path.relative_to(clone)) or "."
+    parts = path.parts
+    if len(parts) > 2 and parts[1] == "tmp":
+        return "/tmp/" + "/".join(re.sub(r"[0-9a-z_]{6,}$", "*", part) for part in parts[2:5])
+    return folder
 
 
 def main(argv=None) -> int:
@@ -113,6 +143,11 @@ def main(argv=None) -> int:
     for kind, seconds in totals.items():
         print(f"{kind:44s} {seconds:8.1f} {seconds / total:6.0%}")
     print(f"{'all':44s} {total:8.1f}   (two cores: at least {total / 2:.0f} s of wall time)")
+    print()
+    print(f"{'notebook kernels by the folder they ran in':60s} {'kernels':>7s} {'CPU s':>7s}")
+    print("-" * 76)
+    for name, count, seconds in sampler.kernels(clone):
+        print(f"{name[:60]:60s} {count:7d} {seconds:7.1f}")
     if args.keep:
         print(f"\nthe clone: {clone}")
     else:

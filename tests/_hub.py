@@ -139,11 +139,23 @@ def remove_stale_accounts() -> list[str]:
 
 
 def _kill_processes_of(uids: set[int], timeout: float = 10.0) -> list[str]:
-    """Terminate, then kill, every process owned by ``uids`` (the test's own accounts)."""
+    """Terminate, then kill, every process owned by ``uids`` (the test's own accounts); the command
+    lines of those that outlived the hub. One already exiting when the hub stopped has not: a zombie
+    (ended, not yet reaped; its command line reads empty) or one that ends within a second."""
     import psutil
 
-    mine = [p for p in psutil.process_iter(["uids", "cmdline"]) if p.info["uids"]
-            and p.info["uids"].real in uids]
+    def running(processes):
+        return [p for p in processes if p.info["status"] not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)]
+
+    mine = running(p for p in psutil.process_iter(["uids", "cmdline", "status"]) if p.info["uids"]
+                   and p.info["uids"].real in uids)
+    _, mine = psutil.wait_procs(mine, timeout=1.0)
+    for process in mine:
+        try:
+            process.info["status"] = process.status()
+        except psutil.NoSuchProcess:
+            process.info["status"] = psutil.STATUS_DEAD
+    mine = running(mine)
     names = [" ".join(p.info["cmdline"] or [])[:120] for p in mine]
     for process in mine:
         try:
