@@ -6,8 +6,9 @@
 Clones the checkout (its committed HEAD) into a temporary folder, runs the command there and, once a
 second, reads every new process's CPU time (user + system) from /proc, so that processes nobody
 waits for (Chromium's renderers, a hub's user servers) count too; `time` misses those. Prints the
-wall time, pytest's summary line and the CPU seconds per kind of process. Needs only Python 3 and
-Linux. Exits 1 if the command failed, or if `.ci/run` took over the 6-minute target.
+wall time, pytest's summary line, the CPU seconds per kind of process and the notebook kernels by
+the folder they ran in (how many, their CPU). Needs only Python 3 and Linux. Exits 1 if the command
+failed, or if `.ci/run` took over the 6-minute target.
 """
 
 from __future__ import annotations
