@@ -144,18 +144,16 @@ def _kill_processes_of(uids: set[int], timeout: float = 10.0) -> list[str]:
     (ended, not yet reaped; its command line reads empty) or one that ends within a second."""
     import psutil
 
-    def running(processes):
-        return [p for p in processes if p.info["status"] not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)]
-
-    mine = running(p for p in psutil.process_iter(["uids", "cmdline", "status"]) if p.info["uids"]
-                   and p.info["uids"].real in uids)
-    _, mine = psutil.wait_procs(mine, timeout=1.0)
-    for process in mine:
+    def is_running(process) -> bool:
         try:
-            process.info["status"] = process.status()
+            return process.status() not in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD)
         except psutil.NoSuchProcess:
-            process.info["status"] = psutil.STATUS_DEAD
-    mine = running(mine)
+            return False
+
+    mine = [p for p in psutil.process_iter(["uids", "cmdline"])
+            if p.info["uids"] and p.info["uids"].real in uids and is_running(p)]
+    _, mine = psutil.wait_procs(mine, timeout=1.0)
+    mine = [p for p in mine if is_running(p)]
     names = [" ".join(p.info["cmdline"] or [])[:120] for p in mine]
     for process in mine:
         try:

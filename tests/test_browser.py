@@ -16,7 +16,8 @@ painted pixels. Each kind of explorer saves its pictures (PNG, PNG at 2x, CSV), 
 downloads and compared with the explorer's numbers in the kernel. The explorers also run in Jupyter
 Notebook 7, keyboard only there too. Screenshots per notebook, light and dark, go to screenshots/
 (ignored by git; `make screenshots` copies them to docs/screenshots/ for the README), axe's findings
-per notebook to screenshots/accessibility/ and the saved pictures to screenshots/saved/.
+per notebook to screenshots/accessibility/ (in the explorers; with ATTNVIZ_RECORD_OUTSIDE=1, which
+`make screenshots` sets, also on the rest of the page) and the saved pictures to screenshots/saved/.
 
 Without /usr/bin/chromium the tests skip with the reason, unless ATTNVIZ_REQUIRE_BROWSER=1 (CI sets
 it), in which case they fail.
@@ -27,6 +28,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -253,16 +255,21 @@ def _summary(result: dict) -> dict:
                          "undecided": len(result["contrast"]["incomplete"])}}
 
 
-def _accessibility_failures(name: str, page: NotebookPage, theme: str, record: dict) -> list[str]:
-    """axe on each explorer (none serious or critical; colour contrast really measured), and on the rest
-    of the page for the record (JupyterLab's and ipywidgets' own elements: listed, not asserted)."""
+def _accessibility_failures(name: str, page: NotebookPage, theme: str, record: dict | None) -> list[str]:
+    """axe on each explorer (none serious or critical; colour contrast really measured), written to
+    ``record`` when one is given; with ATTNVIZ_RECORD_OUTSIDE=1 (`make screenshots` sets it) also axe
+    on the rest of the page, for the record only (JupyterLab's and ipywidgets' own elements: listed,
+    not asserted, so make test does not spend the ~3 s a notebook it takes)."""
     failures, mine = [], []
     for explorer in explorers(page):
         result = axe_explorer(page, explorer["index"])
         where = f"{name}, cell {explorer['cell']}, {explorer['explorer']} explorer, {theme}"
         failures += axe_failures(result, where)
         mine.append({"explorer": explorer["explorer"], "cell": explorer["cell"], **_summary(result)})
-    record[theme] = {"explorers": mine, "outside": _summary(axe(page, exclude=".attnviz-explorer"))}
+    if record is not None:
+        record[theme] = {"explorers": mine}
+        if os.environ.get("ATTNVIZ_RECORD_OUTSIDE") == "1":
+            record[theme]["outside"] = _summary(axe(page, exclude=".attnviz-explorer"))
     return failures
 
 
@@ -529,7 +536,7 @@ def test_explorers_in_jupyter_notebook_7(notebook7, browser):
         assert colour_distance(cell_colour(page, 0, "weights/0", 0, 0), VIRIDIS_1) <= 3
         assert colour_distance(cell_colour(page, 0, "weights/0", 0, 1), MASKED_GREY) <= 3
         page.screenshot(SCREENSHOTS / "_notebook7.png")
-        failures += _accessibility_failures("Notebook 7", page, "light", {})
+        failures += _accessibility_failures("Notebook 7", page, "light", None)
         failures += _keyboard_failures("Notebook 7", page, "light")
         index = next(e["index"] for e in found if e["explorer"] == "saturation")
         png, picture = save(page, index, "scaled", keep=SAVED / "notebook7")["PNG"]
