@@ -69,6 +69,18 @@ def _copy_course(dest: Path) -> Path:
     return dest
 
 
+# Imports every module of attnviz and what a kernel running the course (and nbclient running the
+# kernels) imports with it, so that their bytecode is written.
+_COMPILE = """
+import importlib, pkgutil
+import anywidget, ipykernel.ipkernel, ipykernel.kernelapp, ipywidgets, jupyterquiz, nbclient, nbformat
+import plotly.graph_objects, plotly.io, torch
+import attnviz
+for module in pkgutil.walk_packages(attnviz.__path__, "attnviz."):
+    importlib.import_module(module.name)
+"""
+
+
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
             for p in root.rglob("*") if p.is_file()}
@@ -157,8 +169,8 @@ def _build_and_run(python: str, work: Path) -> dict:
         if not line.startswith(("--extra-index-url", "--index-url"))))
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
     # --no-compile: Binder's build writes every module's bytecode (47 s of CPU here, more than the
-    # packages themselves); the kernels below compile what they import instead (2 s each). Which
-    # packages install, and how they run, is the same.
+    # packages themselves); here only what the kernels import is compiled, once, below (_COMPILE).
+    # Which packages install, and how they run, is the same.
     done = subprocess.run([*pip, "install", "-q", "--no-compile", "-r", str(requirements)], cwd=course,
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, f"installing binder/requirements.txt failed:\n{done.stderr[-3000:]}"
@@ -175,6 +187,11 @@ def _build_and_run(python: str, work: Path) -> dict:
     overrides = json.loads((venv / "share/jupyter/lab/settings/overrides.json").read_text())
     _assert_lab_in_env_has_news_off(venv)
     learners = sorted(p.name for p in (course / "student").glob("[0-9][0-9]_*.ipynb"))
+
+    # the bytecode of what a course kernel imports, written once as the build would have (the kernels
+    # below run as a user who cannot write it, so without this each compiled it anew: 3.5 s of CPU)
+    subprocess.run([str(venv / "bin" / "python"), "-c", _COMPILE], cwd=work, check=True, timeout=300,
+                   capture_output=True)
 
     # every notebook, as an unprivileged user, from a read-only copy of the course
     for leftover in ("build", "attnviz.egg-info"):   # what `pip install .` leaves in a checkout
@@ -202,6 +219,15 @@ def _build_and_run(python: str, work: Path) -> dict:
             "results": [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")],
             "executed": {p.name: nbformat.read(p, as_version=4) for p in executed.glob("*.ipynb")},
             "changed": _snapshot(course) != before}
+
+
+def test_a_jupyter_server_builds_no_iri_parsers_when_it_starts():
+    """requirements.txt pins jsonschema 4.24: from 4.25 on, importing it builds rfc3987-syntax's Earley
+    parsers (1.5 s of CPU) in every Jupyter server, nbgrader command and notebook reader."""
+    done = subprocess.run([sys.executable, "-c", "import sys, jupyter_events.validators, nbformat; "
+                           "print(sorted(m for m in sys.modules if m.startswith(('lark', 'rfc3987'))))"],
+                          capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]", f"a Jupyter server's start imports {done.stdout.strip()}"
 
 
 @pytest.mark.slow
