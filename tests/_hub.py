@@ -617,7 +617,11 @@ class Sampler:
             record = self.records.get(process.pid)
             if record is None or record.cmdline != cmdline[:2000]:
                 owner = by_uid.get(uid, "hub")
-                kind = ("kernel" if "ipykernel_launcher" in cmdline else
+                parent = self.records.get(process.info["ppid"])
+                # a child forked by a server or a kernel (a terminal's shell, a checker) carries its
+                # parent's command line until it execs: under load a sample can catch it so
+                kind = ("other" if parent is not None and parent.cmdline == cmdline[:2000] else
+                        "kernel" if "ipykernel_launcher" in cmdline else
                         "server" if "jupyterhub.singleuser" in cmdline else
                         "proxy" if "configurable-http-proxy" in cmdline else
                         "hub" if process.pid == getattr(self.hub.proc, "pid", None) else "other")
