@@ -6,8 +6,9 @@
 Clones the checkout (its committed HEAD) into a temporary folder, runs the command there and, once a
 second, reads every new process's CPU time (user + system) from /proc, so that processes nobody
 waits for (Chromium's renderers, a hub's user servers) count too; `time` misses those. Prints the
-wall time, pytest's summary line, the CPU seconds per kind of process and the notebook kernels by
-the folder they ran in (how many, their CPU). Needs only Python 3 and Linux. Exits 1 if the command
+wall time, pytest's summary line, the CPU seconds per kind of process, the notebook kernels by
+the folder they ran in (how many, their CPU) and the costliest commands among the other Python
+processes and pytest's (--top). Needs only Python 3 and Linux. Exits 1 if the command
 failed, or if `.ci/run` took over the 6-minute target.
 """
 
@@ -77,14 +78,14 @@ class Sampler:
                 if pid not in self.seen:
                     command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(
                         errors="replace")
-                    self.seen[pid] = [kind_of(command), ticks, _folder(pid)]
+                    self.seen[pid] = [kind_of(command), ticks, _folder(pid), command]
             except (OSError, IndexError, ValueError):
                 continue
             self.seen[pid][1] = ticks
 
     def totals(self) -> dict[str, float]:
         out = collections.Counter()
-        for kind, ticks, _ in self.seen.values():
+        for kind, ticks, *_ in self.seen.values():
             out[kind] += ticks / TICK
         return dict(out.most_common())
 
@@ -92,9 +93,21 @@ class Sampler:
         """Notebook kernels by the folder they ran in (a kernel runs in its notebook's folder):
         (folder, how many kernels, CPU seconds), costliest first."""
         count, seconds = collections.Counter(), collections.Counter()
-        for kind, ticks, folder in self.seen.values():
+        for kind, ticks, folder, _ in self.seen.values():
             if kind == "notebook kernels (ipykernel)":
                 name = _relative(folder, clone)
+                count[name] += 1
+                seconds[name] += ticks / TICK
+        return [(name, count[name], seconds[name]) for name, _ in seconds.most_common()]
+
+
+    def commands(self, kinds: tuple[str, ...]) -> list[tuple[str, int, float]]:
+        """Processes of these kinds grouped by their command line, temporary paths, ports and other
+        numbers written as *: (command, how many, CPU seconds), costliest first."""
+        count, seconds = collections.Counter(), collections.Counter()
+        for kind, ticks, _, command in self.seen.values():
+            if kind in kinds:
+                name = re.sub(r"\d+", "*", re.sub(r"/tmp/\S*?/(?=\S)", "/tmp/.../", command.strip()))
                 count[name] += 1
                 seconds[name] += ticks / TICK
         return [(name, count[name], seconds[name]) for name, _ in seconds.most_common()]
@@ -122,6 +135,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--command", default=".ci/run", help="what to run in the clone (default .ci/run)")
     parser.add_argument("--keep", action="store_true", help="keep the clone and print its path")
+    parser.add_argument("--top", type=int, default=12, metavar="N",
+                        help="list the N costliest commands among 'other Python' and pytest's (default 12)")
     args = parser.parse_args(argv)
     folder = Path(tempfile.mkdtemp(prefix="attnviz-suite-"))
     clone = folder / "course"
@@ -149,6 +164,12 @@ def main(argv=None) -> int:
     print("-" * 76)
     for name, count, seconds in sampler.kernels(clone):
         print(f"{name[:60]:60s} {count:7d} {seconds:7.1f}")
+    if args.top:
+        print()
+        print(f"{'costliest other Python and pytest commands':78s} {'count':>5s} {'CPU s':>7s}")
+        print("-" * 92)
+        for name, count, seconds in sampler.commands(("other Python", "pytest and its workers"))[:args.top]:
+            print(f"{name[:78]:78s} {count:5d} {seconds:7.1f}")
     if args.keep:
         print(f"\nthe clone: {clone}")
     else:
