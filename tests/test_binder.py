@@ -69,18 +69,6 @@ def _copy_course(dest: Path) -> Path:
     return dest
 
 
-# Imports every module of attnviz and what a kernel running the course (and nbclient running the
-# kernels) imports with it, so that their bytecode is written.
-_COMPILE = """
-import importlib, pkgutil
-import anywidget, ipykernel.ipkernel, ipykernel.kernelapp, ipywidgets, jupyterquiz, nbclient, nbformat
-import plotly.graph_objects, plotly.io, torch
-import attnviz
-for module in pkgutil.walk_packages(attnviz.__path__, "attnviz."):
-    importlib.import_module(module.name)
-"""
-
-
 def _snapshot(root: Path) -> dict[str, tuple[int, int]]:
     return {str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
             for p in root.rglob("*") if p.is_file()}
@@ -169,7 +157,8 @@ def _build_and_run(python: str, work: Path) -> dict:
         if not line.startswith(("--extra-index-url", "--index-url"))))
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
     # --no-compile: Binder's build writes every module's bytecode (47 s of CPU here, more than the
-    # packages themselves); here only what the kernels import is compiled, once, below (_COMPILE).
+    # packages themselves); here only what the kernels import is compiled, once, below
+    # (tests/_compile_kernel_imports.py).
     # Which packages install, and how they run, is the same.
     done = subprocess.run([*pip, "install", "-q", "--no-compile", "-r", str(requirements)], cwd=course,
                           capture_output=True, text=True, timeout=1200)
@@ -189,9 +178,10 @@ def _build_and_run(python: str, work: Path) -> dict:
     learners = sorted(p.name for p in (course / "student").glob("[0-9][0-9]_*.ipynb"))
 
     # the bytecode of what a course kernel imports, written once as the build would have (the kernels
-    # below run as a user who cannot write it, so without this each compiled it anew: 3.5 s of CPU)
-    subprocess.run([str(venv / "bin" / "python"), "-c", _COMPILE], cwd=work, check=True, timeout=300,
-                   capture_output=True)
+    # below run as a user who cannot write it, so without this each compiled it anew: about 3 s of CPU)
+    subprocess.run([str(venv / "bin" / "python"), str(course / "tests" / "_compile_kernel_imports.py")],
+                   cwd=work, check=True, timeout=600, capture_output=True,
+                   env={**os.environ, "JUPYTER_RUNTIME_DIR": str(work / "runtime")})
 
     # every notebook, as an unprivileged user, from a read-only copy of the course
     for leftover in ("build", "attnviz.egg-info"):   # what `pip install .` leaves in a checkout
