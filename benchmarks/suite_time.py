@@ -2,6 +2,7 @@
 
     python3 benchmarks/suite_time.py                     # .ci/run in a fresh clone of this checkout
     python3 benchmarks/suite_time.py --command "make check"
+    python3 benchmarks/suite_time.py --rev f5f11b5            # an earlier commit, the same way
 
 Clones the checkout (its committed HEAD) into a temporary folder, runs the command there and, once a
 second, reads every new process's CPU time (user + system) from /proc, so that processes nobody
@@ -134,6 +135,8 @@ def _relative(folder: str, clone: Path) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--command", default=".ci/run", help="what to run in the clone (default .ci/run)")
+    parser.add_argument("--rev", default="HEAD", help="the commit to clone (default HEAD): time an earlier "
+                        "tree the same way, for a table beside today's")
     parser.add_argument("--keep", action="store_true", help="keep the clone and print its path")
     parser.add_argument("--top", type=int, default=12, metavar="N",
                         help="list the N costliest commands among 'other Python' and pytest's (default 12)")
@@ -141,6 +144,8 @@ def main(argv=None) -> int:
     folder = Path(tempfile.mkdtemp(prefix="attnviz-suite-"))
     clone = folder / "course"
     subprocess.run(["git", "clone", "-q", str(REPO), str(clone)], check=True)
+    subprocess.run(["git", "-c", "advice.detachedHead=false", "checkout", "-q", args.rev], cwd=clone,
+                   check=True)
     sampler = Sampler()
     sampler.thread.start()
     start = time.monotonic()
@@ -150,7 +155,8 @@ def main(argv=None) -> int:
     sampler.thread.join()
     summary = [line for line in done.stdout.splitlines() if " passed" in line or " failed" in line]
     totals = sampler.totals()
-    print(f"{args.command} in a fresh clone: {wall:.0f} s wall ({wall / 60:.1f} min), exit {done.returncode}")
+    print(f"{args.command} in a fresh clone of {args.rev}: {wall:.0f} s wall ({wall / 60:.1f} min), "
+          f"exit {done.returncode}")
     print(f"pytest: {summary[-1].strip('= ') if summary else '(no summary line)'}")
     print()
     print(f"{'CPU by kind of process':44s} {'seconds':>8s} {'share':>6s}")
