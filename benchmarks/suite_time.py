@@ -108,7 +108,8 @@ class Sampler:
         count, seconds = collections.Counter(), collections.Counter()
         for kind, ticks, _, command in self.seen.values():
             if kind in kinds:
-                name = re.sub(r"\d+", "*", re.sub(r"/tmp/\S*?/(?=\S)", "/tmp/.../", command.strip()))
+                one_line = " ".join(command.split())
+                name = re.sub(r"\d+", "*", re.sub(r"/tmp/\S*?/(?=\S)", "/tmp/.../", one_line))
                 count[name] += 1
                 seconds[name] += ticks / TICK
         return [(name, count[name], seconds[name]) for name, _ in seconds.most_common()]
