@@ -32,8 +32,8 @@ def main() -> int:
     from jupyter_server.extension.serverextension import toggle_server_extension_python
     from jupyterlab.commands import YARN_DEFAULT_REGISTRY, AppOptions, disable_extension, lock_extension
 
-    # A registry given up front: otherwise JupyterLab asks its bundled yarn for one, and on Node.js 20
-    # that yarn fails with a page of minified JavaScript in make's output (nothing is downloaded either way)
+    # A registry given up front: otherwise JupyterLab asks its bundled yarn for one (a node process;
+    # nothing is downloaded either way)
     options = AppOptions(registry=YARN_DEFAULT_REGISTRY)
     disable_extension("@jupyter/nbgrader", app_options=options, level="sys_prefix")
     lock_extension("@jupyter/nbgrader", app_options=options, level="sys_prefix")   # locked, as the CLI did
