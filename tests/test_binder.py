@@ -158,8 +158,7 @@ def _build_and_run(python: str, work: Path) -> dict:
     pip = [str(venv / "bin" / "python"), "-m", "pip", "--disable-pip-version-check"]
     # --no-compile: Binder's build writes every module's bytecode (47 s of CPU here, more than the
     # packages themselves); here only what the kernels import is compiled, once, below
-    # (tests/_compile_kernel_imports.py).
-    # Which packages install, and how they run, is the same.
+    # (tests/_compile_kernel_imports.py). Which packages install, and how they run, is the same.
     done = subprocess.run([*pip, "install", "-q", "--no-compile", "-r", str(requirements)], cwd=course,
                           capture_output=True, text=True, timeout=1200)
     assert done.returncode == 0, f"installing binder/requirements.txt failed:\n{done.stderr[-3000:]}"
