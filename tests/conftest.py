@@ -3,24 +3,35 @@
 import os
 
 import pytest
-import torch
 from _lab import browser_missing_reason, chromium, skip_or_fail
-from hypothesis import HealthCheck, settings
 
-settings.register_profile(
-    "course",
-    derandomize=True,          # the same examples on every run, so CI cannot flake
-    max_examples=60,
-    deadline=None,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))
 
-# One thread per test process: the course's tensors are small, and `make test` runs test files side by
-# side (pytest-xdist). On this 2-core machine under load, two threads made a tiny model's generate()
-# 10 to 20 times slower (threads waiting for each other), not faster.
-torch.set_num_threads(1)
+def runs_tests(config) -> bool:
+    """False in pytest-xdist's controller, which only hands tests to its workers and runs none."""
+    return hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
 
+
+def pytest_configure(config):
+    # Only where tests run: the controller of `make test` and `make check` skips importing torch and
+    # hypothesis (1.5 s before its workers start, measured).
+    if not runs_tests(config):
+        return
+    import torch
+    from hypothesis import HealthCheck, settings
+
+    settings.register_profile(
+        "course",
+        derandomize=True,          # the same examples on every run, so CI cannot flake
+        max_examples=60,
+        deadline=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
+    settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))
+
+    # One thread per test process: the course's tensors are small, and `make test` runs test files
+    # side by side (pytest-xdist). On this 2-core machine under load, two threads made a tiny model's
+    # generate() 10 to 20 times slower (threads waiting for each other), not faster.
+    torch.set_num_threads(1)
 
 
 @pytest.fixture(scope="module")

@@ -1,12 +1,19 @@
 """Properties that hold for any input (hypothesis)."""
 
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import attnviz
 
 sizes = st.integers(min_value=1, max_value=7)
+
+
+def test_tests_run_with_the_course_settings():
+    """tests/conftest.py sets these in every process that runs tests (each xdist worker, or pytest
+    alone): the same hypothesis examples every run, and one torch thread per test process."""
+    assert settings.default.derandomize and settings.default.max_examples == 60
+    assert torch.get_num_threads() == 1
 
 
 @st.composite
