@@ -1,5 +1,7 @@
 """Properties that hold for any input (hypothesis)."""
 
+import os
+
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,8 +13,10 @@ sizes = st.integers(min_value=1, max_value=7)
 
 def test_tests_run_with_the_course_settings():
     """tests/conftest.py sets these in every process that runs tests (each xdist worker, or pytest
-    alone): the same hypothesis examples every run, and one torch thread per test process."""
-    assert settings.default.derandomize and settings.default.max_examples == 60
+    alone): the course's hypothesis profile (the same examples every run, unless HYPOTHESIS_PROFILE
+    names another), and one torch thread per test process."""
+    assert settings.default == settings.get_profile(os.environ.get("HYPOTHESIS_PROFILE", "course"))
+    assert settings.get_profile("course").derandomize
     assert torch.get_num_threads() == 1
 
 
