@@ -93,26 +93,30 @@ class Sampler:
     def kernels(self, clone: Path) -> list[tuple[str, int, float]]:
         """Notebook kernels by the folder they ran in (a kernel runs in its notebook's folder):
         (folder, how many kernels, CPU seconds), costliest first."""
-        count, seconds = collections.Counter(), collections.Counter()
-        for kind, ticks, folder, _ in self.seen.values():
-            if kind == "notebook kernels (ipykernel)":
-                name = _relative(folder, clone)
-                count[name] += 1
-                seconds[name] += ticks / TICK
-        return [(name, count[name], seconds[name]) for name, _ in seconds.most_common()]
-
+        return _grouped((_relative(folder, clone), ticks)
+                        for kind, ticks, folder, _ in self.seen.values()
+                        if kind == "notebook kernels (ipykernel)")
 
     def commands(self, kinds: tuple[str, ...]) -> list[tuple[str, int, float]]:
         """Processes of these kinds grouped by their command line, temporary paths, ports and other
         numbers written as *: (command, how many, CPU seconds), costliest first."""
-        count, seconds = collections.Counter(), collections.Counter()
-        for kind, ticks, _, command in self.seen.values():
-            if kind in kinds:
-                one_line = " ".join(command.split())
-                name = re.sub(r"\d+", "*", re.sub(r"/tmp/\S*?/(?=\S)", "/tmp/.../", one_line))
-                count[name] += 1
-                seconds[name] += ticks / TICK
-        return [(name, count[name], seconds[name]) for name, _ in seconds.most_common()]
+        return _grouped((_masked(command), ticks)
+                        for kind, ticks, _, command in self.seen.values() if kind in kinds)
+
+
+def _masked(command: str) -> str:
+    """A command on one line, its temporary folders written as /tmp/.../ and its numbers as *."""
+    one_line = " ".join(command.split())
+    return re.sub(r"\d+", "*", re.sub(r"/tmp/\S*?/(?=\S)", "/tmp/.../", one_line))
+
+
+def _grouped(rows) -> list[tuple[str, int, float]]:
+    """(name, ticks) rows summed by name: (name, how many, CPU seconds), costliest first."""
+    count, seconds = collections.Counter(), collections.Counter()
+    for name, ticks in rows:
+        count[name] += 1
+        seconds[name] += ticks / TICK
+    return [(name, count[name], seconds[name]) for name, _ in seconds.most_common()]
 
 
 def _folder(pid: int) -> str:
