@@ -203,6 +203,24 @@ def test_multi_head_missing_layer_is_named():
     assert not result.passed and "no W_o layer" in repr(result)
 
 
+def test_wrong_on_every_input_says_so_without_an_empty_right_on_list():
+    def doubled(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return 2 * torch.softmax(scores, dim=-1) @ v
+
+    result = check_attention(doubled)
+    assert not result.passed and result.bug is None
+    assert "Wrong on every one of these: 4 queries, 4 keys, no mask;" in repr(result)
+    assert "Right on" not in repr(result)
+
+
+def test_the_general_fix_line_assigns_the_masked_scores():
+    fix = check_attention(lambda q, k, v, mask=None: 2 * v[..., :1, :].expand(*q.shape[:-1], v.shape[-1])).fix
+    assert "scores = scores.masked_fill(" in fix
+
+
 def test_multi_head_wrong_output_shape_and_errors_are_reported():
     class Halves(zoo.MultiHeadWith):
         def forward(self, x, mask=None):
@@ -216,6 +234,44 @@ def test_multi_head_wrong_output_shape_and_errors_are_reported():
             raise ValueError("oops")
 
     assert "ValueError: oops" in repr(check_multi_head(Raises))
+
+
+class _Heads(nn.Module):
+    """A learner's module that attends per head right, then ends one of two wrong ways."""
+
+    ending = "unmerged"
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.h, self.d_k = n_heads, d_model // n_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        batch, n, _ = x.shape
+        q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        heads = scores.softmax(dim=-1) @ v
+        return heads if self.ending == "unmerged" else self.W_o(heads)
+
+
+def test_multi_head_heads_left_unmerged_are_told_to_merge():
+    result = check_multi_head(_Heads)
+    assert not result.passed and result.bug is None
+    assert "4 dimensions instead of 3. The heads are not merged back" in repr(result)
+    assert "untouched" not in repr(result)
+
+
+def test_multi_head_output_projection_before_the_merge_is_named_as_such():
+    class WoFirst(_Heads):
+        ending = "W_o first"
+
+    result = check_multi_head(WoFirst)
+    assert not result.passed and result.bug is None       # not missing_key_transpose: the scores are right
+    assert "a linear layer got inputs of width 4, not d_model = 12" in repr(result)
+    assert "before merging them back" in repr(result)
 
 
 def test_multi_head_nan_on_fully_masked_position():
@@ -239,7 +295,12 @@ def test_multi_head_in_place_input_change():
 def test_causal_mask_problems():
     assert check_causal_mask(lambda n: torch.ones(n, n).tril()).status == "problem"  # float 0/1
     assert "not bool" in repr(check_causal_mask(lambda n: torch.ones(n, n).tril()))
-    assert "does not broadcast" in repr(check_causal_mask(lambda n: torch.ones(n + 1, n, dtype=torch.bool)))
+    # n = 1 comes first: (2, 1) broadcasts against the scores' (1, 1), but changes their shape
+    taller = repr(check_causal_mask(lambda n: torch.ones(n + 1, n, dtype=torch.bool)))
+    assert "it gives (2, 1), which changes the scores' shape." in taller
+    # a batch dimension in front broadcasts, but changes the scores' shape: said as such
+    extra = repr(check_causal_mask(lambda n: torch.ones(1, n, n, dtype=torch.bool).tril()))
+    assert "does not broadcast" not in extra and "more dimensions: remove the extra one" in extra
     assert check_causal_mask(lambda n: None).status == "problem"
     everything = check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool))
     assert everything.bug is None and "comes after it" in repr(everything)

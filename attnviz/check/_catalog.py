@@ -58,9 +58,10 @@ _ENTRIES = [
     ),
     Bug(
         "softmax_wrong_axis",
-        "The softmax normalises over the queries (dim=-2) instead of over the keys.",
-        "The columns of the weights sum to 1 instead of the rows, so a query's weights are not a "
-        "blend and its output is not an average of the values.",
+        "The softmax normalises over another dimension than the keys: the queries (dim=-2), a batch or "
+        "head dimension, or the one PyTorch picks when no dim= is given (dim 0 or 1, and a warning).",
+        "A query's weights over the keys do not sum to 1 (with dim=-2 the columns do instead of the "
+        "rows), so they are not a blend and its output is not an average of the values.",
         "weights = torch.softmax(scores, dim=-1)   # over the keys: the last dimension",
     ),
     Bug(

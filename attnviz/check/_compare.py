@@ -43,11 +43,15 @@ def max_gap(got, expected, live) -> float:
     return float(gap.max()) if gap.numel() else float("nan")
 
 
-def shape_complaint(got_shape, expected_shape, names) -> str:
-    """A sentence naming the dimension that is off. ``names`` labels dims from the end."""
+def shape_complaint(got_shape, expected_shape, names, extra: str = "") -> str:
+    """A sentence naming the dimension that is off. ``names`` labels dims from the end; ``extra`` is
+    the checker's advice when the output has more dimensions than expected (default: generic)."""
     got_shape, expected_shape = tuple(got_shape), tuple(expected_shape)
     base = f"the output has shape {shape_str(got_shape)} but should have {shape_str(expected_shape)}"
-    if len(got_shape) != len(expected_shape):
+    if len(got_shape) > len(expected_shape):
+        advice = extra or "Look for a dimension your code adds (an unsqueeze, a [None], a stack)."
+        return f"{base}: {len(got_shape)} dimensions instead of {len(expected_shape)}. {advice}"
+    if len(got_shape) < len(expected_shape):
         return (
             f"{base}: {len(got_shape)} dimensions instead of {len(expected_shape)}. "
             f"Keep the batch/head dimensions in front untouched."

@@ -196,7 +196,8 @@ def _describe(trial, probe, ans) -> str:
         return f"{where} {trial.spec.subject} {ans.complaint}"
     expected = probe.expected
     if ans.output.shape != expected.shape:
-        return f"{where} {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims)}"
+        extra = trial.spec.words.get("extra_dims", "")
+        return f"{where} {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims, extra)}"
     words = trial.spec.words
     if not bool(torch.isfinite(live_rows(probe, ans.output)).all()):
         nan = words.get("nan", "the output holds NaN or inf in rows that have keys to attend to.")

@@ -109,6 +109,17 @@ def _softmax_axis(axis, fill):
     return variant
 
 
+def _softmax_no_dim(fill):
+    """F.softmax(scores) with no dim: PyTorch picks dim 0 for 0-, 1- and 3-D scores, dim 1 otherwise
+    (right for 2-D scores, the batch or the heads for batched ones), and warns."""
+
+    def variant(q, k, v, mask):
+        scores = _fill(q @ _t(k) / math.sqrt(q.shape[-1]), mask, fill)
+        return _softmax(scores, dim=0 if scores.dim() in (0, 1, 3) else 1) @ v
+
+    return variant
+
+
 def _normalised(normalise, fill):
     def variant(q, k, v, mask):
         return normalise(_fill(q @ _t(k) / math.sqrt(q.shape[-1]), mask, fill)) @ v
@@ -162,7 +173,8 @@ ATTENTION_VARIANTS = {
         lambda q, k, v, m: _finish(q @ _t(k), m, v)[1] / math.sqrt(q.shape[-1]) @ v,
         lambda q, k, v, m: _finish(q @ _t(k), m, v)[1] / q.shape[-1] @ v,
     ],
-    "softmax_wrong_axis": [_softmax_axis(axis, fill) for axis in (-2, 0, 1) for fill in (-_INF, _MIN)],
+    "softmax_wrong_axis": [_softmax_axis(axis, fill) for axis in (-2, 0, 1) for fill in (-_INF, _MIN)]
+    + [_softmax_no_dim(fill) for fill in (-_INF, _MIN)],
     "scores_transposed": _fills(
         lambda f: (
             lambda q, k, v, m: _finish(k @ _t(q) / math.sqrt(q.shape[-1]), m, v, fill=f[0], dead=f[1])[0]

@@ -359,7 +359,10 @@ def no_known_bug(t):
     detail += [n for n in (_ones_note(p, a) for p, a in t.main if p.facts.get("ones")) if n]
     right = [p.name for p, a in t.main if t.right(p, a)]
     wrong = [p.name for p, a in t.main if not t.right(p, a)]
-    detail.append(f"Right on: {'; '.join(right) or 'none of the inputs'}. Wrong on: {'; '.join(wrong)}.")
+    if right:
+        detail.append(f"Right on: {'; '.join(right)}. Wrong on: {'; '.join(wrong)}.")
+    else:
+        detail.append(f"Wrong on every one of these: {'; '.join(wrong)}.")
     if not all(_dead_finite(p, a) for p, a in t.main):
         detail.append("A fully masked query row comes out as NaN.")
     outputs = [a.output for _, a in t.main if isinstance(a.output, torch.Tensor)]

@@ -243,7 +243,7 @@ SPEC = Spec(
     NAME,
     output_dims=_OUTPUT_DIMS,
     fix="scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]); "
-    "scores.masked_fill(~mask, torch.finfo(scores.dtype).min); softmax over dim=-1; weights @ v",
+    "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min); softmax over dim=-1; weights @ v",
     passed=_passed,
     complaint_fix="return output   # or: return output, weights",
     words={

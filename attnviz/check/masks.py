@@ -67,10 +67,14 @@ def _read(step, probe):
         ans.complaint = f"returned {value.what}, not a bool torch.Tensor."
     elif not isinstance(value, torch.Tensor):
         ans.complaint = f"returned a {type(value).__name__}, not a torch.Tensor."
-    elif broadcast_shape(tuple(value.shape), shape) != shape:
+    elif (together := broadcast_shape(tuple(value.shape), shape)) != shape:
         ans.complaint = (
             f"returned shape {shape_str(value.shape)}, which does not broadcast to the scores' shape "
             f"{shape_str(shape)}."
+            if together is None
+            else f"returned shape {shape_str(value.shape)}: against the scores' shape {shape_str(shape)} it "
+            f"gives {shape_str(together)}, which changes the scores' shape"
+            + (" (more dimensions: remove the extra one)." if len(together) > len(shape) else ".")
         )
     return ans
 

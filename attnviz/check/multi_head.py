@@ -6,6 +6,7 @@ pass) plus how a module is built and loaded; the decisions are the shared engine
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import torch
@@ -13,7 +14,7 @@ from torch import nn
 
 from . import _verdict
 from ._diagnose import Answer, Hypotheses, answer
-from ._engine import Probe, Spec, live_queries, run_check
+from ._engine import Probe, Rule, Spec, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
 from ._rules import rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
@@ -25,6 +26,26 @@ NAME = "check_multi_head"
 CONFIGS = ((12, 3), (10, 2), (18, 3))  # d_k = 4 (notebook 05's), 5 and 6: a stale global d_k fails
 _OUTPUT_DIMS = ("features d_model (last dimension)", "positions n", "batch")
 _LAYERS = ("W_q", "W_k", "W_v", "W_o")
+
+
+_LINEAR = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) and (\d+)x(\d+)\)")
+
+
+def linear_wrong_width(t):
+    """Every call fails in a linear layer (F.linear's "mat1 and mat2" error with a d_model x d_model
+    weight) fed a last dimension that is not d_model: most often W_o on the heads before merging."""
+    found = [_LINEAR.search((a.error or {}).get("message", "")) for _, a in t.main]
+    if not found or not all(m and m.group(3) == m.group(4) != m.group(2) for m in found):
+        return None
+    width, d_model = found[0].group(2), found[0].group(3)
+    probe, ans = t.main[0]
+    return t.problem(
+        f"{t.spec.subject} raised RuntimeError on every input: a linear layer got inputs of width {width}, "
+        f"not d_model = {d_model}.",
+        [t.describe(probe, ans), "W_q, W_k, W_v and W_o each take (batch, n, d_model). Applying W_o to the "
+         "heads (batch, heads, n, d_k) before merging them back gives this error."],
+        fix="merged = heads.transpose(1, 2).contiguous().view(batch, n, d_model); return self.W_o(merged)",
+    )
 
 
 def _mask(rows_, dead=None, full=None):
@@ -281,9 +302,12 @@ SPEC = Spec(
     passed=_passed,
     complaint_fix="return output   # or: return output, weights",
     words={
-        "batch_one": "Only batches of more than one sequence go wrong: x[0], squeeze() or a fixed batch size."
+        "batch_one": "Only batches of more than one sequence go wrong: x[0], squeeze() or a fixed batch "
+        "size.",
+        "extra_dims": "The heads are not merged back: transpose (batch, heads, n, d_k) to "
+        "(batch, n, heads, d_k), reshape it to (batch, n, d_model), then apply W_o.",
     },
-    rules=rules(),
+    rules=rules(before={"matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width)]}),
 )
 
 

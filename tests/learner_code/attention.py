@@ -441,6 +441,14 @@ def softmax_dim0(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def softmax_no_dim(q, k, v, mask=None):
+    scores = torch.matmul(q, k.mT) * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores)          # no dim: PyTorch guesses one (and warns)
+    return weights @ v
+
+
 def softmax_dim1_module(q, k, v, mask=None):
     scores = torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
     if mask is not None:
@@ -989,6 +997,7 @@ CASES = [
     Case("softmax_dim_minus2", softmax_dim_minus2, "softmax_wrong_axis"),
     Case("softmax_dim0", softmax_dim0, "softmax_wrong_axis"),
     Case("softmax_dim1_module", softmax_dim1_module, "softmax_wrong_axis"),
+    Case("softmax_no_dim", softmax_no_dim, "softmax_wrong_axis"),
     Case("softmax_dim_minus2_einsum", softmax_dim_minus2_einsum, "softmax_wrong_axis"),
     Case("no_softmax", no_softmax, "weights_not_normalised"),
     Case("exp_not_normalised", exp_not_normalised, "weights_not_normalised"),
