@@ -92,7 +92,8 @@ QUIZZES = {
     "02": [
         _mc("Which order of steps is scaled dot-product attention?",
             ("scores = q·kᵀ, divide by √d_k, mask, softmax over the keys, multiply by v", True,
-             "Score, scale, mask, normalise, mix: six lines, in this order."),
+             "Compare, scale, mask, softmax, blend: the six lines' steps after the projection, in "
+             "this order."),
             ("scores = q·kᵀ, softmax, divide by √d_k, mask, multiply by v", False,
              "Scaling or masking after the softmax leaves rows that no longer sum to 1, and the softmax "
              "has already seen the unscaled scores."),
@@ -228,7 +229,8 @@ QUIZZES = {
             ("Generation uses a different softmax from training.", False,
              "Generation runs the same attention, one position at a time."),
             ("The loss was computed on padding tokens.", False,
-             "That is a padding problem; an inverted causal mask leaks the future.")),
+             "Padding in the loss is a separate bug; it does not let a position read the token it "
+             "has to predict.")),
     ],
     "05": [
         _mc("What does multi-head attention buy over one head of the same total width?",
