@@ -299,8 +299,10 @@ _ENTRIES = [
     # ---- notebook 08: a cached decoding step (check_decoding_step) ----
     Bug(
         "positions_not_advanced",
-        "The new tokens get the position embeddings 0, 1, ... again instead of continuing after the cache.",
-        "The prefill is right; every later token is read as if it stood at the start of the text.",
+        "The new tokens' positions do not continue after the cache: they restart at 0, or start one "
+        "place off (past - 1 or past + 1).",
+        "The prefill is right; every later token is read at a wrong position, as if it stood at the start "
+        "of the text or one place off.",
         "x = model.embed(tokens, past)   # past = positions already in the cache",
     ),
     Bug(

@@ -391,14 +391,17 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
     ``keep``: what the returned cache holds ('appended', or the bugs 'given': the cache it was given,
-    'newest': this step's keys and values only).
+    'newest': this step's keys and values only); ``advance``: True (positions continue after the
+    cache), False (they restart at 0) or a number added to the first position once there is a cache
+    (the bug of a position one off).
     """
     if attend is None:
         def attend(q, k, v, m):
             return _finish(q @ _t(k) * (scale or 1 / math.sqrt(q.shape[-1])), m, v)[0]
     past = 0 if cache is None else cache[0][0].shape[-2]
     n_new = tokens.shape[1]
-    x = model.embed(tokens, past if advance else 0)                    # (batch, n_new, d_model)
+    start = past if advance is True else 0 if advance is False or cache is None else past + advance
+    x = model.embed(tokens, start)                                      # (batch, n_new, d_model)
     h, h_kv = model.n_heads, model.n_kv_heads
     kept = []
     for layer, block in enumerate(model.blocks):
@@ -460,7 +463,7 @@ PREFILL_VARIANTS = {
 multi-head bugs, the causal mask of the prompt, grouped-query heads shared in the wrong order."""
 
 CACHED_VARIANTS = {
-    "positions_not_advanced": [_step(advance=False)],
+    "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1)],
     "is_causal_top_left": [_step(causal_mask="top_left"), _step(causal_mask="none_for_one")],
     "causal_mask_missing": [_step(causal_mask="prefill_only")],
     "cache_not_appended": [_step(keep="given"), _step(keep="newest")],

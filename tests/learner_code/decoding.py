@@ -813,6 +813,25 @@ def embeds_from_zero(model, tokens, cache):
     return model.unembed(x), new
 
 
+def positions_one_short(model, tokens, cache):
+    """Counts the cached positions, then starts one short of them (the last cached position again)."""
+    seen = 0 if cache is None else cache[0][0].size(2)
+    x = model.embed(tokens, max(seen - 1, 0))
+    fresh = []
+    for block, old in zip(model.blocks, cache or [None] * len(model.blocks), strict=True):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if old is not None:
+            k, v = torch.cat((old[0], k), dim=2), torch.cat((old[1], v), dim=2)
+        fresh.append((k, v))
+        reps = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(reps, 1),
+                  v.repeat_interleave(reps, 1), tokens.size(1), k.size(2), model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), fresh
+
+
 def positions_arange_n_new(model, tokens, cache):
     """The dict-cache learner, positions from torch.arange(n_new)."""
     length = 0 if cache is None else cache["length"]
@@ -1200,6 +1219,7 @@ CASES = [
     # cache-level mistakes: the prompt is right
     Case("embeds_from_zero", embeds_from_zero, "positions_not_advanced"),
     Case("positions_arange_n_new", positions_arange_n_new, "positions_not_advanced"),
+    Case("positions_one_short", positions_one_short, "positions_not_advanced"),
     Case("is_causal_everywhere", is_causal_everywhere, "is_causal_top_left"),
     Case("tril_by_hand_top_left", tril_by_hand_top_left, "is_causal_top_left"),
     Case("none_for_one_causal_for_several", none_for_one_causal_for_several, "is_causal_top_left"),
