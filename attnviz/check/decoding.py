@@ -376,6 +376,9 @@ def _appended(t):
 
 _BMM = re.compile(r"batch2 tensor to be: \[\d+, (\d+)\] but got: \[\d+, (\d+)\]")
 _EINSUM = re.compile(r"has size (\d+) for operand 1 which does not broadcast with previously seen size (\d+)")
+# F.scaled_dot_product_attention with a mask over the keys, and fewer values than keys
+_EXPAND = re.compile(r"expanded size of the tensor \((\d+)\) must match the existing size \((\d+)\) at "
+                     r"non-singleton dimension 3")
 
 
 def _weights_meet_values(t):
@@ -384,19 +387,20 @@ def _weights_meet_values(t):
     if probe is None or ans.error is None:
         return None
     message = ans.error["message"]
-    if error_kind(ans.error) != "matmul" and "einsum" not in message:
+    if error_kind(ans.error) != "matmul" and "einsum" not in message and not _EXPAND.search(message):
         return None
     found = _BMM.search(message)
     keys, values = (int(found[1]), int(found[2])) if found else (None, None)
-    found = _EINSUM.search(message)
+    found = _EINSUM.search(message) or _EXPAND.search(message)
     if found:
         values, keys = int(found[1]), int(found[2])
     n_new, total = probe.facts["n_new"], probe.facts["positions"]
     bug = {(total, n_new): "values_not_appended", (n_new, total): "keys_not_appended"}.get((keys, values))
     if bug:
+        held = "is 1 value" if values == 1 else f"are {values} values"
         return t.bug(bug, t.happened(probe, ans), [
             t.describe(probe, ans),
-            f"The weights cover {keys} keys but there are {values} values: the "
+            f"The weights cover {keys} key{'s' * (keys != 1)} but there {held}: the "
             f"{'values' if bug == 'values_not_appended' else 'keys'} hold only this step's new positions."])
     return None
 

@@ -967,6 +967,28 @@ def forgot_to_cat_values(model, tokens, cache):
     return model.unembed(x), new
 
 
+def values_left_behind_sdpa(model, tokens, cache):
+    """Grows the keys, forgets to grow the values; the fused function with a bottom-right mask refuses."""
+    start = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, start)
+    kept = []
+    for i, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache:
+            k = torch.cat([cache[i][0], k], dim=-2)
+        kept.append((k, v))
+        n, total = tokens.shape[1], k.shape[-2]
+        allowed = torch.ones(n, total, dtype=torch.bool).tril(total - n)
+        r = model.n_heads // model.n_kv_heads
+        q = split_heads(a.W_q(y), model.n_heads)
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(r, dim=1), v.repeat_interleave(r, dim=1),
+                                           attn_mask=allowed)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), kept
+
+
 def stores_old_values(model, tokens, cache):
     """Tuple-of-lists learner: attends right this step, keeps the old values in the cache."""
     keys_in, values_in = cache if cache is not None else (None, None)
@@ -1229,6 +1251,7 @@ CASES = [
     Case("stores_old_keys", stores_old_keys, "keys_not_appended"),
     Case("forgot_to_cat_values", forgot_to_cat_values, "values_not_appended"),
     Case("stores_old_values", stores_old_values, "values_not_appended"),
+    Case("values_left_behind_sdpa", values_left_behind_sdpa, "values_not_appended"),
     Case("cat_on_heads_axis", cat_on_heads_axis, "cache_wrong_axis"),
     Case("cat_on_last_axis_merged", cat_on_last_axis_merged, "cache_wrong_axis"),
     Case("kv_cache_without_copy", kv_cache_without_copy, "cache_modified_in_place"),
