@@ -115,7 +115,22 @@ def test_two_bugs_at_once_get_observations_not_a_wrong_name():
 
     result = check_attention(double)
     assert not result.passed and result.bug is None and result.status == "problem"
-    assert "Right on:" in repr(result) and "Wrong on:" in repr(result)
+    # the inputs without a mask show the one mistake; the masked ones are said to hold another
+    assert "two mistakes, it seems, and one of them is missing scale" in repr(result)
+    assert "On the inputs without a mask your output matches the known bug missing_scale" in repr(result)
+    assert "is the mask used" in repr(result)
+
+
+def test_two_bugs_both_in_every_input_get_observations_not_a_wrong_name():
+    def double(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / q.shape[-1]  # divided by d_k ...
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=-2) @ v      # ... and over the queries
+
+    result = check_attention(double)
+    assert not result.passed and result.bug is None and result.status == "problem"
+    assert "matches no known bug" in repr(result) and "Wrong on every one of these" in repr(result)
 
 
 def test_in_place_change_of_inputs_is_the_bug():

@@ -1,7 +1,8 @@
 """check_attention: a learner's scaled dot-product attention on crafted inputs, named by the engine.
 
-This checker is its probes (:func:`_probes`) plus one rule of its own (the weights returned must be
-right too); everything else is the shared engine (:mod:`._engine`).
+This checker is its probes (:func:`_probes`) plus two rules of its own (the weights returned must be
+right too; when no bug explains every input, the inputs without a mask may still name one of two
+mistakes); everything else is the shared engine (:mod:`._engine`).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from dataclasses import replace
 import torch
 
 from . import _verdict
+from ._catalog import BUGS
 from ._compare import agrees
-from ._diagnose import Hypotheses
-from ._engine import Probe, Rule, Spec, live_queries, run_check
+from ._diagnose import Hypotheses, matching_bug
+from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
@@ -226,6 +228,26 @@ def _weights_returned(t):
     return None
 
 
+def _unmasked_bug(t):
+    """Two mistakes at once, one of them in the masking: the inputs without a mask name the other."""
+    plain = [(p, a) for p, a in t.main if "mask" not in p.args]
+    if len(plain) == len(t.main) or all(t.right(p, a) for p, a in plain):
+        return None
+    answers, probes = [a for _, a in plain], [p for p, _ in plain]
+    bug = matching_bug(answers, t.spec.hypotheses, probes, compare=default_compare)
+    if bug is None or bug == "mask_ignored":
+        return None
+    probe, ans = next((p, a) for p, a in plain if not t.right(p, a))
+    return t.problem(
+        f"{t.happened(probe, ans)}: two mistakes, it seems, and one of them is {bug.replace('_', ' ')}.",
+        [f"On the inputs without a mask your output matches the known bug {bug}: {BUGS[bug].what}",
+         t.describe(probe, ans),
+         "The inputs with a mask go wrong as well, beyond what that bug explains: is the mask used, "
+         "before the softmax? Fix the first mistake, run the check again, and it will name what is left."],
+        fix=BUGS[bug].fix_for(NAME),
+    )
+
+
 def _passed(t):
     return _verdict.passed(
         NAME,
@@ -251,7 +273,8 @@ SPEC = Spec(
         "k.transpose(-2, -1) rather than k.T, and q.shape[-1] rather than q.shape[1].",
         "raised_fix": "run your function by hand on tensors of these shapes and read the error's last line",
     },
-    rules=rules(before={"passed": [Rule("weights_returned", "right", _weights_returned)]}),
+    rules=rules(before={"passed": [Rule("weights_returned", "right", _weights_returned)],
+                        "no_known_bug": [Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
 )
 
 
