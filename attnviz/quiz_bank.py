@@ -302,7 +302,8 @@ QUIZZES = {
              "It still does about n² multiply-adds; what it avoids is storing the n × n matrix."),
             ("When it picks a fused kernel, it skips storing the n × n matrix.", True,
              "Same result as the six lines without materialising the scores; notebook 06 measured "
-             "that masks, dropout and 3-D inputs still pay for n × n on this CPU."),
+             "that an explicit bool mask, dropout and 3-D inputs still pay for n × n on this CPU "
+             "(is_causal=True does not)."),
             ("It drops the √d_k scaling, which is not needed at scale.", False,
              "Its default scale is 1/√E with E = q.size(-1), the same √d_k.")),
         _mc("Which two structural costs does attention carry?",
@@ -315,7 +316,7 @@ QUIZZES = {
              "It runs on a CPU and on any sequence."),
             ("The KV cache shrinks as the text grows, losing old tokens.", False,
              "It grows linearly with the length.")),
-        _mc("Why did transformers replace RNNs?",
+        _mc("Looking back to notebook 01: why did transformers replace RNNs?",
             ("They are more accurate by design, whatever the data.", False,
              "Accuracy followed; the reason is what they let you train."),
             ("They run all positions in parallel, and any two are one step apart.", True,
