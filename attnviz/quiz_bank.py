@@ -66,7 +66,8 @@ QUIZZES = {
              "The values are weighted by the match, and the weights sum to 1, so it is an average that "
              "favours good matches, not a sum.")),
         _mc("Over 32 positions, the gradient reaching the first input shrank by more than a factor of "
-            "a million through the RNN, but only by about 1/n through attention. Why?",
+            "a million through the RNN, but through attention it only fell like 1/n (the weight spread over "
+            "n positions). Why?",
             ("The RNN has fewer parameters, so it has less gradient to hand back.", False,
              "Both use d × d matrices. The size of the gradient depends on the path it travels, not on "
              "how many parameters there are."),
@@ -157,7 +158,7 @@ QUIZZES = {
         _mc("One weight in a row is 0.999 and the rest are nearly 0. What does that do to the gradient "
             "flowing back into that row's scores?",
             ("It is almost zero, so the scores barely change during training.", True,
-             "The softmax's derivative is w_i(δ_ij − w_j); with one w near 1 and the others near 0, "
+             "The softmax's Jacobian is diag(p) − p pᵀ; with one p near 1 and the others near 0, "
              "every entry is near 0."),
             ("It becomes very large, so training turns unstable.", False,
              "A saturated softmax starves the gradient rather than blowing it up."),
