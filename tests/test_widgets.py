@@ -519,3 +519,12 @@ def test_big_heatmaps_travel_as_bfloat16_and_small_ones_as_float32():
     assert np.allclose(decoded[allowed], exact[allowed], rtol=2 ** -8, atol=0)   # 3 significant digits
     assert sent["flags"] and np.frombuffer(sent["flags"], dtype=np.uint8).reshape(64, 64)[0, 1] == 1
     assert big.canvas.payload_bytes() < 40_000                                # two 64 x 64 maps, halved
+
+
+def test_lookup_tie_verdict_does_not_put_the_answer_between_the_two_values():
+    # two words tie, the others keep a share: the answer is pulled towards both, not onto their segment
+    from attnviz.widgets.lookup import lookup_verdict
+
+    said = lookup_verdict({"max_weight": 0.375, "distance_to_average": 0.5}, [0.375, 0.375, 0.125, 0.125])
+    assert said.startswith("A tie:") and "pulled equally towards their two values" in said
+    assert "between their values" not in said

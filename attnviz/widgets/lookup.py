@@ -28,7 +28,7 @@ def lookup_verdict(metrics: dict, weights) -> str:
         return "Nearly the plain average: every value gets about the same weight."
     if weights[first] - weights[second] < TIE:
         return (f"A tie: '{LOOKUP_WORDS[first]}' and '{LOOKUP_WORDS[second]}' get the same weight "
-                f"({weights[first]:.3f} each), so the answer lands between their values.")
+                f"({weights[first]:.3f} each), so the answer is pulled equally towards their two values.")
     return f"A blend, leaning towards '{LOOKUP_WORDS[first]}' ({weights[first]:.3f} of the weight)."
 
 
