@@ -71,8 +71,12 @@ _JS_SHOWN = r"""async () => {
   return shown;
 }"""
 
-_JS_OUTPUT_TEXT = r"""(index) => {
+# What the learner sees under a cell. JupyterLab skips laying out cells far off screen (CSS
+# content-visibility: auto), and innerText of a skipped cell is empty: scroll it into view first.
+_JS_OUTPUT_TEXT = r"""async (index) => {
   const cell = window.jupyterapp.shell.currentWidget.content.widgets[index];
+  cell.node.scrollIntoView({block: 'center'});
+  await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
   return cell.outputArea.node.innerText;
 }"""
 
