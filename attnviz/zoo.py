@@ -485,7 +485,7 @@ class DecodeStep:
             heads = self.attend(model, query, key, value)                      # (batch, h, n_new, d)
             x = self.add_attention(x, attention, self.merge(heads))
             x = x + block.mlp(block.norm_mlp(x))
-        return model.unembed(x), new_cache
+        return self.unembed(model, x), new_cache
 
     def embed(self, model, tokens, past):
         x = model.embed(tokens, past)                                # positions past .. past + n_new - 1
@@ -534,6 +534,10 @@ class DecodeStep:
     def add_attention(self, x, attention, merged):
         x = x + attention.W_o(merged)
         return x
+
+    def unembed(self, model, x):                                     # (batch, n, d_model) -> logits
+        logits = model.unembed(x)                                    # the final LayerNorm, then unembedding
+        return logits
 
 
 decode_step = DecodeStep()
@@ -675,6 +679,12 @@ class StepKvHeadsRepeated(DecodeStep):
         return key, value
 
 
+class StepFinalNormSkipped(DecodeStep):
+    def unembed(self, model, x):
+        logits = model.unembedding(x)                                        # BUG: model.norm_final(x) first
+        return logits
+
+
 class StepPositionsNotAdvanced(DecodeStep):
     def embed(self, model, tokens, past):
         x = model.embed(tokens, 0)                                           # BUG: start at past
@@ -736,6 +746,7 @@ DECODING_BUGS = {
     "dropout_left_on": StepDropoutLeftOn(),
     "missing_output_projection": StepMissingOutputProjection(),
     "kv_heads_repeated_not_interleaved": StepKvHeadsRepeated(),
+    "final_norm_skipped": StepFinalNormSkipped(),
     "positions_not_advanced": StepPositionsNotAdvanced(),
     "is_causal_top_left": StepTopLeft(),
     "cache_not_appended": StepCacheNotAppended(),

@@ -37,6 +37,8 @@ LEGACY_IDS = {"scale_by_d_model", "missing_output_projection", "causal_future_vi
 DECODING_IDS = {"cache_not_appended", "keys_not_appended", "values_not_appended", "cache_wrong_axis",
                 "is_causal_top_left", "positions_not_advanced", "causal_mask_missing",
                 "kv_heads_repeated_not_interleaved", "cache_modified_in_place"}
+# ids added since, from what fresh learners wrote
+LATER_IDS = {"final_norm_skipped"}
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -68,10 +70,10 @@ def test_corpus_size_and_coverage():
     # at least 150 implementations, about a third of them correct
     assert len(cases) >= 150 and 0.25 < correct / len(cases) < 0.45
     named = Counter(bug for case in cases for bug in case.ids)
-    # every id issue 12 lists, and every decoding id, is expected for at least two implementations
-    assert {bug for bug in NEW_IDS | DECODING_IDS if named[bug] < 2} == set()
+    # every id issue 12 lists, every decoding id and every later id: expected of two implementations
+    assert {bug for bug in NEW_IDS | DECODING_IDS | LATER_IDS if named[bug] < 2} == set()
     # no case expects an id outside the agreed list and today's catalog
-    assert set(named) <= NEW_IDS | LEGACY_IDS | DECODING_IDS
+    assert set(named) <= NEW_IDS | LEGACY_IDS | DECODING_IDS | LATER_IDS
     # names are unique within each file
     for module in (*SYMPTOMS, hostile):
         names = [case.name for case in module.CASES]

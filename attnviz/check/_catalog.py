@@ -306,6 +306,14 @@ _ENTRIES = [
         "x = model.embed(tokens, past)   # past = positions already in the cache",
     ),
     Bug(
+        "final_norm_skipped",
+        "The logits are read from the last block's output without the final LayerNorm: "
+        "model.unembedding(x) alone, where the model applies model.norm_final first.",
+        "Every position's logits are off, on the prefill as much as after it, though each block is right: "
+        "the unembedding sees the residual stream at its raw scale.",
+        "logits = model.unembed(x)   # model.unembedding(model.norm_final(x)): the final LayerNorm first",
+    ),
+    Bug(
         "cache_not_appended",
         "This step's keys and values are not added to the cache it returns (it returns the cache it was "
         "given, or one holding only the newest tokens).",

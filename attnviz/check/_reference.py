@@ -386,14 +386,16 @@ def _expand(how, tensor, group):
 
 
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
-           expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None):
+           expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
+           final_norm=True):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
     ``keep``: what the returned cache holds ('appended', or the bugs 'given': the cache it was given,
     'newest': this step's keys and values only); ``advance``: True (positions continue after the
     cache), False (they restart at 0) or a number added to the first position once there is a cache
-    (the bug of a position one off).
+    (the bug of a position one off); ``final_norm``: False for logits read without the final
+    LayerNorm (the unembedding alone).
     """
     if attend is None:
         def attend(q, k, v, m):
@@ -421,7 +423,7 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         mixed = merge(heads)                                            # (batch, n_new, d_model)
         x = x + (parts.W_o(mixed) if project_out else mixed)
         x = x + block.mlp(block.norm_mlp(x))
-    return model.unembed(x), kept
+    return (model.unembed(x) if final_norm else model.unembedding(x)), kept
 
 
 def _step(**choices):
@@ -454,13 +456,15 @@ PREFILL_VARIANTS = {
         lambda model, tokens, cache: decode(model, tokens, cache, scale=1 / math.sqrt(model.d_model))
     ],
     "kv_heads_repeated_not_interleaved": [_step(expand="repeat")],
+    "final_norm_skipped": [_step(final_norm=False)],
     "causal_mask_missing": [_step(causal_mask="none")],
     "causal_off_by_one": _masks("off_by_one"),
     "causal_future_visible": _masks("future_visible"),
     "causal_excludes_self": _masks("excludes_self"),  # last: with a -inf fill it gives NaN, as others do
 }
 """Bugs that show on a prefill (no cache yet): each attention bug inside the step, the structural
-multi-head bugs, the causal mask of the prompt, grouped-query heads shared in the wrong order."""
+multi-head bugs, the causal mask of the prompt, grouped-query heads shared in the wrong order, the
+logits read without the final LayerNorm."""
 
 CACHED_VARIANTS = {
     "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1)],

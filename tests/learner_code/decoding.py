@@ -753,6 +753,53 @@ def sdpa_view_after_transpose(model, tokens, cache):
     return _generic(model, tokens, cache, _sdpa, merge=merge)
 
 
+def logits_from_the_residual(model, tokens, cache):
+    """A dict cache and einsum; the logits come straight from the unembedding layer."""
+    cache = cache or {"k": [], "v": []}
+    past = cache["k"][0].shape[2] if cache["k"] else 0
+    b, t = tokens.shape
+    x = model.token_embedding(tokens) + model.position_embedding(torch.arange(past, past + t))
+    out = {"k": [], "v": []}
+    for i, blk in enumerate(model.blocks):
+        z = blk.norm_attention(x)
+        q = _heads(blk.attention.W_q(z), model.n_heads)
+        k, v = _heads(blk.attention.W_k(z), model.n_kv_heads), _heads(blk.attention.W_v(z), model.n_kv_heads)
+        if cache["k"]:
+            k, v = torch.cat((cache["k"][i], k), 2), torch.cat((cache["v"][i], v), 2)
+        out["k"].append(k)
+        out["v"].append(v)
+        g = model.n_heads // model.n_kv_heads
+        kk, vv = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, kk) / math.sqrt(q.shape[-1])
+        s = s.masked_fill(~_bottom_right(t, kk.shape[2]), float("-inf"))
+        x = x + blk.attention.W_o(_unheads(torch.einsum("bhqk,bhkd->bhqd", s.softmax(-1), vv)))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembedding(x), out                                 # the final LayerNorm is left out
+
+
+def unembedding_layer_only(model, tokens, cache):
+    """Tuples of stacked layers, SDPA with enable_gqa; reads the logits with the unembedding layer."""
+    past = 0 if cache is None else cache[0].shape[3]
+    n_new = tokens.shape[1]
+    x = model.embed(tokens, past)
+    keys, values = [], []
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(y), model.n_heads)
+        k = split_heads(block.attention.W_k(y), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat([cache[0][layer], k], dim=2)
+            v = torch.cat([cache[1][layer], v], dim=2)
+        keys.append(k)
+        values.append(v)
+        mask = _bottom_right(n_new, k.shape[2])
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+        x = x + block.attention.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembedding(x), (torch.stack(keys), torch.stack(values))
+
+
 def squeezes_the_batch(model, tokens, cache):
     def split(t, heads):
         t = t.squeeze(0)                                                 # (n, width) "there is one sequence"
@@ -1237,6 +1284,8 @@ CASES = [
     Case("sdpa_dropout_p", sdpa_dropout_p, "dropout_left_on"),
     Case("forgets_w_o", forgets_w_o, "missing_output_projection"),
     Case("gqa_by_repeat", gqa_by_repeat, "kv_heads_repeated_not_interleaved"),
+    Case("logits_from_the_residual", logits_from_the_residual, "final_norm_skipped"),
+    Case("unembedding_layer_only", unembedding_layer_only, "final_norm_skipped"),
     Case("gqa_by_tile_cat", gqa_by_tile_cat, "kv_heads_repeated_not_interleaved"),
     # cache-level mistakes: the prompt is right
     Case("embeds_from_zero", embeds_from_zero, "positions_not_advanced"),
