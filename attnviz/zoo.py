@@ -697,6 +697,22 @@ class StepCacheNotAppended(DecodeStep):
         return new_cache
 
 
+class StepNewTokenNotAttended(DecodeStep):
+    """Puts the appended keys and values in the cache it returns, but attends to the given cache."""
+
+    def append(self, kept, key, value):
+        if kept is None:
+            return key, value
+        past_keys, past_values = kept
+        self.for_cache = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)
+        key, value = past_keys, past_values                                  # BUG: the appended ones
+        return key, value
+
+    def keep(self, new_cache, layer, kept, key, value):
+        new_cache.append((key, value) if kept is None else self.for_cache)
+        return new_cache
+
+
 class StepKeysNotAppended(DecodeStep):
     def append(self, kept, key, value):
         if kept is not None:
@@ -750,6 +766,7 @@ DECODING_BUGS = {
     "positions_not_advanced": StepPositionsNotAdvanced(),
     "is_causal_top_left": StepTopLeft(),
     "cache_not_appended": StepCacheNotAppended(),
+    "new_token_not_attended": StepNewTokenNotAttended(),
     "keys_not_appended": StepKeysNotAppended(),
     "values_not_appended": StepValuesNotAppended(),
     "cache_wrong_axis": StepCacheWrongAxis(),

@@ -322,6 +322,15 @@ _ENTRIES = [
         "new_cache.append((key, value))   # after torch.cat with the cached ones, not the given cache",
     ),
     Bug(
+        "new_token_not_attended",
+        "The new queries attend to the cache they were given, without this step's own keys and values "
+        "(it appends them to the cache it returns only after attending).",
+        "The prefill is right; after it no new token sees itself (nor, in a chunk, the new tokens before "
+        "it), so its logits come from the earlier positions alone.",
+        "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)"
+        "   # append first, then attend to these",
+    ),
+    Bug(
         "keys_not_appended",
         "The new values are appended to the cache but the new keys are not.",
         "The cache holds more values than keys, so the next step's weights @ values fails or pairs each "

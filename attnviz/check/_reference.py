@@ -387,7 +387,7 @@ def _expand(how, tensor, group):
 
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
-           final_norm=True):
+           final_norm=True, attend_new=True):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -395,7 +395,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     'newest': this step's keys and values only); ``advance``: True (positions continue after the
     cache), False (they restart at 0) or a number added to the first position once there is a cache
     (the bug of a position one off); ``final_norm``: False for logits read without the final
-    LayerNorm (the unembedding alone).
+    LayerNorm (the unembedding alone); ``attend_new``: False for new queries that attend to the cache
+    they were given without this step's keys and values (which still go into the returned cache).
     """
     if attend is None:
         def attend(q, k, v, m):
@@ -417,9 +418,10 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
             key_all, value_all = key, value
         given = (key, value) if cache is None else cache[layer]
         kept.append({"appended": (key_all, value_all), "given": given, "newest": (key, value)}[keep])
-        mask = _decoding_mask(causal_mask, n_new, key_all.shape[-2], cache is not None)
+        seen_keys, seen_values = (key_all, value_all) if attend_new or cache is None else cache[layer]
+        mask = _decoding_mask(causal_mask, n_new, seen_keys.shape[-2], cache is not None)
         group = h // h_kv
-        heads = attend(query, _expand(expand, key_all, group), _expand(expand, value_all, group), mask)
+        heads = attend(query, _expand(expand, seen_keys, group), _expand(expand, seen_values, group), mask)
         mixed = merge(heads)                                            # (batch, n_new, d_model)
         x = x + (parts.W_o(mixed) if project_out else mixed)
         x = x + block.mlp(block.norm_mlp(x))
@@ -471,5 +473,6 @@ CACHED_VARIANTS = {
     "is_causal_top_left": [_step(causal_mask="top_left"), _step(causal_mask="none_for_one")],
     "causal_mask_missing": [_step(causal_mask="prefill_only")],
     "cache_not_appended": [_step(keep="given"), _step(keep="newest")],
+    "new_token_not_attended": [_step(attend_new=False), _step(attend_new=False, causal_mask="prefill_only")],
 }
 """Bugs that show only once there is a cache (the prefill is right)."""

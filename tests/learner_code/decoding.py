@@ -800,6 +800,66 @@ def unembedding_layer_only(model, tokens, cache):
     return model.unembedding(x), (torch.stack(keys), torch.stack(values))
 
 
+def attends_then_appends(model, tokens, cache):
+    """Attends to what is cached, then appends this step's keys and values for next time."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    batch, n_new = tokens.shape
+    h, h_kv, d = model.n_heads, model.n_kv_heads, model.d_head
+    x = model.embed(tokens, past)
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        normed, a = block.norm_attention(x), block.attention
+        q = a.W_q(normed).view(batch, n_new, h, d).transpose(1, 2)
+        k = a.W_k(normed).view(batch, n_new, h_kv, d).transpose(1, 2)
+        v = a.W_v(normed).view(batch, n_new, h_kv, d).transpose(1, 2)
+        if cache is None:                                                # the prompt attends to itself
+            k_seen, v_seen, mask = k, v, _bottom_right(n_new, n_new)
+            new_cache.append((k, v))
+        else:                                                            # the cache is all in the past
+            k_seen, v_seen, mask = cache[layer][0], cache[layer][1], None
+            new_cache.append((torch.cat([cache[layer][0], k], 2), torch.cat([cache[layer][1], v], 2)))
+        g = h // h_kv
+        heads = F.scaled_dot_product_attention(q, k_seen.repeat_interleave(g, 1),
+                                               v_seen.repeat_interleave(g, 1), attn_mask=mask)
+        x = x + a.W_o(heads.transpose(1, 2).reshape(batch, n_new, h * d))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new_cache
+
+
+class LayerStore:
+    """One layer's cached keys and values."""
+
+    def __init__(self, keys, values):
+        self.keys, self.values = keys, values
+
+
+def layer_cache_before_append(model, tokens, cache):
+    """A LayerStore per layer; the step reads the layer's cache before adding the new keys to it."""
+    layers = cache or [None] * len(model.blocks)
+    past = 0 if layers[0] is None else layers[0].keys.shape[2]
+    x = model.embed(tokens, past)
+    group = model.n_heads // model.n_kv_heads
+    out = []
+    for block, stored in zip(model.blocks, layers, strict=True):
+        y = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(y), model.n_heads)
+        k = split_heads(block.attention.W_k(y), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(y), model.n_kv_heads)
+        keys = k if stored is None else stored.keys
+        values = v if stored is None else stored.values
+        scores = q @ keys.repeat_interleave(group, 1).transpose(-1, -2) / math.sqrt(model.d_head)
+        n_new, n_all = q.shape[2], keys.shape[2]
+        scores = scores.masked_fill(~_bottom_right(n_new, n_all), torch.finfo(scores.dtype).min)
+        o = scores.softmax(-1) @ values.repeat_interleave(group, 1)
+        x = x + block.attention.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+        if stored is None:
+            out.append(LayerStore(k, v))
+        else:
+            out.append(LayerStore(torch.cat([stored.keys, k], 2), torch.cat([stored.values, v], 2)))
+    return model.unembed(x), out
+
+
 def squeezes_the_batch(model, tokens, cache):
     def split(t, heads):
         t = t.squeeze(0)                                                 # (n, width) "there is one sequence"
@@ -1286,6 +1346,8 @@ CASES = [
     Case("gqa_by_repeat", gqa_by_repeat, "kv_heads_repeated_not_interleaved"),
     Case("logits_from_the_residual", logits_from_the_residual, "final_norm_skipped"),
     Case("unembedding_layer_only", unembedding_layer_only, "final_norm_skipped"),
+    Case("attends_then_appends", attends_then_appends, "new_token_not_attended"),
+    Case("layer_cache_before_append", layer_cache_before_append, "new_token_not_attended"),
     Case("gqa_by_tile_cat", gqa_by_tile_cat, "kv_heads_repeated_not_interleaved"),
     # cache-level mistakes: the prompt is right
     Case("embeds_from_zero", embeds_from_zero, "positions_not_advanced"),
