@@ -289,6 +289,54 @@ def test_multi_head_output_projection_before_the_merge_is_named_as_such():
     assert "before merging them back" in repr(result)
 
 
+D_K_FROM_AN_EARLIER_CELL = 4      # notebook 05 leaves a global d_k = 4 behind
+
+
+class _Split(_Heads):
+    """Right multi-head attention but for the head width it splits into (``self.width``)."""
+
+    def width(self):
+        return self.d_k
+
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        q, k, v = (w(x).view(batch, n, self.h, self.width()).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.width())
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        heads = scores.softmax(dim=-1) @ v
+        return self.W_o(self.merge(heads, batch, n, d_model))
+
+    def merge(self, heads, batch, n, d_model):
+        return heads.transpose(1, 2).reshape(batch, n, d_model)
+
+
+def test_multi_head_a_head_width_that_ignores_the_layers_sizes_is_named_as_such():
+    class StaleGlobal(_Split):
+        def width(self):
+            return D_K_FROM_AN_EARLIER_CELL            # the learner's global d_k, not d_model // n_heads
+
+    class Typed(_Split):
+        def width(self):
+            return 4
+
+    assert check_multi_head(_Split).passed
+    for cls in (StaleGlobal, Typed):
+        result = check_multi_head(cls)
+        assert not result.passed and result.bug is None, cls
+        assert "split the heads 4 wide whatever the layer's size: with d_model = 10 and n_heads = 2 each " \
+               "head is 5 wide" in repr(result), repr(result)
+        assert result.fix.startswith("self.d_k = d_model // n_heads")
+
+    class BadMerge(_Split):               # a view error at the layer's own head width is something else
+        def merge(self, heads, batch, n, d_model):
+            return heads.transpose(1, 2).reshape(batch, n, self.h, d_model)
+
+    result = check_multi_head(BadMerge)
+    assert not result.passed and "split the heads" not in repr(result), repr(result)
+
+
 def test_multi_head_nan_on_fully_masked_position():
     cls = lambda d, h: zoo.MultiHeadWith(d, h, attention=zoo.nan_on_fully_masked_row)
     assert check_multi_head(cls).bug == "nan_on_fully_masked_row"

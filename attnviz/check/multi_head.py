@@ -48,6 +48,38 @@ def linear_wrong_width(t):
     )
 
 
+_VIEW = re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size \d+")
+
+
+def head_width_fixed(t):
+    """Every input that raised did so in a view/reshape into heads of one fixed width that is not that
+    layer's d_model // n_heads (the inputs whose width it happens to be may pass): a d_k left over
+    from an earlier cell, or a number typed in."""
+    raised = [(p, a) for p, a in t.main if a.error]
+    widths = set()
+    for probe, ans in raised:
+        found = _VIEW.search(ans.error.get("message", ""))
+        d_model, heads = CONFIGS[probe.facts["config"]]
+        sizes = [int(size) for size in found.group(1).split(",")] if found else []
+        if not sizes or heads not in sizes[:-1] or sizes[-1] == d_model // heads:
+            return None
+        widths.add(sizes[-1])
+    if len(widths) != 1:
+        return None
+    (width,) = widths
+    probe, ans = raised[0]
+    d_model, heads = CONFIGS[probe.facts["config"]]
+    return t.problem(
+        f"{t.spec.subject} split the heads {width} wide whatever the layer's size: with "
+        f"d_model = {d_model} and n_heads = {heads} each head is {d_model // heads} wide, so the view "
+        "raised RuntimeError.",
+        [t.describe(probe, ans), f"It raised on {len(raised)} of the {len(t.main)} main inputs. A head width "
+         "that does not follow the layer's own sizes is a d_k left over from an earlier cell (a global) "
+         "or a number typed in."],
+        fix="self.d_k = d_model // n_heads   # in __init__; then view(batch, n, self.n_heads, self.d_k)",
+    )
+
+
 def _mask(rows_, dead=None, full=None):
     mask = torch.tensor(rows_, dtype=torch.bool)
     if dead is not None:
@@ -307,7 +339,8 @@ SPEC = Spec(
         "extra_dims": "The heads are not merged back: transpose (batch, heads, n, d_k) to "
         "(batch, n, heads, d_k), reshape it to (batch, n, d_model), then apply W_o.",
     },
-    rules=rules(before={"matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width)]}),
+    rules=rules(before={"matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width),
+                                              Rule("head_width_fixed", "wrong", head_width_fixed)]}),
 )
 
 
