@@ -337,6 +337,20 @@ def test_multi_head_a_head_width_that_ignores_the_layers_sizes_is_named_as_such(
     assert not result.passed and "split the heads" not in repr(result), repr(result)
 
 
+def test_multi_head_keys_projected_with_w_q_get_a_fix_that_names_w_k():
+    class KeysFromWq(_Split):
+        def forward(self, x, mask=None):
+            self.W_k, saved = self.W_q, self.W_k                # the keys come from W_q
+            try:
+                return super().forward(x, mask)
+            finally:
+                self.W_k = saved
+
+    result = check_multi_head(KeysFromWq)
+    assert result.bug == "queries_keys_swapped", result
+    assert "keys projected with W_q" in result.what and result.fix.startswith("key = self.W_k(x)"), result
+
+
 def test_multi_head_nan_on_fully_masked_position():
     cls = lambda d, h: zoo.MultiHeadWith(d, h, attention=zoo.nan_on_fully_masked_row)
     assert check_multi_head(cls).bug == "nan_on_fully_masked_row"

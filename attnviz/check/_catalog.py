@@ -245,10 +245,14 @@ _ENTRIES = [
     ),
     Bug(
         "queries_keys_swapped",
-        "The queries and keys swap roles: the keys ask and the queries answer.",
+        "The queries and keys swap roles (the keys ask and the queries answer), or the queries stand in "
+        "for the keys (q @ q.T, or keys projected with W_q).",
         "The output gets one row per key instead of one per query (n_k rows instead of n_q), or, with "
-        "equal counts, each position gets another position's blend.",
+        "equal counts, each position gets another position's blend, or each query is scored against "
+        "the other queries.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # rows: queries, columns: keys",
+        fixes={"check_multi_head": "key = self.W_k(x)   # keys from W_k; scores = query @ "
+               "key.transpose(-2, -1) / math.sqrt(d_k): rows queries, columns keys"},
     ),
     Bug(
         "dropout_left_on",
@@ -299,8 +303,8 @@ _ENTRIES = [
     # ---- notebook 08: a cached decoding step (check_decoding_step) ----
     Bug(
         "positions_not_advanced",
-        "The new tokens' positions do not continue after the cache: they restart at 0, or start one "
-        "place off (past - 1 or past + 1).",
+        "The new tokens' positions do not continue after the cache: they restart at 0, start one "
+        "place off (past - 1 or past + 1), or start at len(cache), the number of layers.",
         "The prefill is right; every later token is read at a wrong position, as if it stood at the start "
         "of the text or one place off.",
         "x = model.embed(tokens, past)   # past = positions already in the cache",

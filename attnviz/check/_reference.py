@@ -393,17 +393,21 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
     ``keep``: what the returned cache holds ('appended', or the bugs 'given': the cache it was given,
     'newest': this step's keys and values only); ``advance``: True (positions continue after the
-    cache), False (they restart at 0) or a number added to the first position once there is a cache
-    (the bug of a position one off); ``final_norm``: False for logits read without the final
-    LayerNorm (the unembedding alone); ``attend_new``: False for new queries that attend to the cache
-    they were given without this step's keys and values (which still go into the returned cache).
+    cache), False (they restart at 0), a number added to the first position once there is a cache
+    (the bug of a position one off) or "layers" (they start at len(cache), the number of layers);
+    ``final_norm``: False for logits read without the final LayerNorm (the unembedding alone);
+    ``attend_new``: False for new queries that attend to the cache they were given without this
+    step's keys and values (which still go into the returned cache).
     """
     if attend is None:
         def attend(q, k, v, m):
             return _finish(q @ _t(k) * (scale or 1 / math.sqrt(q.shape[-1])), m, v)[0]
     past = 0 if cache is None else cache[0][0].shape[-2]
     n_new = tokens.shape[1]
-    start = past if advance is True else 0 if advance is False or cache is None else past + advance
+    if advance == "layers":                                             # len(cache): the number of layers
+        start = 0 if cache is None else len(cache)
+    else:
+        start = past if advance is True else 0 if advance is False or cache is None else past + advance
     x = model.embed(tokens, start)                                      # (batch, n_new, d_model)
     h, h_kv = model.n_heads, model.n_kv_heads
     kept = []
@@ -469,7 +473,8 @@ multi-head bugs, the causal mask of the prompt, grouped-query heads shared in th
 logits read without the final LayerNorm."""
 
 CACHED_VARIANTS = {
-    "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1)],
+    "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1),
+                               _step(advance="layers")],
     "is_causal_top_left": [_step(causal_mask="top_left"), _step(causal_mask="none_for_one")],
     "causal_mask_missing": [_step(causal_mask="prefill_only")],
     "cache_not_appended": [_step(keep="given"), _step(keep="newest")],

@@ -48,8 +48,9 @@ __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
 NAME = "check_decoding_step"
 SIZES = {"vocab_size": 11, "d_model": 24, "n_heads": 4, "n_layers": 2, "max_len": 12, "n_kv_heads": 2}
-_FIX = ("per layer: project, append keys AND values along the positions (dim=-2), repeat_interleave the "
-        "key/value heads, attend with a bottom-right mask; embed positions past .. past + n_new - 1")
+_FIX = ("x = model.embed(tokens, past); per block: project norm_attention(x), append keys AND values along "
+        "the positions (dim=-2), repeat_interleave the key/value heads, attend with a bottom-right mask, "
+        "x = x + W_o(merged), then x = x + mlp(norm_mlp(x)); logits = model.unembed(x)")
 _PASSED = ("A prefill of 4 tokens, three single tokens and a chunk of 3 (batch 2), with 4 query heads "
            "sharing 2 key/value heads; a second continuation from the prefill's cache; a prefill of batch 1; "
            "the same prefill twice.")

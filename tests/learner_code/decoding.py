@@ -939,6 +939,27 @@ def positions_one_short(model, tokens, cache):
     return model.unembed(x), fresh
 
 
+def positions_from_len_cache(model, tokens, cache):
+    """Takes the number of positions so far as len(cache) (which counts the layers), einsum attention."""
+    start = len(cache) if cache else 0
+    x = model.embed(tokens, start)
+    kept = []
+    for i, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        q = _heads(a.W_q(y), model.n_heads)
+        k, v = _heads(a.W_k(y), model.n_kv_heads), _heads(a.W_v(y), model.n_kv_heads)
+        if cache:
+            k, v = torch.cat([cache[i][0], k], dim=2), torch.cat([cache[i][1], v], dim=2)
+        kept.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        kk, vv = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, kk) / math.sqrt(model.d_head)
+        s = s.masked_fill(~_bottom_right(q.shape[2], kk.shape[2]), torch.finfo(s.dtype).min)
+        x = x + a.W_o(_unheads(torch.einsum("bhqk,bhkd->bhqd", torch.softmax(s, -1), vv)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), kept
+
+
 def positions_arange_n_new(model, tokens, cache):
     """The dict-cache learner, positions from torch.arange(n_new)."""
     length = 0 if cache is None else cache["length"]
@@ -1353,6 +1374,7 @@ CASES = [
     Case("embeds_from_zero", embeds_from_zero, "positions_not_advanced"),
     Case("positions_arange_n_new", positions_arange_n_new, "positions_not_advanced"),
     Case("positions_one_short", positions_one_short, "positions_not_advanced"),
+    Case("positions_from_len_cache", positions_from_len_cache, "positions_not_advanced"),
     Case("is_causal_everywhere", is_causal_everywhere, "is_causal_top_left"),
     Case("tril_by_hand_top_left", tril_by_hand_top_left, "is_causal_top_left"),
     Case("none_for_one_causal_for_several", none_for_one_causal_for_several, "is_causal_top_left"),
