@@ -625,6 +625,12 @@ class StepTopLeft(_Attend):
         return mask
 
 
+class StepCausalOffsetNegated(_Attend):
+    def mask(self, n_new, n_all):
+        mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_new - n_all)   # BUG: n_all - n_new
+        return mask
+
+
 class StepNoCausalMask(_Attend):
     def mask(self, n_new, n_all):
         mask = torch.ones(n_new, n_all, dtype=torch.bool)                    # BUG: no causal triangle
@@ -713,6 +719,12 @@ class StepNewTokenNotAttended(DecodeStep):
         return new_cache
 
 
+class StepCacheKeysValuesSwapped(DecodeStep):
+    def keep(self, new_cache, layer, kept, key, value):
+        new_cache.append((value, key))                                       # BUG: (key, value)
+        return new_cache
+
+
 class StepKeysNotAppended(DecodeStep):
     def append(self, kept, key, value):
         if kept is not None:
@@ -767,6 +779,8 @@ DECODING_BUGS = {
     "is_causal_top_left": StepTopLeft(),
     "cache_not_appended": StepCacheNotAppended(),
     "new_token_not_attended": StepNewTokenNotAttended(),
+    "cache_keys_values_swapped": StepCacheKeysValuesSwapped(),
+    "causal_offset_negated": StepCausalOffsetNegated(),
     "keys_not_appended": StepKeysNotAppended(),
     "values_not_appended": StepValuesNotAppended(),
     "cache_wrong_axis": StepCacheWrongAxis(),

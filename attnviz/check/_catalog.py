@@ -335,6 +335,23 @@ _ENTRIES = [
         "   # append first, then attend to these",
     ),
     Bug(
+        "cache_keys_values_swapped",
+        "The cache stores each layer's values first and its keys second, and the next step reads them "
+        "back as (keys, values).",
+        "The prefill is right; every later token scores the cached positions by their values and blends "
+        "their keys.",
+        "new_cache.append((key, value))   # keys first, the order the next step reads them back in",
+    ),
+    Bug(
+        "causal_offset_negated",
+        "The bottom-right mask's offset has the wrong sign: tril(diagonal=n_new - n_all) instead of "
+        "n_all - n_new.",
+        "Right on the prefill, where the offset is 0; after it new query i may see only the keys up to "
+        "i - past, so a single new token sees no key at all and its row is fully masked (zeros, NaN or "
+        "an even blend, as the fill decides).",
+        _BOTTOM_RIGHT,
+    ),
+    Bug(
         "keys_not_appended",
         "The new values are appended to the cache but the new keys are not.",
         "The cache holds more values than keys, so the next step's weights @ values fails or pairs each "

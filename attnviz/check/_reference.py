@@ -374,6 +374,7 @@ def _decoding_mask(how, n_new, n_all, cached):
         "off_by_one": lambda: ones.tril(past + 1),
         "excludes_self": lambda: ones.tril(past - 1),
         "future_visible": lambda: ones.triu(past),
+        "offset_negated": lambda: ones.tril(-past),                  # tril(n_new - n_all)
     }
     return masks[how]()
 
@@ -392,9 +393,10 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
     ``keep``: what the returned cache holds ('appended', or the bugs 'given': the cache it was given,
-    'newest': this step's keys and values only); ``advance``: True (positions continue after the
-    cache), False (they restart at 0), a number added to the first position once there is a cache
-    (the bug of a position one off) or "layers" (they start at len(cache), the number of layers);
+    'newest': this step's keys and values only, 'swapped': (values, keys), read back as keys first);
+    ``advance``: True (positions continue after the cache), False (they restart at 0), a number added
+    to the first position once there is a cache (the bug of a position one off) or "layers" (they
+    start at len(cache), the number of layers);
     ``final_norm``: False for logits read without the final LayerNorm (the unembedding alone);
     ``attend_new``: False for new queries that attend to the cache they were given without this
     step's keys and values (which still go into the returned cache).
@@ -421,7 +423,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         else:
             key_all, value_all = key, value
         given = (key, value) if cache is None else cache[layer]
-        kept.append({"appended": (key_all, value_all), "given": given, "newest": (key, value)}[keep])
+        kept.append({"appended": (key_all, value_all), "given": given, "newest": (key, value),
+                     "swapped": (value_all, key_all)}[keep])
         seen_keys, seen_values = (key_all, value_all) if attend_new or cache is None else cache[layer]
         mask = _decoding_mask(causal_mask, n_new, seen_keys.shape[-2], cache is not None)
         group = h // h_kv
@@ -479,5 +482,7 @@ CACHED_VARIANTS = {
     "causal_mask_missing": [_step(causal_mask="prefill_only")],
     "cache_not_appended": [_step(keep="given"), _step(keep="newest")],
     "new_token_not_attended": [_step(attend_new=False), _step(attend_new=False, causal_mask="prefill_only")],
+    "cache_keys_values_swapped": [_step(keep="swapped")],
+    "causal_offset_negated": _masks("offset_negated"),
 }
 """Bugs that show only once there is a cache (the prefill is right)."""

@@ -860,6 +860,73 @@ def layer_cache_before_append(model, tokens, cache):
     return model.unembed(x), out
 
 
+def offset_the_other_way_sdpa(model, tokens, cache):
+    """SDPA with a bool mask whose diagonal offset is n_new - n_all (the sign flipped)."""
+    def attend(q, k, v, n_new, n_all, model):
+        keep = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_new - n_all)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+    return _generic(model, tokens, cache, attend)
+
+
+def _offset_by_hand(fill):
+    def step(model, tokens, cache):
+        def attend(q, k, v, n_new, n_all, model):
+            past = n_all - n_new
+            blocked = ~torch.tril(torch.ones(n_new, n_all, dtype=torch.bool), diagonal=-past)
+            scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(blocked, fill)
+            return torch.softmax(scores, dim=-1) @ v
+        return _generic(model, tokens, cache, attend)
+    return step
+
+
+offset_the_other_way_by_hand = _offset_by_hand(-1e9)
+offset_the_other_way_by_hand.__doc__ = "By hand with a -1e9 fill; the triangle's offset is -(number cached)."
+offset_the_other_way_minus_inf = _offset_by_hand(float("-inf"))
+offset_the_other_way_minus_inf.__doc__ = "The same with a -inf fill: every step after the prefill is NaN."
+
+
+def cache_saved_values_first(model, tokens, cache):
+    """Stacks each layer's (values, keys) into one tensor and unstacks it as (keys, values)."""
+    past = 0 if cache is None else cache[0].shape[-2]
+    x = model.embed(tokens, past)
+    saved = []
+    g = model.n_heads // model.n_kv_heads
+    for i, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        q = split_heads(a.W_q(y), model.n_heads)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            old_k, old_v = cache[i]
+            k, v = torch.cat([old_k, k], -2), torch.cat([old_v, v], -2)
+        saved.append(torch.stack([v, k]))
+        o = _sdpa(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1), tokens.shape[1], k.shape[-2],
+                  model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), saved
+
+
+def kv_dict_values_under_keys(model, tokens, cache):
+    """A dict per layer, filled the wrong way round: {"k": values, "v": keys}."""
+    past = 0 if not cache else cache[0]["k"].shape[2]
+    batch, n_new = tokens.shape
+    x = model.embed(tokens, past)
+    out = []
+    for i, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        q = _heads(a.W_q(y), model.n_heads)
+        k, v = _heads(a.W_k(y), model.n_kv_heads), _heads(a.W_v(y), model.n_kv_heads)
+        if cache:
+            k, v = torch.cat([cache[i]["k"], k], 2), torch.cat([cache[i]["v"], v], 2)
+        out.append({"k": v, "v": k})
+        g = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                           attn_mask=_bottom_right(n_new, k.shape[2]))
+        x = x + a.W_o(_unheads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out
+
+
 def squeezes_the_batch(model, tokens, cache):
     def split(t, heads):
         t = t.squeeze(0)                                                 # (n, width) "there is one sequence"
@@ -1368,6 +1435,12 @@ CASES = [
     Case("logits_from_the_residual", logits_from_the_residual, "final_norm_skipped"),
     Case("unembedding_layer_only", unembedding_layer_only, "final_norm_skipped"),
     Case("attends_then_appends", attends_then_appends, "new_token_not_attended"),
+    Case("offset_the_other_way_sdpa", offset_the_other_way_sdpa, "causal_offset_negated"),
+    Case("offset_the_other_way_by_hand", offset_the_other_way_by_hand, "causal_offset_negated"),
+    Case("offset_the_other_way_minus_inf", offset_the_other_way_minus_inf, FAIL,
+         note="NaN everywhere after the prefill: no variant can be told apart; the verdict explains NaN"),
+    Case("cache_saved_values_first", cache_saved_values_first, "cache_keys_values_swapped"),
+    Case("kv_dict_values_under_keys", kv_dict_values_under_keys, "cache_keys_values_swapped"),
     Case("layer_cache_before_append", layer_cache_before_append, "new_token_not_attended"),
     Case("gqa_by_tile_cat", gqa_by_tile_cat, "kv_heads_repeated_not_interleaved"),
     # cache-level mistakes: the prompt is right
