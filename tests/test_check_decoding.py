@@ -320,3 +320,14 @@ def test_a_wrong_block_on_the_prefill_gets_a_fix_line_about_the_block():
     result = check_decoding_step(no_residual)
     assert not result.passed and result.bug is None and "prefill" in result.headline, result
     assert "x = x + W_o(merged), then x = x + mlp(norm_mlp(x))" in result.fix, result.fix
+
+
+def test_a_cache_whose_buffer_a_later_step_overwrites_is_named():
+    """Buffers written in place and shared by every returned cache: straight on it is right; going
+    back to token 4's cache after a second continuation of the prompt is not."""
+    from learner_code.decoding import preallocated_copied, preallocated_shared
+
+    assert check_decoding_step(preallocated_copied).passed
+    result = check_decoding_step(preallocated_shared)
+    assert result.bug == "cache_modified_in_place", result
+    assert "Called again with the cache that token 4 returned" in repr(result), result

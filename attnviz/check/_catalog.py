@@ -401,7 +401,8 @@ _ENTRIES = [
     ),
     Bug(
         "cache_modified_in_place",
-        "The step changes the cache it was given (appends to it in place) instead of returning a new one.",
+        "The step changes the cache it was given (appends to it in place, or writes into a buffer that "
+        "every cache it returns shares) instead of returning a new one.",
         "Generating straight on works, but a caller that reuses a cache (two continuations of one prompt, "
         "as beam search does) finds it already holding the other continuation's tokens.",
         "new_cache = []   # build the returned cache anew (or cache = cache.copy() for a gpt.KVCache)",

@@ -52,8 +52,8 @@ _FIX = ("x = model.embed(tokens, past); per block: project norm_attention(x), ap
         "the positions (dim=-2), repeat_interleave the key/value heads, attend with a bottom-right mask, "
         "x = x + W_o(merged), then x = x + mlp(norm_mlp(x)); logits = model.unembed(x)")
 _PASSED = ("A prefill of 4 tokens, three single tokens and a chunk of 3 (batch 2), with 4 query heads "
-           "sharing 2 key/value heads; a second continuation from the prefill's cache; a prefill of batch 1; "
-           "the same prefill twice.")
+           "sharing 2 key/value heads; a second continuation from the prefill's cache, then token 5 again "
+           "from token 4's cache; a prefill of batch 1; the same prefill twice.")
 
 
 def reference_decode_step(model, tokens, cache):
@@ -121,6 +121,8 @@ def _setup():
                 _piece("the chunk of tokens 7..9, 3 new queries against 10 keys", text[:, 7:10], 7,
                        full[:, 7:10], "cached", "token 6"),
                 _piece("another token 4, from the prefill's cache", other, 4, branch, "branch", prefill),
+                _piece("token 5 again, from token 4's cache after that", text[:, 5:6], 5, full[:, 5:6],
+                       "branch", "token 4"),
                 _piece("a prefill of 6 tokens, batch 1", short, 0, decode(exact, short, None)[0], "prefill"),
                 Probe("the prefill again", {"tokens": text[:, :4]}, full[:, :4], kind="repeat",
                       same_as=prefill, facts={"cache_from": "", "n_new": 4, "positions": 4}),
@@ -407,13 +409,16 @@ def _weights_meet_values(t):
 
 
 def _branch(t):
-    probe, ans = t.one("branch")
-    if probe is not None and not t.right(probe, ans):
-        return t.bug("cache_modified_in_place", "your step gave the right logits generating straight on, "
-                     "but not when a cache is used twice", [
-                         t.describe(probe, ans),
-                         "Called again with the cache the prefill returned (and another token 4), your step "
-                         "got the wrong logits: an earlier call changed that cache in place."])
+    """Every cached step right, but a cache used a second time (from the prefill's cache another token
+    4; then token 5 again from token 4's cache, which the steps since may have overwritten) is not."""
+    for probe, ans in t.pairs("branch"):
+        if not t.right(probe, ans):
+            source = probe.facts["cache_from"]
+            return t.bug("cache_modified_in_place", "your step gave the right logits generating straight on, "
+                         "but not when a cache is used twice", [
+                             t.describe(probe, ans),
+                             f"Called again with the cache that {source} returned, your step got the wrong "
+                             "logits: a later call changed that cache, or memory it shares, in place."])
     return None
 
 

@@ -276,7 +276,8 @@ def decoding_symptoms(fn) -> list[str]:
     """Symptoms of ``fn(model, tokens, cache) -> (logits, cache)`` handed ``model.pieces()``: its
     logits piece by piece against the library's own forward on the whole text, for batch 3 (a
     prompt of 5, single tokens, chunks of 2 and 1) and batch 1; a second call on the same prompt;
-    a second continuation from the prompt's cache (a caller may reuse a cache); tokens unchanged."""
+    a second continuation from the prompt's cache (a caller may reuse a cache), then the second piece's
+    cache used again; tokens unchanged."""
     symptoms = []
     gen = torch.Generator().manual_seed(_GEN + 7)
     for m, model in enumerate(_decoding_models()):
@@ -307,6 +308,9 @@ def decoding_symptoms(fn) -> list[str]:
                         want = model(torch.cat([text[:, :cuts[1]], other], dim=1))[0][:, -1:]
                         if not torch.allclose(branch, want, atol=1e-4, rtol=1e-4):
                             symptoms.append(f"{label}: the prompt's cache, used again, gives wrong logits")
+                        back = fn(view, text[:, cuts[2]:cuts[3]], caches[1])[0]     # after that branch
+                        if not torch.allclose(back, full[:, cuts[2]:cuts[3]], atol=1e-4, rtol=1e-4):
+                            symptoms.append(f"{label}: the second piece's cache, reused, gives wrong logits")
                 except Exception as err:  # noqa: BLE001
                     symptoms.append(f"{label}: raised {type(err).__name__}")
     return symptoms

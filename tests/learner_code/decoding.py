@@ -304,6 +304,29 @@ def preallocated_copied(model, tokens, cache):
     return model.unembed(x), {"n": n + n_new, "buffers": buffers}
 
 
+def preallocated_shared(model, tokens, cache):
+    """The buffer learner without the copy: every cache it returns points at the same buffers."""
+    batch, n_new = tokens.shape
+    if cache is None:
+        shape = (batch, model.n_kv_heads, model.max_len, model.d_head)
+        cache = {"n": 0, "buffers": [(torch.zeros(shape), torch.zeros(shape)) for _ in model.blocks]}
+    n = cache["n"]
+    x = model.embed(tokens, n)
+    for layer, block in enumerate(model.blocks):
+        a, y = block.attention, block.norm_attention(x)
+        k_buf, v_buf = cache["buffers"][layer]
+        k_buf[:, :, n:n + n_new] = split_heads(a.W_k(y), model.n_kv_heads)
+        v_buf[:, :, n:n + n_new] = split_heads(a.W_v(y), model.n_kv_heads)
+        g = model.n_heads // model.n_kv_heads
+        k = k_buf[:, :, :n + n_new].repeat_interleave(g, 1)
+        v = v_buf[:, :, :n + n_new].repeat_interleave(g, 1)
+        o = F.scaled_dot_product_attention(split_heads(a.W_q(y), model.n_heads), k, v,
+                                           attn_mask=_bottom_right(n_new, n + n_new))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), {"n": n + n_new, "buffers": cache["buffers"]}
+
+
 class StepObject:
     """A learner who likes classes: a callable object, the sizes read once."""
 
@@ -1392,6 +1415,7 @@ CASES = [
     Case("loop_over_heads", loop_over_heads, PASS),
     Case("token_by_token", token_by_token, PASS),
     Case("preallocated_copied", preallocated_copied, PASS),
+    Case("preallocated_shared", preallocated_shared, "cache_modified_in_place"),
     Case("step_object", StepObject(), PASS),
     Case("enable_gqa", enable_gqa, PASS),
     Case("causal_only_when_needed", causal_only_when_needed, PASS),
