@@ -416,6 +416,23 @@ def test_code_that_only_works_in_two_dimensions_gets_a_pointed_note():
     assert "q.shape[-1] rather than q.shape[1]" in repr(result)
 
 
+def test_multi_head_that_only_works_for_one_sequence_gets_a_batch_aware_fix():
+    class OneSequence(_Split):
+        def forward(self, x, mask=None):
+            n, d_model = x.shape[1], x.shape[2]
+            q, k, v = (w(x).view(-1, self.h, self.d_k).transpose(0, 1)      # (h, batch * n, d_k)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)       # (h, batch * n, batch * n)
+            if mask is not None and scores.shape[-1] == mask.shape[-1]:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            heads = scores.softmax(dim=-1) @ v
+            return self.W_o(heads.transpose(0, 1).reshape(-1, n, d_model))
+
+    result = check_multi_head(OneSequence)
+    assert result.bug == "batch_one_only", result
+    assert result.fix.startswith("batch, n, d_model = x.shape"), result.fix
+
+
 def test_catalog_doc_is_up_to_date():
     from pathlib import Path
 

@@ -292,7 +292,9 @@ _ENTRIES = [
         "Unbatched inputs are right; with batch and head dimensions the call fails or mixes entries: "
         "k.T, x[0], squeeze() or shape[1] read the wrong dimension.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # index from the end",
-        fixes={DECODING: "batch, n, width = x.shape   # the batch from the tensor: never 1, never x[0]"},
+        fixes={DECODING: "batch, n, width = x.shape   # the batch from the tensor: never 1, never x[0]",
+               "check_multi_head": "batch, n, d_model = x.shape; q = self.W_q(x).view(batch, n, "
+               "self.n_heads, self.d_k).transpose(1, 2)   # the batch from the tensor, never 1"},
     ),
     Bug(
         "modifies_inputs",
