@@ -296,28 +296,11 @@ def test_check_imports_no_zoo():
 def test_a_wrong_block_on_the_prefill_gets_a_fix_line_about_the_block():
     """A step whose block is wired wrong (no residual around attention) matches no known bug; the
     fix line then says how a block is put together, not only how the cache works."""
-    def no_residual(model, tokens, cache):
-        past = 0 if cache is None else cache[0][0].shape[-2]
-        batch, n_new = tokens.shape
-        x = model.embed(tokens, past)
-        new_cache = []
-        for layer, block in enumerate(model.blocks):
-            normed, a = block.norm_attention(x), block.attention
-            q = a.W_q(normed).view(batch, n_new, model.n_heads, -1).transpose(1, 2)
-            k = a.W_k(normed).view(batch, n_new, model.n_kv_heads, -1).transpose(1, 2)
-            v = a.W_v(normed).view(batch, n_new, model.n_kv_heads, -1).transpose(1, 2)
-            if cache is not None:
-                k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
-            new_cache.append((k, v))
-            group, n_all = model.n_heads // model.n_kv_heads, k.shape[-2]
-            mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(n_all - n_new)
-            heads = F.scaled_dot_product_attention(q, k.repeat_interleave(group, 1),
-                                                   v.repeat_interleave(group, 1), attn_mask=mask)
-            x = a.W_o(heads.transpose(1, 2).reshape(batch, n_new, -1))         # the residual is lost
-            x = x + block.mlp(block.norm_mlp(x))
-        return model.unembed(x), new_cache
+    class NoResidual(zoo.DecodeStep):
+        def add_attention(self, x, attention, merged):
+            return attention.W_o(merged)                                 # the residual x + ... is lost
 
-    result = check_decoding_step(no_residual)
+    result = check_decoding_step(NoResidual())
     assert not result.passed and result.bug is None and "prefill" in result.headline, result
     assert "x = x + W_o(merged), then x = x + mlp(norm_mlp(x))" in result.fix, result.fix
 
