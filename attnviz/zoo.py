@@ -473,8 +473,8 @@ class DecodeStep:
         x = self.embed(model, tokens, past)                          # (batch, n_new, d_model)
         new_cache = self.start_cache(cache)
         for layer, block in enumerate(model.blocks):
-            attention = block.attention
-            normed = block.norm_attention(x)
+            attention, block_input = block.attention, x
+            x, normed = self.norm_attention(block, x)                         # x, kept for the residual
             query = self.split(attention.W_q(normed), model.n_heads)           # (batch, h, n_new, d)
             key = self.split(attention.W_k(normed), model.n_kv_heads)          # (batch, h_kv, n_new, d)
             value = self.split(attention.W_v(normed), model.n_kv_heads)
@@ -484,8 +484,12 @@ class DecodeStep:
             key, value = self.share(key, value, model.n_heads // model.n_kv_heads)         # (batch, h, ..)
             heads = self.attend(model, query, key, value)                      # (batch, h, n_new, d)
             x = self.add_attention(x, attention, self.merge(heads))
-            x = x + block.mlp(block.norm_mlp(x))
+            x = self.add_mlp(x, block, block_input)
         return self.unembed(model, x), new_cache
+
+    def norm_attention(self, block, x):
+        normed = block.norm_attention(x)                             # a new name: x stays for the residual
+        return x, normed
 
     def embed(self, model, tokens, past):
         x = model.embed(tokens, past)                                # positions past .. past + n_new - 1
@@ -533,6 +537,10 @@ class DecodeStep:
 
     def add_attention(self, x, attention, merged):
         x = x + attention.W_o(merged)
+        return x
+
+    def add_mlp(self, x, block, block_input):                        # block_input: x before attention
+        x = x + block.mlp(block.norm_mlp(x))                         # the stream attention just wrote to
         return x
 
     def unembed(self, model, x):                                     # (batch, n, d_model) -> logits
@@ -679,6 +687,43 @@ class StepMissingOutputProjection(DecodeStep):
         return x
 
 
+class StepAttentionNormSkipped(DecodeStep):
+    def norm_attention(self, block, x):
+        normed = x                                                           # BUG: block.norm_attention(x)
+        return x, normed
+
+
+class StepResidualFromNormed(DecodeStep):
+    def add_mlp(self, x, block, block_input):
+        normed = block.norm_mlp(x)
+        x = normed + block.mlp(normed)                                       # BUG: x + ..., not normed + ...
+        return x
+
+
+class StepAttentionResidualMissing(DecodeStep):
+    def add_attention(self, x, attention, merged):
+        x = attention.W_o(merged)                                            # BUG: x + attention.W_o(merged)
+        return x
+
+
+class StepMlpResidualMissing(DecodeStep):
+    def add_mlp(self, x, block, block_input):
+        x = block.mlp(block.norm_mlp(x))                                     # BUG: x + block.mlp(...)
+        return x
+
+
+class StepMlpNormSkipped(DecodeStep):
+    def add_mlp(self, x, block, block_input):
+        x = x + block.mlp(x)                                                 # BUG: block.norm_mlp(x) first
+        return x
+
+
+class StepParallelBlock(DecodeStep):
+    def add_mlp(self, x, block, block_input):
+        x = x + block.mlp(block.norm_mlp(block_input))                       # BUG: norm_mlp(x), the new x
+        return x
+
+
 class StepKvHeadsRepeated(DecodeStep):
     def share(self, key, value, group):
         key, value = key.repeat(1, group, 1, 1), value.repeat(1, group, 1, 1)   # BUG: repeat_interleave
@@ -723,6 +768,15 @@ class StepCacheKeysValuesSwapped(DecodeStep):
     def keep(self, new_cache, layer, kept, key, value):
         new_cache.append((value, key))                                       # BUG: (key, value)
         return new_cache
+
+
+class StepValuesFromCachedKeys(DecodeStep):
+    def append(self, kept, key, value):
+        if kept is not None:
+            past_keys, past_values = kept
+            key = torch.cat([past_keys, key], dim=-2)
+            value = torch.cat([past_keys, value], dim=-2)                   # BUG: past_values
+        return key, value
 
 
 class StepKeysNotAppended(DecodeStep):
@@ -775,11 +829,18 @@ DECODING_BUGS = {
     "missing_output_projection": StepMissingOutputProjection(),
     "kv_heads_repeated_not_interleaved": StepKvHeadsRepeated(),
     "final_norm_skipped": StepFinalNormSkipped(),
+    "attention_norm_skipped": StepAttentionNormSkipped(),
+    "attention_residual_missing": StepAttentionResidualMissing(),
+    "residual_from_normed": StepResidualFromNormed(),
+    "mlp_residual_missing": StepMlpResidualMissing(),
+    "mlp_norm_skipped": StepMlpNormSkipped(),
+    "parallel_block": StepParallelBlock(),
     "positions_not_advanced": StepPositionsNotAdvanced(),
     "is_causal_top_left": StepTopLeft(),
     "cache_not_appended": StepCacheNotAppended(),
     "new_token_not_attended": StepNewTokenNotAttended(),
     "cache_keys_values_swapped": StepCacheKeysValuesSwapped(),
+    "values_from_cached_keys": StepValuesFromCachedKeys(),
     "causal_offset_negated": StepCausalOffsetNegated(),
     "keys_not_appended": StepKeysNotAppended(),
     "values_not_appended": StepValuesNotAppended(),

@@ -294,13 +294,13 @@ def test_check_imports_no_zoo():
 
 
 def test_a_wrong_block_on_the_prefill_gets_a_fix_line_about_the_block():
-    """A step whose block is wired wrong (no residual around attention) matches no known bug; the
-    fix line then says how a block is put together, not only how the cache works."""
-    class NoResidual(zoo.DecodeStep):
-        def add_attention(self, x, attention, merged):
-            return attention.W_o(merged)                                 # the residual x + ... is lost
+    """A step whose block is wired wrong in a way no id names (the MLP's output added twice) matches
+    no known bug; the fix line then says how a block is put together, not only how the cache works."""
+    class MlpTwice(zoo.DecodeStep):
+        def add_mlp(self, x, block, block_input):
+            return x + 2 * block.mlp(block.norm_mlp(x))                  # the MLP's output added twice
 
-    result = check_decoding_step(NoResidual())
+    result = check_decoding_step(MlpTwice())
     assert not result.passed and result.bug is None and "prefill" in result.headline, result
     assert "x = x + W_o(merged), then x = x + mlp(norm_mlp(x))" in result.fix, result.fix
 

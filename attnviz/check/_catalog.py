@@ -306,10 +306,11 @@ _ENTRIES = [
     Bug(
         "positions_not_advanced",
         "The new tokens' positions do not continue after the cache: they restart at 0, start one "
-        "place off (past - 1 or past + 1), or start at len(cache), the number of layers.",
-        "The prefill is right; every later token is read at a wrong position, as if it stood at the start "
-        "of the text or one place off.",
-        "x = model.embed(tokens, past)   # past = positions already in the cache",
+        "place off (past - 1 or past + 1), start at len(cache), the number of layers, or, fed a token at a "
+        "time, every token is embedded at the first one's position.",
+        "The prefill is right (unless its tokens are fed one at a time at one position); every later token "
+        "is read at a wrong position, as if it stood at the start of the text or one place off.",
+        "x = model.embed(tokens, past)   # past = positions already cached (past + i for a loop's i-th)",
     ),
     Bug(
         "final_norm_skipped",
@@ -318,6 +319,56 @@ _ENTRIES = [
         "Every position's logits are off, on the prefill as much as after it, though each block is right: "
         "the unembedding sees the residual stream at its raw scale.",
         "logits = model.unembed(x)   # model.unembedding(model.norm_final(x)): the final LayerNorm first",
+    ),
+    Bug(
+        "attention_norm_skipped",
+        "W_q, W_k or W_v read the residual stream x itself, not block.norm_attention(x): the block's "
+        "first LayerNorm is skipped for some or all of the queries, keys and values.",
+        "Every position's logits are off, on the prefill as much as after it: the projections see the "
+        "stream at its raw scale, not at LayerNorm's.",
+        "normed = block.norm_attention(x)   # queries, keys and values from normed; x kept for the residual",
+    ),
+    Bug(
+        "attention_residual_missing",
+        "Attention's output replaces the residual stream instead of being added to it: "
+        "x = W_o(merged), where the block has x = x + W_o(merged).",
+        "Every position's logits are off, on the prefill as much as after it: each block forgets the "
+        "token's own embedding and everything the blocks before it wrote.",
+        "x = x + attention.W_o(merged)   # add to the stream, do not replace it",
+    ),
+    Bug(
+        "residual_from_normed",
+        "A residual adds to the normed stream: x = block.norm_attention(x) (or norm_mlp) overwrote x "
+        "before the sublayer, so x = x + ... adds to the normed copy, not to the stream.",
+        "Every position's logits are off, on the prefill as much as after it: the stream is squashed to "
+        "LayerNorm's scale inside every block, which a pre-norm block never does.",
+        "x = x + block.mlp(block.norm_mlp(x))   # norm a copy, add to x itself (so too for attention: "
+        "normed = block.norm_attention(x), x kept)",
+    ),
+    Bug(
+        "mlp_residual_missing",
+        "The MLP's output replaces the residual stream instead of being added to it: "
+        "x = block.mlp(block.norm_mlp(x)), where the block has x = x + ....",
+        "Every position's logits are off, on the prefill as much as after it: each block ends by "
+        "forgetting what attention and the blocks before it wrote.",
+        "x = x + block.mlp(block.norm_mlp(x))   # add to the stream, do not replace it",
+    ),
+    Bug(
+        "mlp_norm_skipped",
+        "The MLP reads the residual stream x itself: x = x + block.mlp(x), without the block's second "
+        "LayerNorm.",
+        "Every position's logits are off, on the prefill as much as after it: the MLP sees the stream at "
+        "its raw scale.",
+        "x = x + block.mlp(block.norm_mlp(x))   # the second LayerNorm before the MLP",
+    ),
+    Bug(
+        "parallel_block",
+        "The MLP reads the block's input, not the stream after attention was added: both halves of the "
+        "block see the same x (a parallel block, as in GPT-J), where this model runs them one after the "
+        "other.",
+        "Every position's logits are off, on the prefill as much as after it: what attention wrote in "
+        "this block is missing from the MLP's input.",
+        "x = x + block.mlp(block.norm_mlp(x))   # after x = x + W_o(merged): the MLP reads the new x",
     ),
     Bug(
         "cache_not_appended",
@@ -335,6 +386,14 @@ _ENTRIES = [
         "it), so its logits come from the earlier positions alone.",
         "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)"
         "   # append first, then attend to these",
+    ),
+    Bug(
+        "values_from_cached_keys",
+        "The step reads the cached keys where it should read the cached values: "
+        "value = torch.cat([past_keys, value], ...).",
+        "The prefill is right; every later token blends the cached positions' keys instead of their "
+        "values (its own position's value is right).",
+        "value = torch.cat([past_values, value], dim=-2)   # the cached values, not the cached keys",
     ),
     Bug(
         "cache_keys_values_swapped",

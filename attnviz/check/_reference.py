@@ -388,7 +388,8 @@ def _expand(how, tensor, group):
 
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
-           final_norm=True, attend_new=True):
+           final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
+           values_from="values"):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -399,7 +400,17 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     start at len(cache), the number of layers);
     ``final_norm``: False for logits read without the final LayerNorm (the unembedding alone);
     ``attend_new``: False for new queries that attend to the cache they were given without this
-    step's keys and values (which still go into the returned cache).
+    step's keys and values (which still go into the returned cache);
+    ``at``: the first position, whatever the cache (the bug of a chunk fed a token at a time, each at
+    the chunk's first position);
+    ``projected``: what W_q, W_k and W_v read: 'normed' (norm_attention(x)), or the bugs 'raw' (x for
+    all three), 'raw_kv' (keys and values from x), 'raw_q' (queries from x);
+    ``residual``: what attention's output is added to: 'x', or the bugs 'none' (x is replaced) and
+    'normed' (x = norm_attention(x) first);
+    ``mlp``: 'x' (x + mlp(norm_mlp(x))), or the bugs 'none' (x = mlp(norm_mlp(x))), 'normed'
+    (x = norm_mlp(x), then x + mlp(x)), 'unnormed' (x + mlp(x)) and 'parallel' (the MLP reads the
+    block's input, not the stream attention wrote to);
+    ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values).
     """
     if attend is None:
         def attend(q, k, v, m):
@@ -410,16 +421,20 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         start = 0 if cache is None else len(cache)
     else:
         start = past if advance is True else 0 if advance is False or cache is None else past + advance
-    x = model.embed(tokens, start)                                      # (batch, n_new, d_model)
+    x = model.embed(tokens, start if at is None else at)                # (batch, n_new, d_model)
     h, h_kv = model.n_heads, model.n_kv_heads
     kept = []
     for layer, block in enumerate(model.blocks):
-        normed, parts = block.norm_attention(x), block.attention
-        query = split(parts.W_q(normed), h)                             # (batch, h, n_new, d)
-        key, value = split(parts.W_k(normed), h_kv), split(parts.W_v(normed), h_kv)
+        block_input, normed, parts = x, block.norm_attention(x), block.attention
+        if residual == "normed":
+            x = normed
+        for_q = x if projected in ("raw", "raw_q") else normed
+        for_kv = x if projected in ("raw", "raw_kv") else normed
+        query = split(parts.W_q(for_q), h)                              # (batch, h, n_new, d)
+        key, value = split(parts.W_k(for_kv), h_kv), split(parts.W_v(for_kv), h_kv)
         if cache is not None:
             key_all = torch.cat([cache[layer][0], key], dim=-2)         # (batch, h_kv, n_all, d)
-            value_all = torch.cat([cache[layer][1], value], dim=-2)
+            value_all = torch.cat([cache[layer][0 if values_from == "keys" else 1], value], dim=-2)
         else:
             key_all, value_all = key, value
         given = (key, value) if cache is None else cache[layer]
@@ -430,9 +445,34 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         group = h // h_kv
         heads = attend(query, _expand(expand, seen_keys, group), _expand(expand, seen_values, group), mask)
         mixed = merge(heads)                                            # (batch, n_new, d_model)
-        x = x + (parts.W_o(mixed) if project_out else mixed)
-        x = x + block.mlp(block.norm_mlp(x))
+        out = parts.W_o(mixed) if project_out else mixed
+        x = out if residual == "none" else x + out
+        x = _add_mlp(mlp, block, x, block_input)
     return (model.unembed(x) if final_norm else model.unembedding(x)), kept
+
+
+def _add_mlp(how, block, x, block_input):
+    """The block's second half, as the learner wrote it (``how``: see :func:`decode`)."""
+    if how == "none":
+        return block.mlp(block.norm_mlp(x))
+    if how == "normed":
+        x = block.norm_mlp(x)
+        return x + block.mlp(x)
+    if how == "unnormed":
+        return x + block.mlp(x)
+    if how == "parallel":
+        return x + block.mlp(block.norm_mlp(block_input))
+    return x + block.mlp(block.norm_mlp(x))
+
+
+def _per_token_at_one_position(model, tokens, cache):
+    """A chunk fed one token at a time, every token embedded at the chunk's first position."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    pieces = []
+    for i in range(tokens.shape[1]):
+        logits, cache = decode(model, tokens[:, i:i + 1], cache, at=past)
+        pieces.append(logits)
+    return torch.cat(pieces, dim=1), cache
 
 
 def _step(**choices):
@@ -466,6 +506,14 @@ PREFILL_VARIANTS = {
     ],
     "kv_heads_repeated_not_interleaved": [_step(expand="repeat")],
     "final_norm_skipped": [_step(final_norm=False)],
+    "attention_norm_skipped": [_step(projected="raw"), _step(projected="raw_kv"), _step(projected="raw_q")],
+    "attention_residual_missing": [_step(residual="none")],
+    "residual_from_normed": [_step(residual="normed"), _step(mlp="normed"),
+                             _step(residual="normed", mlp="normed")],
+    "mlp_residual_missing": [_step(mlp="none")],
+    "mlp_norm_skipped": [_step(mlp="unnormed")],
+    "parallel_block": [_step(mlp="parallel")],
+    "positions_not_advanced": [_per_token_at_one_position],   # every token of a loop at the first position
     "causal_mask_missing": [_step(causal_mask="none")],
     "causal_off_by_one": _masks("off_by_one"),
     "causal_future_visible": _masks("future_visible"),
@@ -473,7 +521,8 @@ PREFILL_VARIANTS = {
 }
 """Bugs that show on a prefill (no cache yet): each attention bug inside the step, the structural
 multi-head bugs, the causal mask of the prompt, grouped-query heads shared in the wrong order, the
-logits read without the final LayerNorm."""
+logits read without the final LayerNorm, and the block's wiring (a norm skipped, a residual lost or
+taken from the normed stream, the MLP beside attention instead of after it)."""
 
 CACHED_VARIANTS = {
     "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1),
@@ -483,6 +532,7 @@ CACHED_VARIANTS = {
     "cache_not_appended": [_step(keep="given"), _step(keep="newest")],
     "new_token_not_attended": [_step(attend_new=False), _step(attend_new=False, causal_mask="prefill_only")],
     "cache_keys_values_swapped": [_step(keep="swapped")],
+    "values_from_cached_keys": [_step(values_from="keys")],
     "causal_offset_negated": _masks("offset_negated"),
 }
 """Bugs that show only once there is a cache (the prefill is right)."""

@@ -1322,6 +1322,344 @@ def list_entries_replaced(model, tokens, cache):
     return logits, cache
 
 
+# ---------------------------------------------------------------- the block wired wrong ----------------
+
+def projections_from_the_stream(model, tokens, cache):
+    """A dict of per-layer lists; projects queries, keys and values from x itself."""
+    cache = cache or {"keys": [], "values": []}
+    past = cache["keys"][0].shape[-2] if cache["keys"] else 0
+    x = model.embed(tokens, past)
+    out = {"keys": [], "values": []}
+    for i, block in enumerate(model.blocks):
+        att = block.attention
+        q = split_heads(att.W_q(x), model.n_heads)                     # the norm is never applied
+        k = split_heads(att.W_k(x), model.n_kv_heads)
+        v = split_heads(att.W_v(x), model.n_kv_heads)
+        if cache["keys"]:
+            k = torch.cat([cache["keys"][i], k], dim=-2)
+            v = torch.cat([cache["values"][i], v], dim=-2)
+        out["keys"].append(k)
+        out["values"].append(v)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(tokens.shape[1], k.shape[-2]),
+                                           enable_gqa=True)
+        x = x + att.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out
+
+
+def keys_values_from_raw_x(model, tokens, cache):
+    """Tuples per layer, einsum; the queries are normed, the keys and values are not."""
+    past = 0 if cache is None else cache[0][0].shape[2]
+    b, t = tokens.shape
+    x = model.embed(tokens, past)
+    kept = []
+    for layer, blk in enumerate(model.blocks):
+        q = _heads(blk.attention.W_q(blk.norm_attention(x)), model.n_heads)
+        k = _heads(blk.attention.W_k(x), model.n_kv_heads)
+        v = _heads(blk.attention.W_v(x), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat((cache[layer][0], k), 2), torch.cat((cache[layer][1], v), 2)
+        kept.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        kk, vv = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, kk) / math.sqrt(model.d_head)
+        s = s.masked_fill(~_bottom_right(t, kk.shape[2]), torch.finfo(s.dtype).min)
+        x = x + blk.attention.W_o(_unheads(torch.einsum("bhqk,bhkd->bhqd", s.softmax(-1), vv)))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), kept
+
+
+def attention_overwrites_stream(model, tokens, cache):
+    """A cache object with a list per layer; x = W_o(...) where the residual belongs."""
+    class Cache:
+        def __init__(self, pairs):
+            self.pairs = pairs
+
+    pairs = [] if cache is None else cache.pairs
+    past = pairs[0][0].shape[-2] if pairs else 0
+    x = model.embed(tokens, past)
+    fresh = []
+    for n, block in enumerate(model.blocks):
+        h = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(h), model.n_heads)
+        k = split_heads(block.attention.W_k(h), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(h), model.n_kv_heads)
+        if pairs:
+            k, v = torch.cat([pairs[n][0], k], -2), torch.cat([pairs[n][1], v], -2)
+        fresh.append((k, v))
+        rep = model.n_heads // model.n_kv_heads
+        o = _sdpa(q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), tokens.shape[1], k.shape[-2],
+                  model)
+        x = block.attention.W_o(merge_heads(o))                          # the residual is lost here
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), Cache(fresh)
+
+
+def sublayer_outputs_summed_only(model, tokens, cache):
+    """Stacked (layers, ...) tensors; keeps the block's two outputs but drops the stream itself."""
+    past = 0 if cache is None else cache[0].shape[-2]
+    x = model.embed(tokens, past)
+    ks, vs = [], []
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(y), model.n_heads)
+        k = split_heads(block.attention.W_k(y), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[0][layer], k], 2), torch.cat([cache[1][layer], v], 2)
+        ks.append(k)
+        vs.append(v)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(tokens.shape[1], k.shape[2]),
+                                           enable_gqa=True)
+        a = block.attention.W_o(merge_heads(o))
+        x = a + block.mlp(block.norm_mlp(a))                             # x + a, then x + mlp(...)
+    return model.unembed(x), (torch.stack(ks), torch.stack(vs))
+
+
+def stream_normed_in_place(model, tokens, cache):
+    """x = norm(x) at the top of each block, so both residuals add to the normed stream."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        x = block.norm_attention(x)
+        a = block.attention
+        k, v = split_heads(a.W_k(x), model.n_kv_heads), split_heads(a.W_v(x), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(x), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = block.norm_mlp(x)
+        x = x + block.mlp(x)
+    return model.unembed(x), new
+
+
+def mlp_residual_from_normed(model, tokens, cache):
+    """Named tuples per layer; the MLP's half reuses one variable for the normed stream."""
+    Pair = namedtuple("Pair", "k v")
+    past = 0 if cache is None else cache[0].k.size(2)
+    x = model.embed(tokens, past)
+    store = []
+    for layer, block in enumerate(model.blocks):
+        z = block.norm_attention(x)
+        q = _heads(block.attention.W_q(z), model.n_heads)
+        k = _heads(block.attention.W_k(z), model.n_kv_heads)
+        v = _heads(block.attention.W_v(z), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer].k, k], dim=2), torch.cat([cache[layer].v, v], dim=2)
+        store.append(Pair(k, v))
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.size(2), k.size(2)),
+                                           enable_gqa=True)
+        x = x + block.attention.W_o(_unheads(o))
+        x = block.norm_mlp(x)
+        x = x + block.mlp(x)
+    return model.unembed(x), store
+
+
+def mlp_replaces_stream(model, tokens, cache):
+    """A list of dicts; the MLP's output replaces x."""
+    start = 0 if cache is None else cache[0]["k"].shape[-2]
+    x = model.embed(tokens, start)
+    layers = []
+    for i, blk in enumerate(model.blocks):
+        n = blk.norm_attention(x)
+        q = split_heads(blk.attention.W_q(n), model.n_heads)
+        k = split_heads(blk.attention.W_k(n), model.n_kv_heads)
+        v = split_heads(blk.attention.W_v(n), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat([cache[i]["k"], k], dim=-2)
+            v = torch.cat([cache[i]["v"], v], dim=-2)
+        layers.append({"k": k, "v": v})
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[-2], k.shape[-2]),
+                                           enable_gqa=True)
+        x = x + blk.attention.W_o(merge_heads(o))
+        x = blk.mlp(blk.norm_mlp(x))                                     # x = x + ...
+    return model.unembed(x), layers
+
+
+def feed_forward_without_residual(model, tokens, cache):
+    """The feed-forward half written as its own function, which returns only the MLP's output."""
+    def feed_forward(block, x):
+        return block.mlp(block.norm_mlp(x))
+
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = feed_forward(block, x)
+    return model.unembed(x), new
+
+
+def mlp_on_the_raw_stream(model, tokens, cache):
+    """Stacked tensors per layer, einsum attention; the MLP gets x without norm_mlp."""
+    past = 0 if cache is None else cache[0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y = block.norm_attention(x)
+        q = _heads(block.attention.W_q(y), model.n_heads)
+        kv = torch.stack([_heads(block.attention.W_k(y), model.n_kv_heads),
+                          _heads(block.attention.W_v(y), model.n_kv_heads)])
+        if cache is not None:
+            kv = torch.cat([cache[layer], kv], dim=-2)
+        new.append(kv)
+        g = model.n_heads // model.n_kv_heads
+        k, v = kv[0].repeat_interleave(g, 1), kv[1].repeat_interleave(g, 1)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, k) * model.d_head ** -0.5
+        s = s.masked_fill(~_bottom_right(q.shape[2], k.shape[2]), torch.finfo(s.dtype).min)
+        x = x + block.attention.W_o(_unheads(s.softmax(-1) @ v))
+        x = x + block.mlp(x)                                             # norm_mlp left out
+    return model.unembed(x), new
+
+
+def mlp_norm_forgotten(model, tokens, cache):
+    """A class with a method per sublayer; the feed-forward one forgets its norm."""
+    class Step:
+        def attention(self, block, x, kv):
+            y = block.norm_attention(x)
+            q = split_heads(block.attention.W_q(y), model.n_heads)
+            k = split_heads(block.attention.W_k(y), model.n_kv_heads)
+            v = split_heads(block.attention.W_v(y), model.n_kv_heads)
+            if kv is not None:
+                k, v = torch.cat([kv[0], k], -2), torch.cat([kv[1], v], -2)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[-2], k.shape[-2]),
+                                               enable_gqa=True)
+            return x + block.attention.W_o(merge_heads(o)), (k, v)
+
+        def feed_forward(self, block, x):
+            return x + block.mlp(x)
+
+    step = Step()
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        x, kv = step.attention(block, x, None if cache is None else cache[layer])
+        new.append(kv)
+        x = step.feed_forward(block, x)
+    return model.unembed(x), new
+
+
+def both_halves_from_block_input(model, tokens, cache):
+    """Computes both halves from the block's input and adds them together (a parallel block)."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o)) + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def mlp_input_saved_too_early(model, tokens, cache):
+    """A dict cache; saves the normed stream for the MLP before attention has added to it."""
+    cache = cache or {}
+    past = cache[0][0].shape[-2] if cache else 0
+    x = model.embed(tokens, past)
+    out = {}
+    for i, blk in enumerate(model.blocks):
+        for_attention, for_mlp = blk.norm_attention(x), blk.norm_mlp(x)
+        q = _heads(blk.attention.W_q(for_attention), model.n_heads)
+        k = _heads(blk.attention.W_k(for_attention), model.n_kv_heads)
+        v = _heads(blk.attention.W_v(for_attention), model.n_kv_heads)
+        if cache:
+            k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+        out[i] = (k, v)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[2], k.shape[2]),
+                                           enable_gqa=True)
+        x = x + blk.attention.W_o(_unheads(o))
+        x = x + blk.mlp(for_mlp)
+    return model.unembed(x), out
+
+
+def values_cat_onto_cached_keys(model, tokens, cache):
+    """Tuples per layer; a copy-paste slip reads the cached keys in the values' line."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            past_k, past_v = cache[layer]
+            k = torch.cat([past_k, k], dim=-2)
+            v = torch.cat([past_k, v], dim=-2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def dict_cache_values_key_typo(model, tokens, cache):
+    """A dict of stacked keys and values; the values are read back under the keys' name."""
+    past = 0 if cache is None else cache["k"].shape[-2]
+    x = model.embed(tokens, past)
+    ks, vs = [], []
+    for i, blk in enumerate(model.blocks):
+        z = blk.norm_attention(x)
+        q = _heads(blk.attention.W_q(z), model.n_heads)
+        k = _heads(blk.attention.W_k(z), model.n_kv_heads)
+        v = _heads(blk.attention.W_v(z), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat([cache["k"][i], k], dim=2)
+            v = torch.cat([cache["k"][i], v], dim=2)                     # cache["v"]
+        ks.append(k)
+        vs.append(v)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[2], k.shape[2]),
+                                           enable_gqa=True)
+        x = x + blk.attention.W_o(_unheads(o))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), {"k": torch.stack(ks), "v": torch.stack(vs)}
+
+
+def token_loop_one_position(model, tokens, cache):
+    """Feeds the new tokens one at a time through a one-token step, all at the first new position."""
+    def one(token, cache, position):
+        x = model.embed(token, position)
+        new = []
+        for layer, block in enumerate(model.blocks):
+            y, a = block.norm_attention(x), block.attention
+            k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+            if cache is not None:
+                k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+            new.append((k, v))
+            g = model.n_heads // model.n_kv_heads
+            q = split_heads(a.W_q(y), model.n_heads)
+            o = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1))
+            x = x + a.W_o(merge_heads(o))
+            x = x + block.mlp(block.norm_mlp(x))
+        return model.unembed(x), new
+
+    start = 0 if cache is None else cache[0][0].shape[-2]
+    pieces = []
+    for i in range(tokens.shape[1]):
+        logits, cache = one(tokens[:, i:i + 1], cache, start)           # start + i
+        pieces.append(logits)
+    return torch.cat(pieces, dim=1), cache
+
+
 # ---------------------------------------------------------------- wrong, no single known bug ----------
 
 def the_one_liner(model, tokens, cache):
@@ -1489,6 +1827,21 @@ CASES = [
     Case("list_entries_replaced", list_entries_replaced, "cache_modified_in_place"),
     # wrong, and no single known bug fits: the verdict must fail
     Case("blocked_get_a_bonus", blocked_get_a_bonus, "additive_mask_wrong"),
+    Case("projections_from_the_stream", projections_from_the_stream, "attention_norm_skipped"),
+    Case("keys_values_from_raw_x", keys_values_from_raw_x, "attention_norm_skipped"),
+    Case("attention_overwrites_stream", attention_overwrites_stream, "attention_residual_missing"),
+    Case("sublayer_outputs_summed_only", sublayer_outputs_summed_only, "attention_residual_missing"),
+    Case("stream_normed_in_place", stream_normed_in_place, "residual_from_normed"),
+    Case("mlp_residual_from_normed", mlp_residual_from_normed, "residual_from_normed"),
+    Case("mlp_replaces_stream", mlp_replaces_stream, "mlp_residual_missing"),
+    Case("feed_forward_without_residual", feed_forward_without_residual, "mlp_residual_missing"),
+    Case("mlp_on_the_raw_stream", mlp_on_the_raw_stream, "mlp_norm_skipped"),
+    Case("mlp_norm_forgotten", mlp_norm_forgotten, "mlp_norm_skipped"),
+    Case("both_halves_from_block_input", both_halves_from_block_input, "parallel_block"),
+    Case("mlp_input_saved_too_early", mlp_input_saved_too_early, "parallel_block"),
+    Case("values_cat_onto_cached_keys", values_cat_onto_cached_keys, "values_from_cached_keys"),
+    Case("dict_cache_values_key_typo", dict_cache_values_key_typo, "values_from_cached_keys"),
+    Case("token_loop_one_position", token_loop_one_position, "positions_not_advanced"),
     Case("the_one_liner", the_one_liner, FAIL),
     Case("calls_generate", calls_generate, FAIL),
     Case("calls_cached_attention", calls_cached_attention, FAIL),
