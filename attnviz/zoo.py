@@ -342,6 +342,14 @@ class HeadsMergedWithoutTranspose(MultiHeadWith):
         return x.reshape(batch, n, self.d_model)           # BUG: transpose(1, 2) first
 
 
+class HeadsMergedInterleaved(MultiHeadWith):
+    """Heads are merged through (B, T, d_k, h): each head's features end up spread across d_model."""
+
+    def merge(self, x):
+        batch, _, n, _ = x.shape
+        return x.permute(0, 2, 3, 1).reshape(batch, n, self.d_model)   # BUG: transpose(1, 2), (B, T, h, d_k)
+
+
 class HeadsAveraged(MultiHeadWith):
     """The heads' attention patterns are averaged into one, applied to the full-width values."""
 
@@ -394,6 +402,7 @@ MULTI_HEAD_BUGS = {
     "missing_contiguous": MissingContiguous,
     "heads_split_without_transpose": HeadsSplitWithoutTranspose,
     "heads_merged_without_transpose": HeadsMergedWithoutTranspose,
+    "heads_merged_interleaved": HeadsMergedInterleaved,
     "heads_averaged": HeadsAveraged,
     "scale_by_d_model": ScaleByDModel,
     "missing_output_projection": MissingOutputProjection,

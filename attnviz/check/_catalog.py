@@ -123,6 +123,15 @@ _ENTRIES = [
         fixes={DECODING: _MERGE},
     ),
     Bug(
+        "heads_merged_interleaved",
+        "The heads are merged with their features interleaved: (batch, n_heads, n, d_k) permuted to "
+        "(batch, n, d_k, n_heads) before the reshape, so feature j of head i lands at j * n_heads + i.",
+        "Each position's merged vector holds the right numbers in the wrong order, so W_o mixes them "
+        "with the wrong weights; with one head the output would be right.",
+        "out.transpose(1, 2).reshape(batch, n, d_model)   # via (batch, n, n_heads, d_k): heads kept whole",
+        fixes={DECODING: _MERGE},
+    ),
+    Bug(
         "heads_averaged",
         "The heads are averaged into one attention pattern.",
         "Every feature uses the same blend, so the layer can only follow one relationship at a time; "
@@ -164,7 +173,8 @@ _ENTRIES = [
     Bug(
         "causal_off_by_one",
         "The causal mask's diagonal is shifted by one: each position also sees the next one.",
-        "Position i may attend to key i + 1, one step into the future: training sees the next token.",
+        "Position i may attend to key i + 1, one step into the future: each position sees the very token "
+        "it is meant to predict.",
         "torch.ones(n, n, dtype=torch.bool).tril()   # diagonal=0",
         fixes={DECODING: _BOTTOM_RIGHT},
     ),

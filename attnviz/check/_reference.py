@@ -280,6 +280,11 @@ def _merge_no_transpose(x):
     return x.reshape(batch, n, h * d_k)
 
 
+def _merge_interleaved(x):  # (batch, n, d_k, h) flattened: feature j of head i lands at j * h + i
+    batch, h, n, d_k = x.shape
+    return x.permute(0, 2, 3, 1).reshape(batch, n, d_k * h)
+
+
 def _heads_last(x, h):  # (batch, n, h, d_k): attention runs across the heads
     batch, n, d_model = x.shape
     return x.reshape(batch, n, h, d_model // h)
@@ -343,6 +348,7 @@ MULTI_HEAD_VARIANTS = {
         _parts(split=_heads_last, merge=_merge_heads_last),
     ],
     "heads_merged_without_transpose": [_parts(merge=_merge_no_transpose)],
+    "heads_merged_interleaved": [_parts(merge=_merge_interleaved)],
     "heads_averaged": [_averaged_pattern, _averaged_outputs, _averaged_scores],
     "heads_not_split": [_one_head(False), _one_head(True)],
     "scale_by_d_model": [_with_scale(lambda x, h: 1 / math.sqrt(x.shape[-1]))],
@@ -500,6 +506,7 @@ PREFILL_VARIANTS = {
         _step(split=_heads_last, merge=_merge_heads_last),
     ],
     "heads_merged_without_transpose": [_step(merge=_merge_no_transpose)],
+    "heads_merged_interleaved": [_step(merge=_merge_interleaved)],
     "missing_output_projection": [_step(project_out=False)],
     "scale_by_d_model": [
         lambda model, tokens, cache: decode(model, tokens, cache, scale=1 / math.sqrt(model.d_model))

@@ -331,6 +331,32 @@ class MergeReshapeNoTransposeFinfo(Linears):
         return self.W_o(torch.matmul(scores.softmax(-1), v).reshape(b, t, dm))
 
 
+class MergePermuteHeadsLast(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).permute(0, 2, 1, 3)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-1, -2) / self.d_k ** 0.5
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        heads = scores.softmax(dim=-1) @ v                                   # (b, h, t, d_k)
+        return self.W_o(heads.permute(0, 2, 3, 1).reshape(b, t, dm))       # (b, t, d_k, h) flattened
+
+
+class MergeEinsumFeaturesFirst(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        h = self.n_heads
+        q = self.W_q(x).reshape(b, t, h, dm // h)
+        k = self.W_k(x).reshape(b, t, h, dm // h)
+        v = self.W_v(x).reshape(b, t, h, dm // h)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(dm // h)
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.full_like(scores, -1e9))
+        out = torch.einsum("bhqk,bkhd->bqdh", scores.softmax(-1), v)       # d before h
+        return self.W_o(out.reshape(b, t, dm))
+
+
 class MergeNoTransposeMinusInf(Linears):
     def forward(self, x, mask=None):
         b, t, dm = x.shape
@@ -777,6 +803,8 @@ CASES = [
     Case("heads_never_transposed_unflatten", HeadsNeverTransposedUnflatten, "heads_split_without_transpose"),
     Case("merge_view_no_transpose_finfo", MergeViewNoTransposeFinfo, "heads_merged_without_transpose"),
     Case("merge_reshape_no_transpose_finfo", MergeReshapeNoTransposeFinfo, "heads_merged_without_transpose"),
+    Case("merge_permute_heads_last", MergePermuteHeadsLast, "heads_merged_interleaved"),
+    Case("merge_einsum_features_first", MergeEinsumFeaturesFirst, "heads_merged_interleaved"),
     Case("merge_no_transpose_minus_inf", MergeNoTransposeMinusInf,
          {"heads_merged_without_transpose", "nan_on_fully_masked_row"}),
     Case("no_transpose_either_way", NoTransposeEitherWay,
