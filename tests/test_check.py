@@ -525,3 +525,13 @@ def test_attention_and_multi_head_share_one_decision_sequence():
         assert shared == [rule.name for rule in RULES if rule.name in shared]     # in the shared order
         assert len(shared) == len(RULES)                                          # and all of them
         assert "bug_found(" not in Path(module.__file__).read_text()
+
+
+def test_a_headline_names_the_bug_in_words_with_sizes_spelled_as_in_code():
+    """'the known bug scale by d_model', not 'scale by d model'; other ids read as words."""
+    from attnviz.check._verdict import bug_words
+
+    assert bug_words("cache_not_appended") == "cache not appended"
+    assert bug_words("scale_by_d_model") == "scale by d_model"
+    result = check_multi_head(zoo.MULTI_HEAD_BUGS["scale_by_d_model"])
+    assert result.headline.endswith("It looks like the known bug scale by d_model."), result.headline

@@ -16,7 +16,7 @@ import torch.nn.functional as F
 from attnviz import gpt, zoo
 from attnviz.check import BUGS, check_decoding_step
 from attnviz.check._catalog import DECODING
-from attnviz.check._verdict import NOT_WRITTEN
+from attnviz.check._verdict import NOT_WRITTEN, bug_words
 from attnviz.check.decoding import DECODING_BUGS, reference_decode_step
 from attnviz.mha import merge_heads, split_heads
 
@@ -61,7 +61,7 @@ def test_every_bug_class_is_named_with_its_own_id_and_fix(bug_id):
     assert result.fix == BUGS[bug_id].fix_for(DECODING) and result.what == BUGS[bug_id].what
     # the headline says first what happened, then which bug it looks like
     assert result.headline.startswith("your step ") and result.headline.endswith(
-        f"It looks like the known bug {bug_id.replace('_', ' ')}.")
+        f"It looks like the known bug {bug_words(bug_id)}.")
 
 
 def test_attention_bugs_are_named_on_the_prefill_as_check_attention_names_them():

@@ -7,7 +7,17 @@ from dataclasses import dataclass, field
 
 from ._catalog import BUGS
 
-__all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem"]
+__all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem", "bug_words"]
+
+_NAMES = ("d_model", "d_head", "d_k", "n_heads")     # sizes an id names: kept as the code spells them
+
+
+def bug_words(bug_id: str) -> str:
+    """A bug id as words for a headline: 'cache not appended', 'scale by d_model'."""
+    words = bug_id.replace("_", " ")
+    for name in _NAMES:
+        words = words.replace(name.replace("_", " "), name)
+    return words
 
 # status -> (icon, border colour, background); colours readable when projected
 _LOOK = {
@@ -93,7 +103,7 @@ def bug_found(checked: str, bug_id: str, happened: str, observed=None, fix=None)
         bug_id,
         "bug",
         checked,
-        f"{happened}. It looks like the known bug {bug_id.replace('_', ' ')}.",
+        f"{happened}. It looks like the known bug {bug_words(bug_id)}.",
         what=bug.what,
         shows=bug.shows,
         fix=fix or bug.fix_for(checked),

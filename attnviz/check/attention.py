@@ -239,7 +239,7 @@ def _unmasked_bug(t):
         return None
     probe, ans = next((p, a) for p, a in plain if not t.right(p, a))
     return t.problem(
-        f"{t.happened(probe, ans)}: two mistakes, it seems, and one of them is {bug.replace('_', ' ')}.",
+        f"{t.happened(probe, ans)}: two mistakes, it seems, and one of them is {_verdict.bug_words(bug)}.",
         [f"On the inputs without a mask your output matches the known bug {bug}: {BUGS[bug].what}",
          t.describe(probe, ans),
          "The inputs with a mask go wrong as well, beyond what that bug explains: is the mask used, "
