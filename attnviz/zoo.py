@@ -184,6 +184,16 @@ def mask_ignored(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def mask_replaced_by_causal(q, k, v, mask=None):
+    """A causal mask is applied in place of the one given."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        causal = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
+        scores = scores.masked_fill(~causal, torch.finfo(scores.dtype).min)   # BUG: ~mask, the given one
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def additive_mask_wrong(q, k, v, mask=None):
     """The bool mask is added as numbers (1 where allowed), which blocks nothing."""
     scores = _scaled_scores(q, k)
@@ -262,7 +272,8 @@ ATTENTION_BUGS = {
     for fn in (
         missing_scale, wrong_scale, scale_after_softmax, softmax_wrong_axis, scores_transposed,
         mask_inverted, mask_after_softmax, mask_fill_zero, nan_on_fully_masked_row, forgot_values,
-        missing_key_transpose, scale_multiplied, mask_ignored, additive_mask_wrong, fill_overflows_float16,
+        missing_key_transpose, scale_multiplied, mask_ignored, mask_replaced_by_causal, additive_mask_wrong,
+        fill_overflows_float16,
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
         gradient_blocked, dtype_changed, batch_one_only,
     )
@@ -342,6 +353,23 @@ class HeadsMergedWithoutTranspose(MultiHeadWith):
         return x.reshape(batch, n, self.d_model)           # BUG: transpose(1, 2) first
 
 
+class HeadsSplitInterleaved(MultiHeadWith):
+    """Heads are split through (B, T, d_k, h): head i gets every h-th feature, not a block of d_k."""
+
+    def split(self, x):
+        batch, n, _ = x.shape
+        return x.view(batch, n, self.d_k, self.n_heads).permute(0, 3, 1, 2)   # BUG: (B, T, h, d_k), transpose
+
+
+class WeightNotTransposed(MultiHeadWith):
+    """The projections are written as x @ W.weight; nn.Linear computes x @ W.weight.T."""
+
+    def heads(self, x, mask):
+        query, key, value = (self.split(x @ W.weight) for W in (self.W_q, self.W_k, self.W_v))  # BUG: W(x)
+        output, _ = self.attention(query, key, value, mask)
+        return output
+
+
 class HeadsMergedInterleaved(MultiHeadWith):
     """Heads are merged through (B, T, d_k, h): each head's features end up spread across d_model."""
 
@@ -403,6 +431,8 @@ MULTI_HEAD_BUGS = {
     "heads_split_without_transpose": HeadsSplitWithoutTranspose,
     "heads_merged_without_transpose": HeadsMergedWithoutTranspose,
     "heads_merged_interleaved": HeadsMergedInterleaved,
+    "heads_split_interleaved": HeadsSplitInterleaved,
+    "weight_not_transposed": WeightNotTransposed,
     "heads_averaged": HeadsAveraged,
     "scale_by_d_model": ScaleByDModel,
     "missing_output_projection": MissingOutputProjection,
@@ -487,7 +517,7 @@ class DecodeStep:
             query = self.split(attention.W_q(normed), model.n_heads)           # (batch, h, n_new, d)
             key = self.split(attention.W_k(normed), model.n_kv_heads)          # (batch, h_kv, n_new, d)
             value = self.split(attention.W_v(normed), model.n_kv_heads)
-            kept = None if cache is None else cache[layer]                     # what was cached
+            kept = None if cache is None else self.cached(cache, layer)        # what was cached
             key, value = self.append(kept, key, value)                         # (batch, h_kv, n_all, d)
             self.keep(new_cache, layer, kept, key, value)
             key, value = self.share(key, value, model.n_heads // model.n_kv_heads)         # (batch, h, ..)
@@ -503,6 +533,10 @@ class DecodeStep:
     def embed(self, model, tokens, past):
         x = model.embed(tokens, past)                                # positions past .. past + n_new - 1
         return x
+
+    def cached(self, cache, layer):                                  # this layer's (keys, values)
+        past_keys, past_values = cache[layer]
+        return past_keys, past_values
 
     def split(self, x, n_heads):                                     # (batch, n, h * d) -> (batch, h, n, d)
         batch, n, width = x.shape
@@ -779,6 +813,26 @@ class StepCacheKeysValuesSwapped(DecodeStep):
         return new_cache
 
 
+class StepCacheLayerMixedUp(DecodeStep):
+    def cached(self, cache, layer):
+        past_keys, past_values = cache[0]                                    # BUG: cache[layer]
+        return past_keys, past_values
+
+
+class StepCachePrepended(DecodeStep):
+    def append(self, kept, key, value):
+        if kept is not None:
+            past_keys, past_values = kept
+            key, value = torch.cat([key, past_keys], dim=-2), torch.cat([value, past_values], dim=-2)  # BUG
+        return key, value
+
+
+class StepLastPositionOnly(DecodeStep):
+    def unembed(self, model, x):
+        logits = model.unembed(x)[:, -1:]                                    # BUG: every position
+        return logits
+
+
 class StepValuesFromCachedKeys(DecodeStep):
     def append(self, kept, key, value):
         if kept is not None:
@@ -850,6 +904,9 @@ DECODING_BUGS = {
     "new_token_not_attended": StepNewTokenNotAttended(),
     "cache_keys_values_swapped": StepCacheKeysValuesSwapped(),
     "values_from_cached_keys": StepValuesFromCachedKeys(),
+    "cache_layer_mixed_up": StepCacheLayerMixedUp(),
+    "cache_prepended": StepCachePrepended(),
+    "last_position_only": StepLastPositionOnly(),
     "causal_offset_negated": StepCausalOffsetNegated(),
     "keys_not_appended": StepKeysNotAppended(),
     "values_not_appended": StepValuesNotAppended(),

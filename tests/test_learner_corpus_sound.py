@@ -41,7 +41,9 @@ DECODING_IDS = {"cache_not_appended", "keys_not_appended", "values_not_appended"
 LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_swapped",
              "causal_offset_negated", "attention_norm_skipped", "attention_residual_missing",
              "residual_from_normed", "mlp_residual_missing", "mlp_norm_skipped", "parallel_block",
-             "values_from_cached_keys", "heads_merged_interleaved"}
+             "values_from_cached_keys", "heads_merged_interleaved", "heads_split_interleaved",
+             "weight_not_transposed", "mask_replaced_by_causal", "cache_layer_mixed_up", "cache_prepended",
+             "last_position_only"}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -89,20 +89,29 @@ def test_get_finds_members_and_rejects_unknown_ids():
 
 
 def test_zoo_members_really_differ_from_the_reference():
-    """Each attention bug changes the numbers on an ordinary masked input (not only on edge cases)."""
+    """Each attention bug changes the numbers on an ordinary masked input, causal or padding (not only
+    on edge cases); a causal mask used in place of the given one shows on the padding mask alone."""
     torch.manual_seed(0)
     q, k, v = torch.randn(4, 16), torch.randn(4, 16), torch.randn(4, 3)
-    mask = attnviz.causal_mask(4)
-    expected, _ = attnviz.scaled_dot_product_attention(q, k, v, mask)
+    padding = torch.tensor([True, True, True, False]).expand(4, 4)      # the last key blocked
+    masks = {"causal": attnviz.causal_mask(4), "padding": padding}
     for bug_id, fn in zoo.ATTENTION_BUGS.items():
-        try:
-            output = fn(q, k, v, mask)
-            output = output[0] if isinstance(output, tuple) else output
-        except RuntimeError:                        # e.g. q @ k: PyTorch refuses, which differs too
-            continue
-        same = output.shape == expected.shape and torch.allclose(output.double(), expected.double(),
-                                                                 atol=1e-4)
-        assert not same or bug_id in zoo.SHOWS_ONLY_ON_EDGES, bug_id
+        differs = []
+        for name, mask in masks.items():
+            expected, _ = attnviz.scaled_dot_product_attention(q, k, v, mask)
+            try:
+                output = fn(q, k, v, mask)
+                output = output[0] if isinstance(output, tuple) else output
+            except RuntimeError:                    # e.g. q @ k: PyTorch refuses, which differs too
+                differs.append(name)
+                continue
+            same = output.shape == expected.shape and torch.allclose(output.double(), expected.double(),
+                                                                     atol=1e-4)
+            if not same:
+                differs.append(name)
+        assert differs or bug_id in zoo.SHOWS_ONLY_ON_EDGES, bug_id
+        if bug_id == "mask_replaced_by_causal":
+            assert differs == ["padding"], differs
 
 
 # ---- correct alternatives: written differently, all must pass -------------------------------------

@@ -123,6 +123,22 @@ _ENTRIES = [
         fixes={DECODING: _MERGE},
     ),
     Bug(
+        "heads_split_interleaved",
+        "The heads are split with their features interleaved: (batch, n, d_model) unflattened to "
+        "(batch, n, d_k, n_heads), so head i gets features i, i + n_heads, ... instead of one block of d_k.",
+        "Each head works on the wrong slice of the projections, so the output differs from the "
+        "reference's; with one head it would be right.",
+        "q = q.view(batch, n, n_heads, d_k).transpose(1, 2)   # heads first, each a block of d_k features",
+    ),
+    Bug(
+        "weight_not_transposed",
+        "The projections are written as x @ W.weight; nn.Linear stores its weight as (out, in) and "
+        "computes x @ W.weight.T.",
+        "The shapes come out right (the layers are square), but every projection uses the transposed "
+        "matrix.",
+        "query = self.W_q(x)   # or x @ self.W_q.weight.T; the same for W_k, W_v and W_o",
+    ),
+    Bug(
         "heads_merged_interleaved",
         "The heads are merged with their features interleaved: (batch, n_heads, n, d_k) permuted to "
         "(batch, n, d_k, n_heads) before the reshape, so feature j of head i lands at j * n_heads + i.",
@@ -218,6 +234,14 @@ _ENTRIES = [
         "transpose the numbers are no longer laid out in memory in the order view needs.",
         "out.transpose(1, 2).contiguous().view(batch, n, d_model)   # or .reshape(batch, n, d_model)",
         fixes={DECODING: _MERGE + "   # or .reshape(batch, n_new, h * d)"},
+    ),
+    Bug(
+        "mask_replaced_by_causal",
+        "The mask you are given is never used: a causal mask (is_causal=True, or a tril of your own) is "
+        "applied instead.",
+        "The output is right for a causal mask and wrong for any other: a padding mask, or none at all.",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # the mask you are given "
+        "(or attn_mask=mask), not a causal one",
     ),
     Bug(
         "mask_ignored",
@@ -396,6 +420,29 @@ _ENTRIES = [
         "it), so its logits come from the earlier positions alone.",
         "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)"
         "   # append first, then attend to these",
+    ),
+    Bug(
+        "cache_layer_mixed_up",
+        "Every layer reads the first layer's cache (cache[0] where cache[layer] belongs).",
+        "The prefill is right; after it every layer but the first attends to the first layer's keys and "
+        "values for the cached positions.",
+        "past_keys, past_values = cache[layer]   # this layer's own entry, not cache[0]",
+    ),
+    Bug(
+        "cache_prepended",
+        "This step's keys or values are put before the cached ones (torch.cat([new, past])), not after.",
+        "The prefill is right; after it the cache holds the positions out of order, so a mask over the "
+        "key positions blocks the wrong ones.",
+        "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)"
+        "   # the cached positions first, the new ones after",
+    ),
+    Bug(
+        "last_position_only",
+        "Only the last new position's logits are returned (what generation needs next), not one row per "
+        "new token.",
+        "The logits have shape (batch, 1, vocab) where a prefill or a chunk of n_new tokens needs "
+        "(batch, n_new, vocab); for a single token it is right.",
+        "logits = model.unembed(x)   # every new position: (batch, n_new, vocab_size), not [:, -1:]",
     ),
     Bug(
         "values_from_cached_keys",

@@ -197,6 +197,10 @@ ATTENTION_VARIANTS = {
     )
     + [_additive(lambda m: m * -1e9)],
     "mask_ignored": [lambda q, k, v, m: attention(q, k, v)[0]],
+    "mask_replaced_by_causal": [    # always (is_causal=True), or wherever a mask is given
+        lambda q, k, v, m: attention(q, k, v, causal(q.shape[-2], k.shape[-2]))[0],
+        lambda q, k, v, m: attention(q, k, v, None if m is None else causal(q.shape[-2], k.shape[-2]))[0],
+    ],
     "mask_after_softmax": [
         _after_softmax(lambda w, m: w * m),
         _after_softmax(lambda w, m: w.masked_fill(~m, -_INF)),
@@ -261,13 +265,19 @@ def _project(x, weight):
 
 
 def multi_head(
-    x, weights, h, mask=None, *, attend=None, split=_split, merge=_merge, project_out=True, dead="zero"
+    x, weights, h, mask=None, *, attend=None, split=_split, merge=_merge, project_out=True, dead="zero",
+    untransposed=(),
 ):
-    """Multi-head self-attention with the given parts; ``attend(q, k, v, mask) -> output``."""
+    """Multi-head self-attention with the given parts; ``attend(q, k, v, mask) -> output``;
+    ``untransposed``: the projections computed as x @ weight (the bug), not x @ weight.T."""
     attend = attend or (lambda q, k, v, m: attention(q, k, v, m, dead=dead)[0])
-    q, k, v = (split(_project(x, weights[name]), h) for name in ("W_q", "W_k", "W_v"))
+
+    def project(t, name):
+        return t @ weights[name] if name in untransposed else _project(t, weights[name])
+
+    q, k, v = (split(project(x, name), h) for name in ("W_q", "W_k", "W_v"))
     out = merge(attend(q, k, v, mask))
-    return _project(out, weights["W_o"]) if project_out else out
+    return project(out, "W_o") if project_out else out
 
 
 def _split_no_transpose(x, h):
@@ -278,6 +288,11 @@ def _split_no_transpose(x, h):
 def _merge_no_transpose(x):
     batch, h, n, d_k = x.shape
     return x.reshape(batch, n, h * d_k)
+
+
+def _split_interleaved(x, h):  # (batch, n, d_k, h): head i gets features i, i + h, i + 2h, ...
+    batch, n, d_model = x.shape
+    return x.reshape(batch, n, d_model // h, h).permute(0, 3, 1, 2)
 
 
 def _merge_interleaved(x):  # (batch, n, d_k, h) flattened: feature j of head i lands at j * h + i
@@ -349,6 +364,10 @@ MULTI_HEAD_VARIANTS = {
     ],
     "heads_merged_without_transpose": [_parts(merge=_merge_no_transpose)],
     "heads_merged_interleaved": [_parts(merge=_merge_interleaved)],
+    "heads_split_interleaved": [_parts(split=_split_interleaved, merge=_merge_interleaved),
+                                _parts(split=_split_interleaved)],
+    "weight_not_transposed": [_parts(untransposed=("W_q", "W_k", "W_v", "W_o")),
+                              _parts(untransposed=("W_q", "W_k", "W_v"))],
     "heads_averaged": [_averaged_pattern, _averaged_outputs, _averaged_scores],
     "heads_not_split": [_one_head(False), _one_head(True)],
     "scale_by_d_model": [_with_scale(lambda x, h: 1 / math.sqrt(x.shape[-1]))],
@@ -395,7 +414,7 @@ def _expand(how, tensor, group):
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
-           values_from="values"):
+           values_from="values", layer_read="own"):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -416,7 +435,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     ``mlp``: 'x' (x + mlp(norm_mlp(x))), or the bugs 'none' (x = mlp(norm_mlp(x))), 'normed'
     (x = norm_mlp(x), then x + mlp(x)), 'unnormed' (x + mlp(x)) and 'parallel' (the MLP reads the
     block's input, not the stream attention wrote to);
-    ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values).
+    ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values);
+    ``layer_read``: 'own' (cache[layer]), or the bug 'first' (every layer reads cache[0]).
     """
     if attend is None:
         def attend(q, k, v, m):
@@ -438,15 +458,16 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         for_kv = x if projected in ("raw", "raw_kv") else normed
         query = split(parts.W_q(for_q), h)                              # (batch, h, n_new, d)
         key, value = split(parts.W_k(for_kv), h_kv), split(parts.W_v(for_kv), h_kv)
+        read = layer if layer_read == "own" else 0
         if cache is not None:
-            key_all = torch.cat([cache[layer][0], key], dim=-2)         # (batch, h_kv, n_all, d)
-            value_all = torch.cat([cache[layer][0 if values_from == "keys" else 1], value], dim=-2)
+            key_all = torch.cat([cache[read][0], key], dim=-2)          # (batch, h_kv, n_all, d)
+            value_all = torch.cat([cache[read][0 if values_from == "keys" else 1], value], dim=-2)
         else:
             key_all, value_all = key, value
-        given = (key, value) if cache is None else cache[layer]
+        given = (key, value) if cache is None else cache[read]
         kept.append({"appended": (key_all, value_all), "given": given, "newest": (key, value),
                      "swapped": (value_all, key_all)}[keep])
-        seen_keys, seen_values = (key_all, value_all) if attend_new or cache is None else cache[layer]
+        seen_keys, seen_values = (key_all, value_all) if attend_new or cache is None else cache[read]
         mask = _decoding_mask(causal_mask, n_new, seen_keys.shape[-2], cache is not None)
         group = h // h_kv
         heads = attend(query, _expand(expand, seen_keys, group), _expand(expand, seen_values, group), mask)
@@ -498,7 +519,8 @@ def _masks(how):
 PREFILL_VARIANTS = {
     bug_id: [_step(attend=fn) for fn in fns]
     for bug_id, fns in ATTENTION_VARIANTS.items()
-    if bug_id != "mask_ignored"  # with no mask argument, a step that never masks is causal_mask_missing
+    # with no mask argument, a step that never masks is causal_mask_missing; a causal mask is right here
+    if bug_id not in ("mask_ignored", "mask_replaced_by_causal")
 } | {
     "heads_split_without_transpose": [
         _step(split=_split_no_transpose),
@@ -540,6 +562,7 @@ CACHED_VARIANTS = {
     "new_token_not_attended": [_step(attend_new=False), _step(attend_new=False, causal_mask="prefill_only")],
     "cache_keys_values_swapped": [_step(keep="swapped")],
     "values_from_cached_keys": [_step(values_from="keys")],
+    "cache_layer_mixed_up": [_step(layer_read="first")],
     "causal_offset_negated": _masks("offset_negated"),
 }
 """Bugs that show only once there is a cache (the prefill is right)."""

@@ -129,7 +129,7 @@ def _setup():
             ]
             view = model.pieces()
             _SETUP.update(
-                view=view, probes=probes,
+                view=view, probes=probes, exact=exact,
                 truth={"keys": [k for k, _ in truth], "values": [v for _, v in truth]},
                 prefill=Hypotheses(PREFILL_VARIANTS, evaluate=lambda fn, p: _logits(fn, view, p)),
                 cached=Hypotheses(CACHED_VARIANTS, evaluate=_sequence(view, probes)),
@@ -334,7 +334,9 @@ def _cat_axis(t):
 
 
 def _layer_state(summary, layer, positions):
-    """('right' | 'behind' | 'absent') for this layer's keys and values in a cache summary."""
+    """('right' | 'prepended' | 'behind' | 'absent') for this layer's keys and values in a cache
+    summary; 'prepended': as many positions as there should be, the first not position 0 (the new
+    ones put in front)."""
     states = {}
     for kind in ("keys", "values"):
         entries = [e for e in summary if e["kind"] == kind and e["layer"] == layer]
@@ -342,6 +344,8 @@ def _layer_state(summary, layer, positions):
             states[kind] = "absent"
         elif any(e["start"] == 0 and e["length"] == positions for e in entries):
             states[kind] = "right"
+        elif any(e["start"] > 0 and e["length"] == positions for e in entries):
+            states[kind] = "prepended"
         else:
             states[kind] = "behind"
     return states
@@ -365,6 +369,14 @@ def _appended(t):
                 state = _layer_state(summary, layer, probe.facts["positions"])
                 bug = {("right", "behind"): "values_not_appended", ("behind", "right"): "keys_not_appended",
                        ("behind", "behind"): "cache_not_appended"}.get((state["keys"], state["values"]))
+                if "prepended" in state.values():
+                    kind = "keys" if state["keys"] == "prepended" else "values"
+                    first = probe.facts["positions"] - probe.facts["n_new"]
+                    return t.bug("cache_prepended", t.happened(stop, failed), [
+                        t.describe(stop, failed),
+                        f"After {probe.name} the cache your step returned holds layer {layer}'s {kind} "
+                        f"for all {probe.facts['positions']} positions, but the first of them is position "
+                        f"{first}, the newest: the new ones went in front of the cached ones."])
                 if bug:
                     last = probe.facts["positions"] - 1
                     return t.bug(bug, t.happened(stop, failed), [
@@ -408,6 +420,41 @@ def _weights_meet_values(t):
     return None
 
 
+def _positions_elsewhere(t):
+    """The first wrong step after the prefill equals the right step with its new tokens embedded from
+    another position: the positions do not continue after the cache, whatever the learner counted."""
+    probe, ans = t.first_wrong()
+    if probe is None or not isinstance(ans.output, torch.Tensor) or ans.output.shape != probe.expected.shape:
+        return None
+    exact, truth = _SETUP["exact"], _SETUP["truth"]
+    n_new, past = probe.facts["n_new"], probe.facts["positions"] - probe.facts["n_new"]
+    given = [(k[:, :, :past], v[:, :, :past]) for k, v in zip(truth["keys"], truth["values"], strict=True)]
+    got = ans.output.to(torch.float64)
+    with torch.no_grad():
+        for start in range(SIZES["max_len"] - n_new + 1):
+            if start != past and torch.allclose(got, decode(exact, probe.args["tokens"], given, at=start)[0],
+                                                atol=1e-4, rtol=1e-3):
+                return t.bug("positions_not_advanced", t.happened(probe, ans), [
+                    t.describe(probe, ans),
+                    f"Its logits are those of the right step with the new tokens at positions {start}.."
+                    f"{start + n_new - 1}; after {past} cached positions they stand at {past}.."
+                    f"{past + n_new - 1}."])
+    return None
+
+
+def _last_only(t):
+    """A prefill's logits of shape (batch, 1, vocab) that equal its last position's."""
+    for probe, ans in t.main:
+        out, expected = ans.output, probe.expected
+        if (isinstance(out, torch.Tensor) and expected.shape[1] > 1 and out.shape == expected[:, -1:].shape
+                and torch.allclose(out.to(torch.float64), expected[:, -1:], atol=1e-4, rtol=1e-3)):
+            return t.bug("last_position_only", t.happened(probe, ans), [
+                f"On {probe.name} your step returned logits of shape {shape_str(out.shape)}: the right "
+                f"logits of the last position only, where each of the {expected.shape[1]} new positions "
+                f"needs its row, {shape_str(expected.shape)}."])
+    return None
+
+
 def _branch(t):
     """Every cached step right, but a cache used a second time (from the prefill's cache another token
     4; then token 5 again from token 4's cache, which the steps since may have overwritten) is not."""
@@ -431,6 +478,7 @@ CACHED_RULES = (
     Rule("appended", "wrong", _appended),
     Rule("weights_meet_values", "wrong", _weights_meet_values),
     Rule("hypothesis", "wrong", hypothesis),
+    Rule("positions_elsewhere", "wrong", _positions_elsewhere),
     Rule("raised", "wrong", raised),
     Rule("no_known_bug", "wrong", no_known_bug),
     Rule("cache_modified_in_place", "right", _branch),
@@ -450,7 +498,8 @@ SPEC = Spec(
            "batch_one": "Only the batch of 2 goes wrong: take batch from tokens.shape[0], never 1."},
     rules=rules(
         replace={"passed": Rule("cached_steps", "right", _cached_stage)},
-        before={"setup_failed": [Rule("delegated", "always", _delegated)]},
+        before={"setup_failed": [Rule("delegated", "always", _delegated)],
+                "contiguous_error": [Rule("last_position_only", "wrong", _last_only)]},
         drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "other_dtypes",
               "large_scores_wrong", "matmul_everywhere"),
     ),

@@ -942,7 +942,25 @@ def output_plus_query(q, k, v, mask=None):
     return out + q[..., : v.shape[-1]] if q.shape[-1] >= v.shape[-1] else out + 1
 
 
+def fused_is_causal_instead(q, k, v, mask=None):
+    """Reads that decoders are causal and asks the fused kernel for it, ignoring the given mask."""
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def own_tril_when_masked(q, k, v, mask=None):
+    """Builds its own lower triangle whenever a mask is passed, instead of using that mask."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        n_q, n_k = scores.shape[-2], scores.shape[-1]
+        allowed = torch.tril(torch.ones(n_q, n_k, dtype=torch.bool))
+        scores = scores.masked_fill(allowed.logical_not(), _fill(scores))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 CASES = [
+    Case("fused_is_causal_instead", fused_is_causal_instead, "mask_replaced_by_causal"),
+    Case("own_tril_when_masked", own_tril_when_masked, "mask_replaced_by_causal"),
     # correct
     Case("solution", solution, PASS),
     Case("output_only", output_only, PASS),

@@ -357,6 +357,55 @@ class MergeEinsumFeaturesFirst(Linears):
         return self.W_o(out.reshape(b, t, dm))
 
 
+class SplitFeaturesStrided(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        def split(z):                                             # (b, t, d_k, h) -> (b, h, t, d_k)
+            return z.reshape(b, t, self.d_k, self.n_heads).permute(0, 3, 1, 2)
+        q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        out = scores.softmax(-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(b, t, dm))
+
+
+class SplitStridedMergedBack(Linears):
+    def forward(self, x, mask=None):
+        h = self.n_heads
+        q, k, v = (w(x).unflatten(-1, (-1, h)).movedim(-1, 1) for w in (self.W_q, self.W_k, self.W_v))
+        scores = torch.einsum("bhid,bhjd->bhij", q, k) / q.shape[-1] ** 0.5
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+        out = torch.einsum("bhij,bhjd->bhid", scores.softmax(-1), v)
+        return self.W_o(out.movedim(1, -1).flatten(-2))                     # back the same strided way
+
+
+class RawWeightProducts(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = x @ self.W_q.weight, x @ self.W_k.weight, x @ self.W_v.weight
+        q, k, v = (z.view(b, t, self.n_heads, self.d_k).transpose(1, 2) for z in (q, k, v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        merged = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm)
+        return merged @ self.W_o.weight
+
+
+class MatmulWithWeightMatrices(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        weights = {name: getattr(self, name).weight for name in ("W_q", "W_k", "W_v")}
+        q, k, v = (torch.matmul(x, weights[n]).reshape(b, t, self.n_heads, -1).permute(0, 2, 1, 3)
+                   for n in ("W_q", "W_k", "W_v"))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+        out = torch.matmul(scores.softmax(-1), v).permute(0, 2, 1, 3).reshape(b, t, dm)
+        return self.W_o(out)
+
+
 class MergeNoTransposeMinusInf(Linears):
     def forward(self, x, mask=None):
         b, t, dm = x.shape
@@ -805,6 +854,10 @@ CASES = [
     Case("merge_reshape_no_transpose_finfo", MergeReshapeNoTransposeFinfo, "heads_merged_without_transpose"),
     Case("merge_permute_heads_last", MergePermuteHeadsLast, "heads_merged_interleaved"),
     Case("merge_einsum_features_first", MergeEinsumFeaturesFirst, "heads_merged_interleaved"),
+    Case("split_features_strided", SplitFeaturesStrided, "heads_split_interleaved"),
+    Case("split_strided_merged_back", SplitStridedMergedBack, "heads_split_interleaved"),
+    Case("raw_weight_products", RawWeightProducts, "weight_not_transposed"),
+    Case("matmul_with_weight_matrices", MatmulWithWeightMatrices, "weight_not_transposed"),
     Case("merge_no_transpose_minus_inf", MergeNoTransposeMinusInf,
          {"heads_merged_without_transpose", "nan_on_fully_masked_row"}),
     Case("no_transpose_either_way", NoTransposeEitherWay,
