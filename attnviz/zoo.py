@@ -833,6 +833,16 @@ class StepLastPositionOnly(DecodeStep):
         return logits
 
 
+class StepCacheLowPrecision(DecodeStep):
+    def append(self, kept, key, value):
+        key, value = key.bfloat16().float(), value.bfloat16().float()        # BUG: float32 as it came
+        if kept is not None:
+            past_keys, past_values = kept
+            key = torch.cat([past_keys, key], dim=-2)
+            value = torch.cat([past_values, value], dim=-2)
+        return key, value
+
+
 class StepValuesFromCachedKeys(DecodeStep):
     def append(self, kept, key, value):
         if kept is not None:
@@ -904,6 +914,7 @@ DECODING_BUGS = {
     "new_token_not_attended": StepNewTokenNotAttended(),
     "cache_keys_values_swapped": StepCacheKeysValuesSwapped(),
     "values_from_cached_keys": StepValuesFromCachedKeys(),
+    "cache_low_precision": StepCacheLowPrecision(),
     "cache_layer_mixed_up": StepCacheLayerMixedUp(),
     "cache_prepended": StepCachePrepended(),
     "last_position_only": StepLastPositionOnly(),

@@ -445,6 +445,16 @@ _ENTRIES = [
         "logits = model.unembed(x)   # every new position: (batch, n_new, vocab_size), not [:, -1:]",
     ),
     Bug(
+        "cache_low_precision",
+        "The keys and values are kept in bfloat16 (half the bytes), then attended to as they were "
+        "rounded.",
+        "Every position's logits are a little off, on the prefill as much as after it (bfloat16 keeps "
+        "about three significant digits): not the model's own float32 numbers, which the exercise asks "
+        "for. Halving the cache is a real trade-off; notebook 06 counts its bytes.",
+        "key, value = key.float(), value.float()   # the model's float32 from the projection on: no "
+        ".to(torch.bfloat16) before",
+    ),
+    Bug(
         "values_from_cached_keys",
         "The step reads the cached keys where it should read the cached values: "
         "value = torch.cat([past_keys, value], ...).",

@@ -414,7 +414,7 @@ def _expand(how, tensor, group):
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
-           values_from="values", layer_read="own"):
+           values_from="values", layer_read="own", kept_in=None):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -436,7 +436,9 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     (x = norm_mlp(x), then x + mlp(x)), 'unnormed' (x + mlp(x)) and 'parallel' (the MLP reads the
     block's input, not the stream attention wrote to);
     ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values);
-    ``layer_read``: 'own' (cache[layer]), or the bug 'first' (every layer reads cache[0]).
+    ``layer_read``: 'own' (cache[layer]), or the bug 'first' (every layer reads cache[0]);
+    ``kept_in``: None, or the bug of a lower precision (torch.bfloat16, torch.float16) that this
+    step's keys and values are rounded to as they are made.
     """
     if attend is None:
         def attend(q, k, v, m):
@@ -458,6 +460,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         for_kv = x if projected in ("raw", "raw_kv") else normed
         query = split(parts.W_q(for_q), h)                              # (batch, h, n_new, d)
         key, value = split(parts.W_k(for_kv), h_kv), split(parts.W_v(for_kv), h_kv)
+        if kept_in is not None:
+            key, value = key.to(kept_in).to(key.dtype), value.to(kept_in).to(value.dtype)
         read = layer if layer_read == "own" else 0
         if cache is not None:
             key_all = torch.cat([cache[read][0], key], dim=-2)          # (batch, h_kv, n_all, d)
@@ -542,6 +546,7 @@ PREFILL_VARIANTS = {
     "mlp_residual_missing": [_step(mlp="none")],
     "mlp_norm_skipped": [_step(mlp="unnormed")],
     "parallel_block": [_step(mlp="parallel")],
+    "cache_low_precision": [_step(kept_in=torch.bfloat16)],   # float16's rounding stays within the tolerance
     "positions_not_advanced": [_per_token_at_one_position],   # every token of a loop at the first position
     "causal_mask_missing": [_step(causal_mask="none")],
     "causal_off_by_one": _masks("off_by_one"),

@@ -1712,6 +1712,49 @@ def next_token_logits_only(model, tokens, cache):
     return model.unembed(x[:, -1:]), new
 
 
+def half_size_cache(model, tokens, cache):
+    """Stores keys and values in bfloat16 to halve the cache, and attends in float32."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k = split_heads(a.W_k(y), model.n_kv_heads).to(torch.bfloat16)
+        v = split_heads(a.W_v(y), model.n_kv_heads).to(torch.bfloat16)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        kf, vf = k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1)
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), kf, vf, tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def bf16_dict_cache_einsum(model, tokens, cache):
+    """A dict cache in bfloat16, einsum attention upcast per step."""
+    cache = cache or {}
+    past = cache[0]["k"].shape[2] if cache else 0
+    x = model.embed(tokens, past)
+    out = {}
+    for i, blk in enumerate(model.blocks):
+        z = blk.norm_attention(x)
+        q = _heads(blk.attention.W_q(z), model.n_heads)
+        k = _heads(blk.attention.W_k(z), model.n_kv_heads).bfloat16()
+        v = _heads(blk.attention.W_v(z), model.n_kv_heads).bfloat16()
+        if cache:
+            k, v = torch.cat([cache[i]["k"], k], 2), torch.cat([cache[i]["v"], v], 2)
+        out[i] = {"k": k, "v": v}
+        g = model.n_heads // model.n_kv_heads
+        kk, vv = k.to(q.dtype).repeat_interleave(g, 1), v.to(q.dtype).repeat_interleave(g, 1)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, kk) / math.sqrt(model.d_head)
+        s = s.masked_fill(~_bottom_right(q.shape[2], kk.shape[2]), torch.finfo(s.dtype).min)
+        x = x + blk.attention.W_o(_unheads(torch.einsum("bhqk,bhkd->bhqd", s.softmax(-1), vv)))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), out
+
+
 def token_loop_one_position(model, tokens, cache):
     """Feeds the new tokens one at a time through a one-token step, all at the first new position."""
     def one(token, cache, position):
@@ -1921,6 +1964,8 @@ CASES = [
     Case("dict_cache_values_key_typo", dict_cache_values_key_typo, "values_from_cached_keys"),
     Case("token_loop_one_position", token_loop_one_position, "positions_not_advanced"),
     Case("layer_index_forgotten", layer_index_forgotten, "cache_layer_mixed_up"),
+    Case("half_size_cache", half_size_cache, "cache_low_precision"),
+    Case("bf16_dict_cache_einsum", bf16_dict_cache_einsum, "cache_low_precision"),
     Case("new_positions_in_front", new_positions_in_front, "cache_prepended"),
     Case("stacked_cache_prepended", stacked_cache_prepended, "cache_prepended"),
     Case("next_token_logits_only", next_token_logits_only, "last_position_only"),
