@@ -449,7 +449,7 @@ def _last_only(t):
         if (isinstance(out, torch.Tensor) and expected.shape[1] > 1 and out.shape == expected[:, -1:].shape
                 and torch.allclose(out.to(torch.float64), expected[:, -1:], atol=1e-4, rtol=1e-3)):
             return t.bug("last_position_only", t.happened(probe, ans), [
-                f"On {probe.name} your step returned logits of shape {shape_str(out.shape)}: the right "
+                f"On {probe.name}, your step returned logits of shape {shape_str(out.shape)}: the right "
                 f"logits of the last position only, where each of the {expected.shape[1]} new positions "
                 f"needs its row, {shape_str(expected.shape)}."])
     return None
