@@ -405,6 +405,33 @@ class MissingOutputProjection(MultiHeadWith):
         return self.merge(self.heads(x, mask))               # BUG: self.W_o(...) missing
 
 
+class ResidualAdded(MultiHeadWith):
+    """The input is added to the output: the block's residual, inside the attention layer."""
+
+    def forward(self, x, mask=None):
+        return x + self.W_o(self.merge(self.heads(x, mask)))    # BUG: the block adds x, not attention
+
+
+class LayerNormAdded(MultiHeadWith):
+    """The output is normed: the block's LayerNorm, inside the attention layer."""
+
+    def forward(self, x, mask=None):
+        out = self.W_o(self.merge(self.heads(x, mask)))
+        return F.layer_norm(out, out.shape[-1:])                 # BUG: return out, the block norms
+
+
+class HeadsCountAndWidthSwapped(MultiHeadWith):
+    """The split views (B, T, d_k, h): d_k heads of h features."""
+
+    def split(self, x):
+        batch, n, _ = x.shape
+        return x.view(batch, n, self.d_k, self.n_heads).transpose(1, 2)   # BUG: (B, T, h, d_k)
+
+    def merge(self, x):
+        batch, _, n, _ = x.shape
+        return x.transpose(1, 2).contiguous().view(batch, n, self.d_model)
+
+
 class HeadsNotSplit(MultiHeadWith):
     """One attention over the full d_model: one head, whatever n_heads says."""
 
@@ -433,6 +460,9 @@ MULTI_HEAD_BUGS = {
     "heads_merged_interleaved": HeadsMergedInterleaved,
     "heads_split_interleaved": HeadsSplitInterleaved,
     "weight_not_transposed": WeightNotTransposed,
+    "residual_added": ResidualAdded,
+    "layer_norm_added": LayerNormAdded,
+    "heads_count_and_width_swapped": HeadsCountAndWidthSwapped,
     "heads_averaged": HeadsAveraged,
     "scale_by_d_model": ScaleByDModel,
     "missing_output_projection": MissingOutputProjection,
@@ -464,6 +494,12 @@ def padding_masks_queries(lengths, n):
     return real[:, :, None]                              # BUG: should be real[:, None, :]
 
 
+def padding_off_by_one(lengths, n):
+    """Positions compared with <= length: each sequence gets one padding key too many."""
+    real = torch.arange(n)[None, :] <= torch.as_tensor(lengths)[:, None]  # BUG: < length
+    return real[:, None, :]
+
+
 def padding_mask_inverted(lengths, n):
     """True marks the padding: the 'True = ignore' convention."""
     real = torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None]   # (batch, n)
@@ -492,6 +528,7 @@ CAUSAL_MASK_BUGS = {
 PADDING_MASK_BUGS = {
     "padding_lengths_modified": padding_lengths_modified,
     "padding_masks_queries": padding_masks_queries,
+    "padding_off_by_one": padding_off_by_one,
     "mask_inverted": padding_mask_inverted,
 }
 
@@ -749,6 +786,12 @@ class StepAttentionResidualMissing(DecodeStep):
         return x
 
 
+class StepNormsMixedUp(DecodeStep):
+    def add_mlp(self, x, block, block_input):
+        x = x + block.mlp(block.norm_attention(x))                           # BUG: block.norm_mlp(x)
+        return x
+
+
 class StepMlpResidualMissing(DecodeStep):
     def add_mlp(self, x, block, block_input):
         x = block.mlp(block.norm_mlp(x))                                     # BUG: x + block.mlp(...)
@@ -906,6 +949,7 @@ DECODING_BUGS = {
     "attention_residual_missing": StepAttentionResidualMissing(),
     "residual_from_normed": StepResidualFromNormed(),
     "mlp_residual_missing": StepMlpResidualMissing(),
+    "norms_mixed_up": StepNormsMixedUp(),
     "mlp_norm_skipped": StepMlpNormSkipped(),
     "parallel_block": StepParallelBlock(),
     "positions_not_advanced": StepPositionsNotAdvanced(),

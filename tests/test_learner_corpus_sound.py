@@ -43,7 +43,8 @@ LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_
              "residual_from_normed", "mlp_residual_missing", "mlp_norm_skipped", "parallel_block",
              "values_from_cached_keys", "heads_merged_interleaved", "heads_split_interleaved",
              "weight_not_transposed", "mask_replaced_by_causal", "cache_layer_mixed_up", "cache_prepended",
-             "last_position_only", "cache_low_precision"}
+             "last_position_only", "cache_low_precision", "norms_mixed_up", "residual_added",
+             "layer_norm_added", "heads_count_and_width_swapped", "padding_off_by_one"}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -160,8 +160,8 @@ def loop_over_queries(q, k, v, mask=None):
     rows = []
     for i in range(q.shape[-2]):
         scores = (q[..., i : i + 1, :] @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])  # (..., 1, n_k)
-        if mask is not None:
-            row_mask = mask[..., i : i + 1, :]
+        if mask is not None:     # a mask may broadcast, e.g. (batch, 1, n_k): index it at full size
+            row_mask = mask.broadcast_to(*scores.shape[:-2], q.shape[-2], k.shape[-2])[..., i : i + 1, :]
             scores = scores.masked_fill(~row_mask, float("-inf"))
         weights = torch.softmax(scores, dim=-1)
         weights = torch.where(torch.isnan(weights), torch.zeros_like(weights), weights)

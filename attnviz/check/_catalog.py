@@ -139,6 +139,28 @@ _ENTRIES = [
         "query = self.W_q(x)   # or x @ self.W_q.weight.T; the same for W_k, W_v and W_o",
     ),
     Bug(
+        "heads_count_and_width_swapped",
+        "The heads are split with view(batch, n, d_k, n_heads): d_k heads of n_heads features each, "
+        "where the layer has n_heads heads of d_k features.",
+        "Every output is off: each 'head' sees other features and other scores than the real heads do.",
+        "q = q.view(batch, n, self.n_heads, self.d_k).transpose(1, 2)   # n_heads first, then d_k",
+    ),
+    Bug(
+        "residual_added",
+        "forward returns x + W_o(...): the residual belongs to the Transformer block around the "
+        "attention layer, not inside it.",
+        "The output is the right attention output plus the input itself.",
+        "return self.W_o(merged)   # the block adds x around it: x = x + attention(x)",
+    ),
+    Bug(
+        "layer_norm_added",
+        "A LayerNorm is applied inside the attention layer (to its input, its output, or the sum with x); "
+        "the exercise's layer has none: the block around it holds the norms.",
+        "The output is the attention output (or of the normed input) rescaled to mean 0 and variance 1 "
+        "per position.",
+        "return self.W_o(merged)   # no layer_norm here: the block around it norms",
+    ),
+    Bug(
         "heads_merged_interleaved",
         "The heads are merged with their features interleaved: (batch, n_heads, n, d_k) permuted to "
         "(batch, n, d_k, n_heads) before the reshape, so feature j of head i lands at j * n_heads + i.",
@@ -212,6 +234,13 @@ _ENTRIES = [
         "The padding-mask function changes lengths in place.",
         "The caller's lengths are different after the call, so the next mask built from them is wrong.",
         "lengths = torch.as_tensor(lengths)   # then only out-of-place operations on it",
+    ),
+    Bug(
+        "padding_off_by_one",
+        "The padding mask is one position off: position < length compared as <= (as if a length were the "
+        "last real index), or length - 1 used as the count.",
+        "Each sequence may attend to one padding position too many (or not to its last real token).",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # <: positions 0..length - 1",
     ),
     Bug(
         "padding_masks_queries",
@@ -378,6 +407,14 @@ _ENTRIES = [
         "LayerNorm's scale inside every block, which a pre-norm block never does.",
         "x = x + block.mlp(block.norm_mlp(x))   # norm a copy, add to x itself (so too for attention: "
         "normed = block.norm_attention(x), x kept)",
+    ),
+    Bug(
+        "norms_mixed_up",
+        "A sublayer is normed with the other sublayer's LayerNorm: norm_attention before the MLP, or "
+        "norm_mlp before attention (each block has its own two, with their own scales).",
+        "Every position's logits are off, on the prefill as much as after it: the two norms differ only "
+        "in their learned scale and shift, so a model fresh from initialisation would hide it.",
+        "x = x + block.mlp(block.norm_mlp(x))   # norm_mlp before the MLP, norm_attention before W_q/W_k/W_v",
     ),
     Bug(
         "mlp_residual_missing",

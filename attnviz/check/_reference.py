@@ -21,6 +21,7 @@ import functools
 import math
 
 import torch
+import torch.nn.functional as F
 
 from .._threads import one_thread
 
@@ -109,6 +110,17 @@ def _softmax_axis(axis, fill):
     return variant
 
 
+def _softmax_shifted_by_row(axis, fill):
+    """A softmax by hand, shifted by each row's max (over the keys) but summed over ``axis``."""
+
+    def variant(q, k, v, mask):
+        scores = _fill(q @ _t(k) / math.sqrt(q.shape[-1]), mask, fill)
+        e = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+        return (e / e.sum(dim=axis, keepdim=True)) @ v
+
+    return variant
+
+
 def _softmax_no_dim(fill):
     """F.softmax(scores) with no dim: PyTorch picks dim 0 for 0-, 1- and 3-D scores, dim 1 otherwise
     (right for 2-D scores, the batch or the heads for batched ones), and warns."""
@@ -174,6 +186,7 @@ ATTENTION_VARIANTS = {
         lambda q, k, v, m: _finish(q @ _t(k), m, v)[1] / q.shape[-1] @ v,
     ],
     "softmax_wrong_axis": [_softmax_axis(axis, fill) for axis in (-2, 0, 1) for fill in (-_INF, _MIN)]
+    + [_softmax_shifted_by_row(-2, _MIN)]
     + [_softmax_no_dim(fill) for fill in (-_INF, _MIN)],
     "scores_transposed": _fills(
         lambda f: (
@@ -352,6 +365,34 @@ def _with_scale(scale):
     return variant
 
 
+def _swapped_heads(learners_scale):
+    """Split as (batch, n, d_k, h): d_k heads of h features each; the scale the learner's √d_k, or the
+    √h of the tensor's own width."""
+    def variant(x, weights, h, mask, dead):
+        d_k = x.shape[-1] // h
+
+        def attend(q, k, v, m):
+            scale = 1 / math.sqrt(d_k) if learners_scale else 1 / math.sqrt(q.shape[-1])
+            return _finish(q @ _t(k) * scale, m, v, fill=_MIN, dead=dead)[0]
+
+        return multi_head(x, weights, d_k, mask, attend=attend, dead=dead)
+
+    return variant
+
+
+def _normed(where):
+    """Multi-head attention with a LayerNorm (no scale or shift) on its output, its input or x + output."""
+    def variant(x, weights, h, mask, dead):
+        def norm(t):
+            return F.layer_norm(t, t.shape[-1:])
+        if where == "input":
+            return multi_head(norm(x), weights, h, mask, dead=dead)
+        out = multi_head(x, weights, h, mask, dead=dead)
+        return norm(out) if where == "output" else norm(x + out)
+
+    return variant
+
+
 def _parts(**parts):
     return lambda x, weights, h, mask, dead: multi_head(x, weights, h, mask, dead=dead, **parts)
 
@@ -368,6 +409,9 @@ MULTI_HEAD_VARIANTS = {
                                 _parts(split=_split_interleaved)],
     "weight_not_transposed": [_parts(untransposed=("W_q", "W_k", "W_v", "W_o")),
                               _parts(untransposed=("W_q", "W_k", "W_v"))],
+    "heads_count_and_width_swapped": [_swapped_heads(True), _swapped_heads(False)],
+    "residual_added": [lambda x, weights, h, mask, dead: x + multi_head(x, weights, h, mask, dead=dead)],
+    "layer_norm_added": [_normed("output"), _normed("input"), _normed("sum")],
     "heads_averaged": [_averaged_pattern, _averaged_outputs, _averaged_scores],
     "heads_not_split": [_one_head(False), _one_head(True)],
     "scale_by_d_model": [_with_scale(lambda x, h: 1 / math.sqrt(x.shape[-1]))],
@@ -414,7 +458,7 @@ def _expand(how, tensor, group):
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
-           values_from="values", layer_read="own", kept_in=None):
+           values_from="values", layer_read="own", kept_in=None, norms="own"):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -438,7 +482,9 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values);
     ``layer_read``: 'own' (cache[layer]), or the bug 'first' (every layer reads cache[0]);
     ``kept_in``: None, or the bug of a lower precision (torch.bfloat16, torch.float16) that this
-    step's keys and values are rounded to as they are made.
+    step's keys and values are rounded to as they are made;
+    ``norms``: 'own', or the bugs 'mlp_for_attention' (norm_mlp before attention), 'attention_for_mlp'
+    (norm_attention before the MLP) and 'swapped' (both).
     """
     if attend is None:
         def attend(q, k, v, m):
@@ -453,7 +499,12 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     h, h_kv = model.n_heads, model.n_kv_heads
     kept = []
     for layer, block in enumerate(model.blocks):
-        block_input, normed, parts = x, block.norm_attention(x), block.attention
+        norm_attention, norm_mlp = block.norm_attention, block.norm_mlp
+        if norms in ("mlp_for_attention", "swapped"):
+            norm_attention = block.norm_mlp
+        if norms in ("attention_for_mlp", "swapped"):
+            norm_mlp = block.norm_attention
+        block_input, normed, parts = x, norm_attention(x), block.attention
         if residual == "normed":
             x = normed
         for_q = x if projected in ("raw", "raw_q") else normed
@@ -478,22 +529,22 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         mixed = merge(heads)                                            # (batch, n_new, d_model)
         out = parts.W_o(mixed) if project_out else mixed
         x = out if residual == "none" else x + out
-        x = _add_mlp(mlp, block, x, block_input)
+        x = _add_mlp(mlp, block.mlp, norm_mlp, x, block_input)
     return (model.unembed(x) if final_norm else model.unembedding(x)), kept
 
 
-def _add_mlp(how, block, x, block_input):
+def _add_mlp(how, mlp, norm, x, block_input):
     """The block's second half, as the learner wrote it (``how``: see :func:`decode`)."""
     if how == "none":
-        return block.mlp(block.norm_mlp(x))
+        return mlp(norm(x))
     if how == "normed":
-        x = block.norm_mlp(x)
-        return x + block.mlp(x)
+        x = norm(x)
+        return x + mlp(x)
     if how == "unnormed":
-        return x + block.mlp(x)
+        return x + mlp(x)
     if how == "parallel":
-        return x + block.mlp(block.norm_mlp(block_input))
-    return x + block.mlp(block.norm_mlp(x))
+        return x + mlp(norm(block_input))
+    return x + mlp(norm(x))
 
 
 def _per_token_at_one_position(model, tokens, cache):
@@ -546,6 +597,7 @@ PREFILL_VARIANTS = {
     "mlp_residual_missing": [_step(mlp="none")],
     "mlp_norm_skipped": [_step(mlp="unnormed")],
     "parallel_block": [_step(mlp="parallel")],
+    "norms_mixed_up": [_step(norms=how) for how in ("attention_for_mlp", "mlp_for_attention", "swapped")],
     "cache_low_precision": [_step(kept_in=torch.bfloat16)],   # float16's rounding stays within the tolerance
     "positions_not_advanced": [_per_token_at_one_position],   # every token of a loop at the first position
     "causal_mask_missing": [_step(causal_mask="none")],

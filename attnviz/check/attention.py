@@ -58,9 +58,11 @@ def _probes():
     """The crafted inputs. Main ones (compared with every hypothesis): n_q != n_k, d_k = 16 and 9
     (√d_k is neither 1, d_k, d_k / 2 nor the 2 of a stale global d_k = 4), d_v apart from d_k, a
     batch of heads, masks that are not symmetric with a row all True, a fully masked row, values
-    all 1, and n_k = d_k = d_v (where a forgotten transpose or swapped k and v still run). Extra
+    all 1, n_k = d_k = d_v (where a forgotten transpose or swapped k and v still run) and a padding
+    mask (batch, 1, n_k) on a batch of three sequences (a mask squeezed or given a head axis). Extra
     ones: large scores, float64 and float16 inputs, a repeat (dropout), a backward pass."""
     g = torch.Generator().manual_seed(6)
+    padded = torch.Generator().manual_seed(61)     # its own draws: the other probes stay as they were
 
     def randn(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float32)
@@ -119,6 +121,11 @@ def _probes():
             randn(1, 5, d_k),
             randn(1, 5, 3),
             _partial_mask(4, 5, g),
+        ),
+        _probe(   # notebook 04's padding mask (batch, 1, n_k) on a batch of sequences, one per row of lengths
+            "batch 3, 4 queries, 5 keys, a padding mask (3, 1, 5) for lengths 5, 3, 2",
+            *(torch.randn(3, n, d, generator=padded) for n, d in ((4, d_k), (5, d_k), (5, 3))),
+            (torch.arange(5)[None, :] < torch.tensor([5, 3, 2])[:, None])[:, None, :],
         ),
     ]
     probes += [

@@ -47,13 +47,15 @@ from ._sandbox import to_plain
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
 NAME = "check_decoding_step"
-SIZES = {"vocab_size": 11, "d_model": 24, "n_heads": 4, "n_layers": 2, "max_len": 12, "n_kv_heads": 2}
+# 6 query heads share 2 key/value heads: a group of 3, so that mixing up the group size and the number
+# of key/value heads (repeat_interleave(n_kv_heads), h // n_kv_heads the wrong way round) shows
+SIZES = {"vocab_size": 11, "d_model": 30, "n_heads": 6, "n_layers": 2, "max_len": 12, "n_kv_heads": 2}
 _FIX = ("x = model.embed(tokens, past); per block: project norm_attention(x), append keys AND values along "
         "the positions (dim=-2), repeat_interleave the key/value heads, attend with a bottom-right mask, "
         "x = x + W_o(merged), then x = x + mlp(norm_mlp(x)); logits = model.unembed(x)")
-_PASSED = ("A prefill of 4 tokens, three single tokens and a chunk of 3 (batch 2), with 4 query heads "
+_PASSED = ("A prefill of 4 tokens, three single tokens and a chunk of 3 (batch 2), with 6 query heads "
            "sharing 2 key/value heads; a second continuation from the prefill's cache, then token 5 again "
-           "from token 4's cache; a prefill of batch 1; the same prefill twice.")
+           "from token 4's cache; a prefill of batch 1 and a token after it; the same prefill twice.")
 
 
 def reference_decode_step(model, tokens, cache):
@@ -103,13 +105,22 @@ def _setup():
                 with torch.random.fork_rng():
                     torch.manual_seed(7)
                     model = TinyGPT(**SIZES).eval()
+                    # every LayerNorm its own scale and shift (a new model's are all 1 and 0, which
+                    # would make norm_attention, norm_mlp and norm_final interchangeable)
+                    norms = [model.norm_final]
+                    norms += [n for block in model.blocks for n in (block.norm_attention, block.norm_mlp)]
+                    with torch.no_grad():
+                        for norm in norms:
+                            norm.weight.uniform_(0.5, 1.5)
+                            norm.bias.uniform_(-0.3, 0.3)
             finally:
                 torch.set_default_dtype(dtype)
             exact = copy.deepcopy(model).double().pieces()
             g = torch.Generator().manual_seed(8)
             text = torch.randint(SIZES["vocab_size"], (2, 10), generator=g)
             other = (text[:, 4:5] + 1 + torch.randint(SIZES["vocab_size"] - 1, (2, 1), generator=g)) % 11
-            short = torch.randint(SIZES["vocab_size"], (1, 6), generator=g)
+            short = torch.randint(SIZES["vocab_size"], (1, 7), generator=g)
+            short_full = decode(exact, short, None)[0]
             full, truth = decode(exact, text, None)
             branch = decode(exact, torch.cat([text[:, :4], other], dim=1), None)[0][:, 4:5]
             prefill = "the prefill, tokens 0..3"
@@ -123,7 +134,9 @@ def _setup():
                 _piece("another token 4, from the prefill's cache", other, 4, branch, "branch", prefill),
                 _piece("token 5 again, from token 4's cache after that", text[:, 5:6], 5, full[:, 5:6],
                        "branch", "token 4"),
-                _piece("a prefill of 6 tokens, batch 1", short, 0, decode(exact, short, None)[0], "prefill"),
+                _piece("a prefill of 6 tokens, batch 1", short[:, :6], 0, short_full[:, :6], "prefill"),
+                _piece("token 6 after it, batch 1", short[:, 6:], 6, short_full[:, 6:], "cached",
+                       "a prefill of 6 tokens, batch 1"),
                 Probe("the prefill again", {"tokens": text[:, :4]}, full[:, :4], kind="repeat",
                       same_as=prefill, facts={"cache_from": "", "n_new": 4, "positions": 4}),
             ]
@@ -145,7 +158,7 @@ def _logits(fn, view, probe):
 def _sequence(view, probes):
     """A hypothesis's logits on every probe that follows a cache, run once per hypothesis."""
     runs: dict = {}
-    chain = [p for p in probes if p.kind in ("prefill", "cached", "branch") and not p.facts["batch_one"]]
+    chain = [p for p in probes if p.kind in ("prefill", "cached", "branch")]
 
     def evaluate(fn, probe):
         if id(fn) not in runs:
@@ -512,11 +525,12 @@ the pass."""
 def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(model, tokens, cache) -> (logits, cache)`` against full recomputation.
 
-    ``model`` is a :class:`attnviz.gpt.StepModel` of a tiny GPT with 4 query heads sharing 2
-    key/value heads (24 features, 2 layers); ``tokens`` ``(batch, n_new)``; ``cache`` None, then
+    ``model`` is a :class:`attnviz.gpt.StepModel` of a tiny GPT with 6 query heads sharing 2
+    key/value heads (30 features, 2 layers); ``tokens`` ``(batch, n_new)``; ``cache`` None, then
     what the previous call returned. The pieces: a prefill of 4 tokens, three single tokens, a
-    chunk of 3, another token from the prefill's cache, a prefill of batch 1 and the first prefill
-    again, all in one child process with a time limit. Returns a :class:`CheckResult`.
+    chunk of 3, another token from the prefill's cache, a prefill of batch 1 and a token after it,
+    the first prefill again, all in one child process with a time limit. Returns a
+    :class:`CheckResult`.
     """
     if not callable(fn):
         return _verdict.problem(NAME, f"expected a function, got a {type(fn).__name__}.",

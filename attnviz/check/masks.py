@@ -22,7 +22,7 @@ from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
 
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
-_CAUSAL_SIZES = (1, 4, 6)
+_CAUSAL_SIZES = (1, 4, 6, 40)   # 40: longer than a triangle built once at a fixed size and sliced
 _RECTANGLES = ((3, 5), (5, 3))  # tried when the function takes (n_q, n_k)
 _PADDING_CASES = (([2, 5, 1, 3], 5), ([4, 0], 4), ([2, 3, 1], 6))  # batch != n; the last max(lengths) < n
 _CAUSAL_FIX = "torch.ones(n, n, dtype=torch.bool).tril()"
@@ -36,6 +36,8 @@ _CAUSAL_HYPOTHESES = {
 }
 _PADDING_HYPOTHESES = {
     "padding_masks_queries": [lambda lengths, n: padding(lengths, n).transpose(-2, -1)],
+    "padding_off_by_one": [lambda lengths, n: padding(torch.as_tensor(lengths) + 1, n),
+                           lambda lengths, n: padding(torch.as_tensor(lengths) - 1, n)],
     "mask_inverted": [lambda lengths, n: ~padding(lengths, n)],
 }
 
@@ -196,7 +198,7 @@ def _run(spec, fn, probes, time_limit):
 
 
 def _causal_passed(t):
-    tried = "n = 1, 4 and 6" + (" and (n_q, n_k) = (3, 5), (5, 3)" if t.pairs("rectangle") else "")
+    tried = "n = 1, 4, 6 and 40" + (" and (n_q, n_k) = (3, 5), (5, 3)" if t.pairs("rectangle") else "")
     return _verdict.passed("check_causal_mask", f"correct for {tried}.",
                            ["Each query sees itself and every earlier position, nothing later."])
 
@@ -224,7 +226,7 @@ CAUSAL = Spec(
 def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(n) -> (n, n)`` bool causal mask: query i may attend to keys j <= i (True = may attend).
 
-    Tried with n = 1, 4 and 6; if ``fn`` also takes ``(n_q, n_k)``, with (3, 5) and (5, 3) too
+    Tried with n = 1, 4, 6 and 40; if ``fn`` also takes ``(n_q, n_k)``, with (3, 5) and (5, 3) too
     (the triangle starts at the top-left corner, like ``attnviz.causal_mask``). Returns a
     :class:`CheckResult`.
     """

@@ -210,7 +210,7 @@ def _multi_head_grad(out, xin, x, weights, n_heads, mask, rows):
 def causal_symptoms(fn) -> list[str]:
     import inspect
 
-    sizes = [(n, None) for n in (1, 4, 7)]
+    sizes = [(n, None) for n in (1, 4, 7, 20)]
     try:
         two_args = len(inspect.signature(fn).parameters) >= 2
     except (TypeError, ValueError):
@@ -260,7 +260,8 @@ def padding_symptoms(fn) -> list[str]:
 # ---------------------------------------------------------------- decoding (notebook 08) ---------------
 
 def _decoding_models():
-    """Three tiny GPTs unlike the checker's: multi-query, plain multi-head, grouped-query with 8 heads."""
+    """Three tiny GPTs unlike the checker's: multi-query, plain multi-head, grouped-query with 8 heads;
+    every LayerNorm given its own scale and shift (new ones are all alike)."""
     from attnviz.gpt import TinyGPT
 
     shapes = [(13, 16, 4, 3, 16, 1), (9, 12, 3, 2, 14, 3), (10, 32, 8, 1, 12, 2)]
@@ -268,7 +269,13 @@ def _decoding_models():
     with torch.random.fork_rng():
         for seed, (vocab, d_model, heads, layers, max_len, kv_heads) in enumerate(shapes):
             torch.manual_seed(100 + seed)
-            models.append(TinyGPT(vocab, d_model, heads, layers, max_len, n_kv_heads=kv_heads).float().eval())
+            model = TinyGPT(vocab, d_model, heads, layers, max_len, n_kv_heads=kv_heads).float().eval()
+            with torch.no_grad():
+                for layer in model.modules():
+                    if isinstance(layer, torch.nn.LayerNorm):
+                        layer.weight.normal_(1.0, 0.3)
+                        layer.bias.normal_(0.0, 0.2)
+            models.append(model)
     return models
 
 

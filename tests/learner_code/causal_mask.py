@@ -61,6 +61,13 @@ def cached_slice(n):
     return _BIG[:n, :n].clone()
 
 
+_SMALL = torch.ones(16, 16, dtype=torch.bool).tril()      # built once, "long enough for the examples"
+
+
+def sliced_from_a_small_buffer(n):
+    return _SMALL[:n, :n]
+
+
 def two_args_tril(n_q, n_k=None):
     n_k = n_q if n_k is None else n_k
     return torch.ones(n_q, n_k, dtype=torch.bool).tril()
@@ -165,6 +172,7 @@ CASES = [
     Case("numpy_tril", numpy_tril, PASS),
     Case("upper_transposed", upper_transposed, PASS),
     Case("cached_slice", cached_slice, PASS),
+    Case("sliced_from_a_small_buffer", sliced_from_a_small_buffer, FAIL),
     Case("two_args_tril", two_args_tril, PASS),
     Case("two_args_arange", two_args_arange, PASS),
     Case("unsqueeze_ge", unsqueeze_ge, PASS),

@@ -1755,6 +1755,48 @@ def bf16_dict_cache_einsum(model, tokens, cache):
     return model.unembed(x), out
 
 
+def one_norm_for_both(model, tokens, cache):
+    """Norms once per block and reuses it: the MLP gets norm_attention, not norm_mlp."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        ln, a = block.norm_attention, block.attention
+        y = ln(x)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(ln(x))
+    return model.unembed(x), new
+
+
+def norms_in_a_swapped_pair(model, tokens, cache):
+    """Unpacks the block's two norms into a pair in the wrong order."""
+    past = 0 if cache is None else cache[0].shape[-2]
+    x = model.embed(tokens, past)
+    ks, vs = [], []
+    for layer, block in enumerate(model.blocks):
+        pre_mlp, pre_attention = block.norm_attention, block.norm_mlp
+        y = pre_attention(x)
+        q = _heads(block.attention.W_q(y), model.n_heads)
+        k = _heads(block.attention.W_k(y), model.n_kv_heads)
+        v = _heads(block.attention.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[0][layer], k], 2), torch.cat([cache[1][layer], v], 2)
+        ks.append(k)
+        vs.append(v)
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[2], k.shape[2]),
+                                           enable_gqa=True)
+        x = x + block.attention.W_o(_unheads(o))
+        x = x + block.mlp(pre_mlp(x))
+    return model.unembed(x), (torch.stack(ks), torch.stack(vs))
+
+
 def token_loop_one_position(model, tokens, cache):
     """Feeds the new tokens one at a time through a one-token step, all at the first new position."""
     def one(token, cache, position):
@@ -1964,6 +2006,8 @@ CASES = [
     Case("dict_cache_values_key_typo", dict_cache_values_key_typo, "values_from_cached_keys"),
     Case("token_loop_one_position", token_loop_one_position, "positions_not_advanced"),
     Case("layer_index_forgotten", layer_index_forgotten, "cache_layer_mixed_up"),
+    Case("one_norm_for_both", one_norm_for_both, "norms_mixed_up"),
+    Case("norms_in_a_swapped_pair", norms_in_a_swapped_pair, "norms_mixed_up"),
     Case("half_size_cache", half_size_cache, "cache_low_precision"),
     Case("bf16_dict_cache_einsum", bf16_dict_cache_einsum, "cache_low_precision"),
     Case("new_positions_in_front", new_positions_in_front, "cache_prepended"),

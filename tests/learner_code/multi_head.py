@@ -406,6 +406,76 @@ class MatmulWithWeightMatrices(Linears):
         return self.W_o(out)
 
 
+class ReturnsWithSkipConnection(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm)
+        return x + self.W_o(out)                                     # "like in the Transformer"
+
+
+class ResidualViaEinsum(Linears):
+    def forward(self, x, mask=None):
+        h = self.n_heads
+        q, k, v = (w(x).unflatten(-1, (h, -1)) for w in (self.W_q, self.W_k, self.W_v))   # (b, t, h, d_k)
+        scores = torch.einsum("bqhd,bkhd->bhqk", q, k) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+        heads = torch.einsum("bhqk,bkhd->bqhd", scores.softmax(-1), v).flatten(-2)
+        out = self.W_o(heads)
+        out += x                                                       # the residual, kept here
+        return out
+
+
+class NormedOutput(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).reshape(b, t, self.n_heads, -1).permute(0, 2, 1, 3)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        out = self.W_o(torch.matmul(scores.softmax(-1), v).permute(0, 2, 1, 3).reshape(b, t, dm))
+        return F.layer_norm(out, (dm,))                                # "keeps the scale stable"
+
+
+class PreNormInside(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        x = F.layer_norm(x, (dm,))                                     # pre-norm, inside the layer
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm))
+
+
+class HeadWidthBeforeHeads(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.d_k, self.n_heads).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm))
+
+
+class UnflattenWidthFirst(Linears):
+    def forward(self, x, mask=None):
+        q, k, v = (w(x).unflatten(-1, (self.d_k, self.n_heads)).transpose(-3, -2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.mT / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return self.W_o((scores.softmax(-1) @ v).transpose(-3, -2).flatten(-2))
+
+
 class MergeNoTransposeMinusInf(Linears):
     def forward(self, x, mask=None):
         b, t, dm = x.shape
@@ -858,6 +928,12 @@ CASES = [
     Case("split_strided_merged_back", SplitStridedMergedBack, "heads_split_interleaved"),
     Case("raw_weight_products", RawWeightProducts, "weight_not_transposed"),
     Case("matmul_with_weight_matrices", MatmulWithWeightMatrices, "weight_not_transposed"),
+    Case("returns_with_skip_connection", ReturnsWithSkipConnection, "residual_added"),
+    Case("residual_via_einsum", ResidualViaEinsum, "residual_added"),
+    Case("normed_output", NormedOutput, "layer_norm_added"),
+    Case("pre_norm_inside", PreNormInside, "layer_norm_added"),
+    Case("head_width_before_heads", HeadWidthBeforeHeads, "heads_count_and_width_swapped"),
+    Case("unflatten_width_first", UnflattenWidthFirst, "heads_count_and_width_swapped"),
     Case("merge_no_transpose_minus_inf", MergeNoTransposeMinusInf,
          {"heads_merged_without_transpose", "nan_on_fully_masked_row"}),
     Case("no_transpose_either_way", NoTransposeEitherWay,

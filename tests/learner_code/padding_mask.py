@@ -111,6 +111,12 @@ def off_by_one_loop(lengths, n):
     return mask
 
 
+def last_index_compare(lengths, n):
+    """Reads a length as the index of the last real token."""
+    last = lengths.view(-1, 1, 1)
+    return torch.arange(n).view(1, 1, n) <= last
+
+
 def lengths_unsqueezed_in_place(lengths, n):
     lengths.unsqueeze_(1)                                        # the caller's lengths become (batch, 1)
     return (torch.arange(n)[None, :] < lengths)[:, None, :]
@@ -179,8 +185,9 @@ CASES = [
     Case("masks_query_rows_expanded", masks_query_rows_expanded, "padding_masks_queries"),
     Case("true_on_padding", true_on_padding, "mask_inverted"),
     Case("true_on_padding_loop", true_on_padding_loop, "mask_inverted"),
-    Case("off_by_one_le", off_by_one_le, FAIL),
-    Case("off_by_one_loop", off_by_one_loop, FAIL),
+    Case("off_by_one_le", off_by_one_le, "padding_off_by_one"),
+    Case("last_index_compare", last_index_compare, "padding_off_by_one"),
+    Case("off_by_one_loop", off_by_one_loop, FAIL),   # length - 1 as a slice end: length 0 keeps n - 1
     Case("lengths_unsqueezed_in_place", lengths_unsqueezed_in_place,
          {"padding_lengths_modified", "inputs_modified", "modifies_inputs"}),
     Case("lengths_decremented_in_place", lengths_decremented_in_place,
