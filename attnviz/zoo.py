@@ -879,11 +879,7 @@ class StepLastPositionOnly(DecodeStep):
 class StepCacheLowPrecision(DecodeStep):
     def append(self, kept, key, value):
         key, value = key.bfloat16().float(), value.bfloat16().float()        # BUG: float32 as it came
-        if kept is not None:
-            past_keys, past_values = kept
-            key = torch.cat([past_keys, key], dim=-2)
-            value = torch.cat([past_values, value], dim=-2)
-        return key, value
+        return super().append(kept, key, value)
 
 
 class StepValuesFromCachedKeys(DecodeStep):
