@@ -315,3 +315,15 @@ def test_a_cache_whose_buffer_a_later_step_overwrites_is_named():
     result = check_decoding_step(preallocated_shared)
     assert result.bug == "cache_modified_in_place", result
     assert "Called again with the cache that token 4 returned" in repr(result), result
+
+
+def test_a_step_wrong_only_on_the_batch_one_token_gets_a_verdict_not_a_traceback():
+    """The position search compares with the batch of 2's true cache; on the batch-1 token after the
+    batch-1 prefill it must stand aside (it once raised torch.cat's size error in the kernel)."""
+    class WrongOnBatchOneToken(zoo.DecodeStep):
+        def unembed(self, model, x):
+            logits = model.unembed(x)
+            return logits * 1.5 if x.shape[:2] == (1, 1) else logits
+
+    result = check_decoding_step(WrongOnBatchOneToken())
+    assert not result.passed and "token 6 after it, batch 1" in " ".join(result.observed), result
