@@ -550,7 +550,7 @@ class DecodeStep:
         new_cache = self.start_cache(cache)
         for layer, block in enumerate(model.blocks):
             attention, block_input = block.attention, x
-            x, normed = self.norm_attention(block, x)                         # x, kept for the residual
+            normed = self.norm_attention(block, x)                            # x stays for the residual
             query = self.split(attention.W_q(normed), model.n_heads)           # (batch, h, n_new, d)
             key = self.split(attention.W_k(normed), model.n_kv_heads)          # (batch, h_kv, n_new, d)
             value = self.split(attention.W_v(normed), model.n_kv_heads)
@@ -565,7 +565,7 @@ class DecodeStep:
 
     def norm_attention(self, block, x):
         normed = block.norm_attention(x)                             # a new name: x stays for the residual
-        return x, normed
+        return normed
 
     def embed(self, model, tokens, past):
         x = model.embed(tokens, past)                                # positions past .. past + n_new - 1
@@ -770,7 +770,7 @@ class StepMissingOutputProjection(DecodeStep):
 class StepAttentionNormSkipped(DecodeStep):
     def norm_attention(self, block, x):
         normed = x                                                           # BUG: block.norm_attention(x)
-        return x, normed
+        return normed
 
 
 class StepResidualFromNormed(DecodeStep):
