@@ -45,7 +45,8 @@ def softmax_jacobian_norm(weights) -> torch.Tensor:
 
     Computed in closed form, ``‖diag(p) - ppᵀ‖² = Σp² - 2Σp³ + (Σp²)²``, so it
     costs O(n_k) per row. It is 0 for a one-hot row (a saturated softmax
-    passes no gradient to its scores) and largest for soft rows.
+    passes no gradient to its scores), less for an even spread than for a row a little sharper, and
+    largest in between.
     """
     require_float_tensor(weights, "weights")
     p = weights.double()  # the three sums nearly cancel for saturated rows

@@ -106,6 +106,14 @@ def test_03_the_default_scale_names_pytorchs_documentation():
     assert "documentation of\n`torch.nn.functional.scaled_dot_product_attention`" in text
 
 
+def test_03_the_small_d_k_surprise_is_said_and_asserted():
+    # the table shows unscaled rows passing more gradient at d_k = 4; the text says why, a cell backs it
+    assert "One surprise in the table" in markdown("03")
+    assert asserted("03", r"at d_k = 4 the unscaled rows passed more")
+    assert asserted("03", r"stretched twice, the rows pass about 10% more")
+    assert asserted("03", r"every further stretch passes less")
+
+
 # ---- 04 -----------------------------------------------------------------------------------------
 
 def test_04_has_the_where_positions_come_from_note_pointing_to_06():
