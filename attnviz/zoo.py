@@ -267,6 +267,37 @@ def batch_one_only(q, k, v, mask=None):
     return weights @ v, weights
 
 
+
+def squeeze_drops_batch(q, k, v, mask=None):
+    """A bare .squeeze() on the output: a batch of one loses its batch dimension."""
+    weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
+    out = (weights @ v).squeeze()                                    # BUG: keep every dimension
+    return out, weights
+
+
+def output_and_weights_swapped(q, k, v, mask=None):
+    """Returns (weights, output) instead of (output, weights)."""
+    weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
+    return weights, weights @ v                                      # BUG: the output first
+
+
+def mask_transposed(q, k, v, mask=None):
+    """The mask is transposed before it is applied, as if its rows were the keys."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.transpose(-2, -1), torch.finfo(scores.dtype).min)   # BUG: mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def mask_axis_misplaced(q, k, v, mask=None):
+    """mask.unsqueeze(1) "for the heads": an (n, n) mask becomes (n, 1, n)."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask.unsqueeze(1), torch.finfo(scores.dtype).min)   # BUG: ~mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
 ATTENTION_BUGS = {
     fn.__name__: fn
     for fn in (
@@ -275,7 +306,8 @@ ATTENTION_BUGS = {
         missing_key_transpose, scale_multiplied, mask_ignored, mask_replaced_by_causal, additive_mask_wrong,
         fill_overflows_float16,
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
-        gradient_blocked, dtype_changed, batch_one_only,
+        gradient_blocked, dtype_changed, batch_one_only, squeeze_drops_batch, output_and_weights_swapped,
+        mask_transposed, mask_axis_misplaced,
     )
 }
 """Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the
@@ -283,7 +315,7 @@ output dtype, batch dimensions) give the same numbers as correct attention on an
 input: ``SHOWS_ONLY_ON_EDGES`` lists them."""
 
 SHOWS_ONLY_ON_EDGES = ("fill_overflows_float16", "softmax_overflow", "gradient_blocked", "dtype_changed",
-                       "batch_one_only", "nan_on_fully_masked_row")
+                       "batch_one_only", "nan_on_fully_masked_row", "squeeze_drops_batch")
 
 
 # --------------------------------------------------------------------------
@@ -452,6 +484,25 @@ class MissingContiguous(MultiHeadWith):
         return x.transpose(1, 2).view(batch, n, self.d_model)     # BUG: .contiguous() before .view
 
 
+
+class SqueezeDropsBatch(MultiHeadWith):
+    """A bare .squeeze() on the output: a batch of one comes back as (n, d_model)."""
+
+    def forward(self, x, mask=None):
+        out = self.W_o(self.merge(self.heads(x, mask)))
+        return out.squeeze()                                       # BUG: return out, every dimension kept
+
+
+class WeightsModifiedInPlace(MultiHeadWith):
+    """The scale folded into W_q's weight in place, on every call."""
+
+    def heads(self, x, mask):
+        with torch.no_grad():
+            self.W_q.weight /= math.sqrt(self.d_k)                 # BUG: scale q, not the weight
+        query, key, value = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
+        output, _ = _finite_attention(query, key, value, mask, scale=1.0)
+        return output
+
 MULTI_HEAD_BUGS = {
     "heads_not_split": HeadsNotSplit,
     "missing_contiguous": MissingContiguous,
@@ -466,6 +517,8 @@ MULTI_HEAD_BUGS = {
     "heads_averaged": HeadsAveraged,
     "scale_by_d_model": ScaleByDModel,
     "missing_output_projection": MissingOutputProjection,
+    "squeeze_drops_batch": SqueezeDropsBatch,
+    "weights_modified_in_place": WeightsModifiedInPlace,
 }
 
 

@@ -44,7 +44,9 @@ LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_
              "values_from_cached_keys", "heads_merged_interleaved", "heads_split_interleaved",
              "weight_not_transposed", "mask_replaced_by_causal", "cache_layer_mixed_up", "cache_prepended",
              "last_position_only", "cache_low_precision", "norms_mixed_up", "residual_added",
-             "layer_norm_added", "heads_count_and_width_swapped", "padding_off_by_one"}
+             "layer_norm_added", "heads_count_and_width_swapped", "padding_off_by_one",
+             "squeeze_drops_batch", "output_and_weights_swapped", "mask_transposed", "mask_axis_misplaced",
+             "weights_modified_in_place"}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -360,6 +360,49 @@ _ENTRIES = [
                "self.n_heads, self.d_k).transpose(1, 2)   # the batch from the tensor, never 1"},
     ),
     Bug(
+        "squeeze_drops_batch",
+        "A bare .squeeze() (or squeeze(0)) removes every dimension of size 1, so a batch of one loses "
+        "its batch dimension.",
+        "Batches of two or more are right; a batch of one comes back without its batch dimension, or "
+        "the code raises a step later, when a shape no longer lines up.",
+        "out = weights @ v   # no bare .squeeze(): keep the batch, even when it is 1",
+        fixes={DECODING: "x = model.embed(tokens, past)   # keep (batch, n_new, d_model): never a bare "
+               ".squeeze(), even for a batch of one",
+               "check_multi_head": "return out   # keep (batch, n, d_model): never a bare "
+               ".squeeze(), even for a batch of one"},
+    ),
+    Bug(
+        "output_and_weights_swapped",
+        "The function returns (weights, output) where (output, weights) is expected.",
+        "Both are right, in the wrong order: the first thing returned, read as the output, holds the "
+        "weights (one column per key).",
+        "return weights @ v, weights   # the output first, then the weights",
+    ),
+    Bug(
+        "mask_transposed",
+        "The mask is transposed (mask.T or mask.transpose(-2, -1)) before it is applied, as if its rows "
+        "were the keys.",
+        "A mask that is not square raises; a square one blocks the wrong entries: a causal mask becomes "
+        "its mirror, and each query is masked by its own column instead of its row.",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # mask as given: rows = queries",
+    ),
+    Bug(
+        "mask_axis_misplaced",
+        "The mask gets an axis in the wrong place: mask.unsqueeze(1) turns an (n, n) mask into "
+        "(n, 1, n), and broadcasting then lines its first n up with the heads.",
+        "Without a mask the output is right; with one the call raises a size mismatch (or, when the "
+        "number of heads happens to equal n, each head gets another query's row).",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # (n, n) broadcasts over "
+        "batch and heads as it is",
+    ),
+    Bug(
+        "weights_modified_in_place",
+        "forward changes the module's own weights in place (self.W_q.weight /= ..., .mul_, .data = ...).",
+        "The first call may be right; each later call starts from other weights, so the same input "
+        "gives a different output every time.",
+        "q = self.W_q(x) / math.sqrt(self.d_k)   # scale the activations; never change a weight in forward",
+    ),
+    Bug(
         "modifies_inputs",
         "Your function changes its inputs in place (for example q /= ..., or masked_fill_ on the mask).",
         "The caller's tensors are different after the call, so calling it twice gives different answers.",

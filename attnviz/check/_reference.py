@@ -210,6 +210,22 @@ ATTENTION_VARIANTS = {
     )
     + [_additive(lambda m: m * -1e9)],
     "mask_ignored": [lambda q, k, v, m: attention(q, k, v)[0]],
+    "mask_transposed": _fills(
+        lambda f: (
+            lambda q, k, v, m: _finish(
+                q @ _t(k) / math.sqrt(q.shape[-1]), None if m is None else _t(m), v, fill=f[0], dead=f[1]
+            )[0]
+        )
+    ),
+    "mask_axis_misplaced": _fills(   # mask.unsqueeze(1): (n, n) -> (n, 1, n), its first n against the heads
+        lambda f: (
+            lambda q, k, v, m: _finish(
+                q @ _t(k) / math.sqrt(q.shape[-1]), None if m is None else m.unsqueeze(1), v, fill=f[0],
+                dead=f[1],
+            )[0]
+        )
+    ),
+
     "mask_replaced_by_causal": [    # always (is_causal=True), or wherever a mask is given
         lambda q, k, v, m: attention(q, k, v, causal(q.shape[-2], k.shape[-2]))[0],
         lambda q, k, v, m: attention(q, k, v, None if m is None else causal(q.shape[-2], k.shape[-2]))[0],

@@ -11,8 +11,9 @@ only when every main probe is right ('right': the edges and the pass), or only w
 2. every main probe right: NaN with large scores, NaN on a fully masked row, inputs changed in
    place, gradients, the output's dtype, float64 and float16 inputs, large scores, then the pass;
 3. a main probe wrong: a tell-tale error (``.view`` after ``transpose``), a hypothesis that
-   reproduces every main output, right only for a batch of one, inputs changed in place, every
-   product failing, raised, and finally what happened with no known bug.
+   reproduces every main output, right only for a batch of one, wrong only for a batch of one (a bare
+   squeeze), inputs changed in place, every product failing, raised, and finally what happened with
+   no known bug.
 
 A checker keeps this list and changes only what differs (:func:`rules`).
 """
@@ -309,6 +310,33 @@ def batch_one(t):
     return None
 
 
+def batch_of_one_dropped(t):
+    """Every input right but those with a batch of one, where the output lost its batch dimension or
+    the code raised: a bare squeeze()."""
+    main = t.main
+    wrong = [(p, a) for p, a in main if not t.right(p, a)]
+    if not wrong or len(wrong) == len(main):
+        return None
+
+    def single(probe):
+        shape = getattr(probe.expected, "shape", None)
+        return bool(probe.facts.get("batch_one")) and shape is not None and len(shape) > 0 and shape[0] == 1
+
+    def lost(probe, ans):
+        out = ans.output
+        return isinstance(out, torch.Tensor) and out.dim() < probe.expected.dim()
+
+    if not all(single(p) for p, _ in wrong) or not all(a.error is not None or lost(p, a) for p, a in wrong):
+        return None
+    probe, ans = wrong[0]
+    return t.bug(
+        "squeeze_drops_batch",
+        f"{t.happened(probe, ans)}: only a batch of one goes wrong",
+        [t.describe(probe, ans),
+         f"Right on every input with a batch of two or more; wrong on {len(wrong)} with a batch of one."],
+    )
+
+
 def matmul_everywhere(t):
     main = t.main
     if main and all(error_kind(a.error) == "matmul" for _, a in main):
@@ -396,6 +424,7 @@ RULES = (
     Rule("contiguous_error", "wrong", contiguous_error),
     Rule("hypothesis", "wrong", hypothesis),
     Rule("batch_one", "wrong", batch_one),
+    Rule("batch_of_one_dropped", "wrong", batch_of_one_dropped),
     Rule("inputs_modified_too", "wrong", inputs_modified),
     Rule("matmul_everywhere", "wrong", matmul_everywhere),
     Rule("raised", "wrong", raised),

@@ -1,8 +1,8 @@
 """check_attention: a learner's scaled dot-product attention on crafted inputs, named by the engine.
 
-This checker is its probes (:func:`_probes`) plus two rules of its own (the weights returned must be
-right too; when no bug explains every input, the inputs without a mask may still name one of two
-mistakes); everything else is the shared engine (:mod:`._engine`).
+This checker is its probes (:func:`_probes`) plus three rules of its own (the weights returned must be
+right too; (weights, output) is named for what it is; when no bug explains every input, the inputs
+without a mask may still name one of two mistakes); everything else is the shared engine (:mod:`._engine`).
 """
 
 from __future__ import annotations
@@ -235,6 +235,29 @@ def _weights_returned(t):
     return None
 
 
+def _swapped_return(t):
+    """(weights, output) returned: the second thing is the right output, the first the right weights."""
+    main = t.main
+    for probe, ans in main:
+        weights = probe.facts["weights"]
+        if (
+            ans.weights is None
+            or ans.output is None
+            or ans.weights.shape != probe.expected.shape
+            or ans.output.shape != weights.shape
+            or not agrees(ans.weights, probe.expected, probe.live)
+            or not agrees(ans.output, weights, probe.live)
+        ):
+            return None
+    probe, ans = t.first_wrong()
+    return t.bug(
+        "output_and_weights_swapped",
+        f"{t.happened(probe, ans)}: the output and the weights are returned in the wrong order",
+        [f"{probe.where} the first thing returned has the weights' shape "
+         f"{shape_str(probe.facts['weights'].shape)} and numbers, and the second is the right output."],
+    )
+
+
 def _unmasked_bug(t):
     """Two mistakes at once, one of them in the masking: the inputs without a mask name the other."""
     plain = [(p, a) for p, a in t.main if "mask" not in p.args]
@@ -281,6 +304,7 @@ SPEC = Spec(
         "raised_fix": "run your function by hand on tensors of these shapes and read the error's last line",
     },
     rules=rules(before={"passed": [Rule("weights_returned", "right", _weights_returned)],
+                        "hypothesis": [Rule("swapped_return", "wrong", _swapped_return)],
                         "no_known_bug": [Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
 )
 

@@ -1,7 +1,8 @@
 """check_multi_head: a learner's multi-head attention module with known weights, named by the engine.
 
 This checker is its probes (modules built for three configs, the calls made on each, a backward
-pass) plus how a module is built and loaded; the decisions are the shared engine's (:mod:`._engine`).
+pass) plus how a module is built and loaded, and one rule of its own (forward must leave the weights
+it was given as they are); the decisions are the shared engine's (:mod:`._engine`).
 """
 
 from __future__ import annotations
@@ -209,8 +210,42 @@ def _forward(module):
     return lambda x, mask=None: module(x) if mask is None else module(x, mask=mask)
 
 
-def _forward_step(key, probe, state):
-    return lambda: guarded_call(_forward(state[key]), probe.args, ("x",))
+def _changed_weights(module, weights):
+    """The layers whose weight is no longer the one loaded (forward changed it in place)."""
+    changed = []
+    for name in _LAYERS:
+        weight = getattr(getattr(module, name, None), "weight", None)
+        loaded = weights[name]
+        if isinstance(weight, torch.Tensor) and not torch.equal(weight.detach(), loaded.to(weight.dtype)):
+            changed.append(f"{name}.weight")
+    return changed
+
+
+def _forward_step(key, probe, state, weights):
+    def step():
+        module = state[key]
+        result = guarded_call(_forward(module), probe.args, ("x",))
+        changed = _changed_weights(module, weights[key[0]])
+        if changed:
+            result["extra"] = {"changed_weights": changed}
+        return result
+
+    return step
+
+
+def _weights_changed(t):
+    """forward changed a weight of its own module (the repeat then differs, but not by dropout)."""
+    for probe, ans in t.pairs():
+        changed = (ans.extra or {}).get("changed_weights") if isinstance(ans.extra, dict) else None
+        if changed:
+            names = ", ".join(changed)
+            return t.bug(
+                "weights_modified_in_place",
+                f"forward changed the module's own weights ({names}) in place",
+                [f"{probe.where}: after the call, self.{changed[0]} no longer holds the weights the module "
+                 f"was built with, so the next call starts from other weights."],
+            )
+    return None
 
 
 def _backward_step(key, probe, cotangent, state):
@@ -301,7 +336,7 @@ def _plan(cls, cache):
         for probe in cache["calls"]:
             if _module_key(probe) == key:
                 probes.append(probe)
-                steps.append(_forward_step(key, probe, state))
+                steps.append(_forward_step(key, probe, state, cache["weights"]))
     backward = cache["backward"]
     probes.append(backward)
     steps.append(_backward_step(_module_key(backward), backward, cache["cotangent"], state))
@@ -339,7 +374,8 @@ SPEC = Spec(
         "extra_dims": "The heads are not merged back: transpose (batch, heads, n, d_k) to "
         "(batch, n, heads, d_k), reshape it to (batch, n, d_model), then apply W_o.",
     },
-    rules=rules(before={"matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width),
+    rules=rules(before={"nondeterministic": [Rule("weights_changed", "always", _weights_changed)],
+                        "matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width),
                                               Rule("head_width_fixed", "wrong", head_width_fixed)]}),
 )
 

@@ -958,6 +958,77 @@ def own_tril_when_masked(q, k, v, mask=None):
     return weights @ v, weights
 
 
+# ---------------------------------------------------------------- round 4 of fresh learners ----------
+
+def einsum_then_squeeze(q, k, v, mask=None):
+    scores = torch.einsum("...id,...jd->...ij", q, k) * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype))
+    attn = scores.softmax(dim=-1)
+    return torch.einsum("...ij,...jd->...id", attn, v).squeeze()      # "tidy up" stray size-1 dims
+
+
+def squeeze_first(q, k, v, mask=None):
+    q, k, v = q.squeeze(0), k.squeeze(0), v.squeeze(0)                 # drop a leading batch of one
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask.squeeze(0).logical_not(), _fill(scores))
+    weights = F.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def returns_weights_first(q, k, v, mask=None):
+    d = q.shape[-1]
+    s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(d)
+    if mask is not None:
+        s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+    a = F.softmax(s, -1)
+    return a, torch.matmul(a, v)                                       # (attention, output)
+
+
+def returns_dict_order_swapped(q, k, v, mask=None):
+    scores = q.matmul(k.mT).div(math.sqrt(q.shape[-1]))
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    probs = scores.softmax(-1)
+    result = {"weights": probs, "output": probs.matmul(v)}
+    return tuple(result.values())                                      # weights came first in the dict
+
+
+def mask_lined_up_with_k_t(q, k, v, mask=None):
+    kt = k.transpose(-2, -1)
+    scores = q @ kt / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask.transpose(-2, -1), _fill(scores))   # "transposed like k"
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def additive_mask_transposed(q, k, v, mask=None):
+    scores = (q @ k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        bias = torch.zeros_like(scores).masked_fill(~mask.mT, _fill(scores))
+        scores = scores + bias
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def mask_unsqueezed_for_heads(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        mask = mask.unsqueeze(1)                                        # a head axis, for (batch, heads, ...)
+        scores = scores.masked_fill(~mask, _fill(scores))
+    w = torch.softmax(scores, dim=-1)
+    return w @ v, w
+
+
+def where_with_head_axis(q, k, v, mask=None):
+    scores = torch.einsum("...qd,...kd->...qk", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        low = torch.full_like(scores, torch.finfo(scores.dtype).min)
+        scores = torch.where(mask[:, None], scores, low)                  # mask[:, None] "adds the heads"
+    return torch.softmax(scores, dim=-1) @ v
+
+
 CASES = [
     Case("fused_is_causal_instead", fused_is_causal_instead, "mask_replaced_by_causal"),
     Case("own_tril_when_masked", own_tril_when_masked, "mask_replaced_by_causal"),
@@ -1079,6 +1150,14 @@ CASES = [
     Case("transposes_k_in_place", transposes_k_in_place, {"inputs_modified", "modifies_inputs"}),
     Case("view_needs_contiguous", view_needs_contiguous, "missing_contiguous",
          note="shows only when the checker hands over a non-contiguous q or k (heads transposed in)"),
+    Case("einsum_then_squeeze", einsum_then_squeeze, "squeeze_drops_batch"),
+    Case("squeeze_first", squeeze_first, "squeeze_drops_batch"),
+    Case("returns_weights_first", returns_weights_first, "output_and_weights_swapped"),
+    Case("returns_dict_order_swapped", returns_dict_order_swapped, "output_and_weights_swapped"),
+    Case("mask_lined_up_with_k_t", mask_lined_up_with_k_t, "mask_transposed"),
+    Case("additive_mask_transposed", additive_mask_transposed, "mask_transposed"),
+    Case("mask_unsqueezed_for_heads", mask_unsqueezed_for_heads, "mask_axis_misplaced"),
+    Case("where_with_head_axis", where_with_head_axis, "mask_axis_misplaced"),
     # no id fits
     Case("argmax_hard_attention", argmax_hard_attention, FAIL),
     Case("abs_scores", abs_scores, FAIL),

@@ -894,6 +894,69 @@ class WrongAttributeNames(nn.Module):
         return self.out_proj((s.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm))
 
 
+# ---------------------------------------------------------------- round 4 of fresh learners ----------
+
+class SqueezesTheResult(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q = self.W_q(x).unflatten(-1, (self.n_heads, self.d_k)).transpose(1, 2)
+        k = self.W_k(x).unflatten(-1, (self.n_heads, self.d_k)).transpose(1, 2)
+        v = self.W_v(x).unflatten(-1, (self.n_heads, self.d_k)).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        out = (scores.softmax(-1) @ v).transpose(1, 2).flatten(2)
+        return self.W_o(out).squeeze()                                # "clean" output
+
+
+class EinsumSqueezeBatch(Linears):
+    def forward(self, x, mask=None):
+        h = self.n_heads
+        q, k, v = (w(x).reshape(x.shape[0], x.shape[1], h, -1) for w in (self.W_q, self.W_k, self.W_v))
+        s = torch.einsum("bqhd,bkhd->bhqk", q, k).squeeze(0) / self.d_k ** 0.5   # per-head scores
+        if mask is not None:
+            s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+        o = torch.einsum("...hqk,...khd->...qhd", s.softmax(-1), v.squeeze(0))
+        return self.W_o(o.flatten(-2))
+
+
+class ScaleFoldedIntoWeight(Linears):
+    def forward(self, x, mask=None):
+        with torch.no_grad():
+            self.W_q.weight.mul_(self.d_k ** -0.5)                        # scale once, in the weight
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm))
+
+
+class KeyWeightScaledViaData(Linears):
+    def forward(self, x, mask=None):
+        self.W_k.weight.data = self.W_k.weight.data / math.sqrt(self.d_k)    # "pre-scaled keys"
+        b, t, dm = x.shape
+        def split(z):
+            return z.view(b, t, self.n_heads, self.d_k).permute(0, 2, 1, 3)
+        q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))
+        scores = torch.matmul(q, k.transpose(2, 3))
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+        return self.W_o(torch.matmul(torch.softmax(scores, -1), v).permute(0, 2, 1, 3).reshape(b, t, dm))
+
+
+class MaskGetsHeadAxisAtOne(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask.unsqueeze(1), torch.finfo(scores.dtype).min)   # for the heads
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm))
+
+
 CASES = [
     # correct
     Case("solution", Solution, PASS),
@@ -986,5 +1049,10 @@ CASES = [
     Case("key_value_projections_swapped", KeyValueProjectionsSwapped, "keys_values_swapped"),
     Case("query_key_projections_swapped", QueryKeyProjectionsSwapped,
          {"queries_keys_swapped", "scores_transposed"}),
+    Case("squeezes_the_result", SqueezesTheResult, "squeeze_drops_batch"),
+    Case("einsum_squeeze_batch", EinsumSqueezeBatch, "squeeze_drops_batch"),
+    Case("scale_folded_into_weight", ScaleFoldedIntoWeight, "weights_modified_in_place"),
+    Case("key_weight_scaled_via_data", KeyWeightScaledViaData, "weights_modified_in_place"),
+    Case("mask_gets_head_axis_at_one", MaskGetsHeadAxisAtOne, "mask_axis_misplaced"),
     Case("wrong_attribute_names", WrongAttributeNames, FAIL),
 ]
