@@ -881,6 +881,12 @@ class StepPositionsNotAdvanced(DecodeStep):
         return x
 
 
+
+class StepSqueezeDropsBatch(DecodeStep):
+    def embed(self, model, tokens, past):
+        x = model.embed(tokens, past).squeeze(0)                             # BUG: keep the batch of one
+        return x
+
 class StepCacheNotAppended(DecodeStep):
     def keep(self, new_cache, layer, kept, key, value):
         new_cache.append(kept if kept is not None else (key, value))        # BUG: (key, value), appended
@@ -1004,6 +1010,7 @@ DECODING_BUGS = {
     "positions_not_advanced": StepPositionsNotAdvanced(),
     "is_causal_top_left": StepTopLeft(),
     "cache_not_appended": StepCacheNotAppended(),
+    "squeeze_drops_batch": StepSqueezeDropsBatch(),
     "new_token_not_attended": StepNewTokenNotAttended(),
     "cache_keys_values_swapped": StepCacheKeysValuesSwapped(),
     "values_from_cached_keys": StepValuesFromCachedKeys(),

@@ -363,8 +363,9 @@ _ENTRIES = [
         "squeeze_drops_batch",
         "A bare .squeeze() (or squeeze(0)) removes every dimension of size 1, so a batch of one loses "
         "its batch dimension.",
-        "Batches of two or more are right; a batch of one comes back without its batch dimension, or "
-        "the code raises a step later, when a shape no longer lines up.",
+        "Batches of two or more are right (unless another dimension is 1 as well, a single new token); "
+        "a batch of one comes back without its batch dimension, or the code raises a step later, when a "
+        "shape no longer lines up.",
         "out = weights @ v   # no bare .squeeze(): keep the batch, even when it is 1",
         fixes={DECODING: "x = model.embed(tokens, past)   # keep (batch, n_new, d_model): never a bare "
                ".squeeze(), even for a batch of one",
@@ -487,9 +488,10 @@ _ENTRIES = [
     Bug(
         "cache_not_appended",
         "This step's keys and values are not added to the cache it returns (it returns the cache it was "
-        "given, or one holding only the newest tokens).",
+        "given, even the prefill's None, or one holding only the newest tokens).",
         "The first token after the prompt is right, then every later token attends to too few positions, "
-        "as if the tokens generated in between did not exist.",
+        "as if the tokens generated in between did not exist; handed back None after the prefill, every "
+        "step starts afresh at position 0.",
         "new_cache.append((key, value))   # after torch.cat with the cached ones, not the given cache",
     ),
     Bug(

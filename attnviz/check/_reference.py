@@ -631,7 +631,8 @@ CACHED_VARIANTS = {
                                _step(advance="layers")],
     "is_causal_top_left": [_step(causal_mask="top_left"), _step(causal_mask="none_for_one")],
     "causal_mask_missing": [_step(causal_mask="prefill_only")],
-    "cache_not_appended": [_step(keep="given"), _step(keep="newest")],
+    "cache_not_appended": [_step(keep="given"), _step(keep="newest"),   # and the given cache, even None:
+                           lambda model, tokens, cache: (decode(model, tokens, cache)[0], cache)],
     "new_token_not_attended": [_step(attend_new=False), _step(attend_new=False, causal_mask="prefill_only")],
     "cache_keys_values_swapped": [_step(keep="swapped")],
     "values_from_cached_keys": [_step(values_from="keys")],

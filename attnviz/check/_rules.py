@@ -333,7 +333,8 @@ def batch_of_one_dropped(t):
         "squeeze_drops_batch",
         f"{t.happened(probe, ans)}: only a batch of one goes wrong",
         [t.describe(probe, ans),
-         f"Right on every input with a batch of two or more; wrong on {len(wrong)} with a batch of one."],
+         f"Right on the {t.spec.words.get(f'inputs:{t.main_kind}', 'main inputs')} with a batch of two or "
+         f"more; wrong on the {len(wrong)} with a batch of one."],
     )
 
 

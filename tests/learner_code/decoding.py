@@ -1098,6 +1098,40 @@ def returns_the_given_cache(model, tokens, cache):
     return logits, (new if cache is None else cache)
 
 
+def returns_its_argument(model, tokens, cache):
+    """A KVCache copied and filled, but the function ends with the argument's name: None after the
+    prefill, so every step starts over."""
+    kv = gpt.KVCache() if cache is None else cache.copy()
+    g = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, kv.length)
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = kv.append(layer, split_heads(a.W_k(y), model.n_kv_heads),
+                         split_heads(a.W_v(y), model.n_kv_heads))
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), cache                                      # should be kv
+
+def squeezes_the_stream(model, tokens, cache):
+    """Squeezes the embedded stream "to drop the extra dimension"; split_heads then meets a 2-D x."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past).squeeze()
+    g = model.n_heads // model.n_kv_heads
+    out = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        out.append((k, v))
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out
+
 def stores_only_the_newest(model, tokens, cache):
     """The dict learner keeps only this call's keys and values."""
     past = 0 if cache is None else cache["seen"]
@@ -1978,6 +2012,8 @@ CASES = [
     Case("none_for_one_causal_for_several", none_for_one_causal_for_several, "is_causal_top_left"),
     Case("returns_the_given_cache", returns_the_given_cache, "cache_not_appended"),
     Case("stores_only_the_newest", stores_only_the_newest, "cache_not_appended"),
+    Case("returns_its_argument", returns_its_argument, "cache_not_appended"),
+    Case("squeezes_the_stream", squeezes_the_stream, "squeeze_drops_batch"),
     Case("forgot_to_cat_keys", forgot_to_cat_keys, "keys_not_appended"),
     Case("stores_old_keys", stores_old_keys, "keys_not_appended"),
     Case("forgot_to_cat_values", forgot_to_cat_values, "values_not_appended"),
