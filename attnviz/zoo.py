@@ -281,6 +281,12 @@ def output_and_weights_swapped(q, k, v, mask=None):
     return weights, weights @ v                                      # BUG: the output first
 
 
+def weights_transposed(q, k, v, mask=None):
+    """The blend sums over the queries' index: the weights used transposed."""
+    weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
+    out = torch.einsum("...qk,...qd->...kd", weights, v)            # BUG: weights @ v
+    return out, weights
+
 def mask_transposed(q, k, v, mask=None):
     """The mask is transposed before it is applied, as if its rows were the keys."""
     scores = _scaled_scores(q, k)
@@ -307,7 +313,7 @@ ATTENTION_BUGS = {
         fill_overflows_float16,
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
         gradient_blocked, dtype_changed, batch_one_only, squeeze_drops_batch, output_and_weights_swapped,
-        mask_transposed, mask_axis_misplaced,
+        mask_transposed, mask_axis_misplaced, weights_transposed,
     )
 }
 """Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the

@@ -380,6 +380,14 @@ _ENTRIES = [
         "return weights @ v, weights   # the output first, then the weights",
     ),
     Bug(
+        "weights_transposed",
+        "The weights are applied transposed: weights.transpose(-2, -1) @ v, or an einsum that sums over "
+        "the queries' index ('...qk,...qd->...kd') where the keys' belongs.",
+        "Inputs with n_q ≠ n_k raise or come back with n_k rows; square ones are wrong: row i blends the "
+        "values with the weights every query gave key i, a column of the weights, not a row.",
+        "out = weights @ v   # (n_q, n_k) @ (n_k, d_v): each query's row of weights blends the values",
+    ),
+    Bug(
         "mask_transposed",
         "The mask is transposed (mask.T or mask.transpose(-2, -1)) before it is applied, as if its rows "
         "were the keys.",

@@ -210,6 +210,13 @@ ATTENTION_VARIANTS = {
     )
     + [_additive(lambda m: m * -1e9)],
     "mask_ignored": [lambda q, k, v, m: attention(q, k, v)[0]],
+    "weights_transposed": _fills(   # weights.mT @ v, or an einsum summing over the queries' index
+        lambda f: (
+            lambda q, k, v, m: _t(
+                _finish(q @ _t(k) / math.sqrt(q.shape[-1]), m, v, fill=f[0], dead=f[1])[1]
+            ) @ v
+        )
+    ),
     "mask_transposed": _fills(
         lambda f: (
             lambda q, k, v, m: _finish(

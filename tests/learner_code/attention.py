@@ -1029,6 +1029,14 @@ def where_with_head_axis(q, k, v, mask=None):
     return torch.softmax(scores, dim=-1) @ v
 
 
+def blend_with_transposed_weights(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, _fill(scores))
+    a = torch.softmax(scores, dim=-1)
+    return a.transpose(-2, -1) @ v, a                                  # "line up the keys with v"
+
+
 CASES = [
     Case("fused_is_causal_instead", fused_is_causal_instead, "mask_replaced_by_causal"),
     Case("own_tril_when_masked", own_tril_when_masked, "mask_replaced_by_causal"),
@@ -1158,6 +1166,7 @@ CASES = [
     Case("additive_mask_transposed", additive_mask_transposed, "mask_transposed"),
     Case("mask_unsqueezed_for_heads", mask_unsqueezed_for_heads, "mask_axis_misplaced"),
     Case("where_with_head_axis", where_with_head_axis, "mask_axis_misplaced"),
+    Case("blend_with_transposed_weights", blend_with_transposed_weights, "weights_transposed"),
     # no id fits
     Case("argmax_hard_attention", argmax_hard_attention, FAIL),
     Case("abs_scores", abs_scores, FAIL),

@@ -957,6 +957,16 @@ class MaskGetsHeadAxisAtOne(Linears):
         return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm))
 
 
+class EinsumBlendOverQueries(Linears):
+    def forward(self, x, mask=None):
+        q, k, v = (w(x).unflatten(-1, (self.n_heads, self.d_k)) for w in (self.W_q, self.W_k, self.W_v))
+        s = torch.einsum("bihd,bjhd->bhij", q, k) / math.sqrt(self.d_k)
+        if mask is not None:
+            s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+        o = torch.einsum("bhij,bihd->bjhd", s.softmax(-1), v)         # sums over i, the queries
+        return self.W_o(o.flatten(-2))
+
+
 CASES = [
     # correct
     Case("solution", Solution, PASS),
@@ -1054,5 +1064,6 @@ CASES = [
     Case("scale_folded_into_weight", ScaleFoldedIntoWeight, "weights_modified_in_place"),
     Case("key_weight_scaled_via_data", KeyWeightScaledViaData, "weights_modified_in_place"),
     Case("mask_gets_head_axis_at_one", MaskGetsHeadAxisAtOne, "mask_axis_misplaced"),
+    Case("einsum_blend_over_queries", EinsumBlendOverQueries, "weights_transposed"),
     Case("wrong_attribute_names", WrongAttributeNames, FAIL),
 ]
