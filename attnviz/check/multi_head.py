@@ -236,7 +236,7 @@ def _forward_step(key, probe, state, weights):
 def _weights_changed(t):
     """forward changed a weight of its own module (the repeat then differs, but not by dropout)."""
     for probe, ans in t.pairs():
-        changed = (ans.extra or {}).get("changed_weights") if isinstance(ans.extra, dict) else None
+        changed = ans.extra.get("changed_weights") if isinstance(ans.extra, dict) else None
         if changed:
             names = ", ".join(changed)
             return t.bug(
