@@ -110,8 +110,8 @@ def test_03_the_small_d_k_surprise_is_said_and_asserted():
     # the table shows unscaled rows passing more gradient at d_k = 4; the text says why, a cell backs it
     assert "One surprise in the table" in markdown("03")
     assert asserted("03", r"at d_k = 4 the unscaled rows passed more")
-    assert asserted("03", r"stretched twice, the rows pass about 10% more")
-    assert asserted("03", r"every further stretch passes less")
+    assert asserted("03", r"stretched ×2, the rows pass about 10% more")
+    assert asserted("03", r"each wider stretch passes less")
 
 
 # ---- 04 -----------------------------------------------------------------------------------------
