@@ -893,6 +893,14 @@ class StepSqueezeDropsBatch(DecodeStep):
         x = model.embed(tokens, past).squeeze(0)                             # BUG: keep the batch of one
         return x
 
+
+class StepKvHeadIndexWrong(DecodeStep):
+    def share(self, key, value, group):
+        n_kv = key.shape[1]
+        n_heads = n_kv * group
+        index = torch.arange(n_heads) // n_kv                                # BUG: // group
+        return key[:, index], value[:, index]
+
 class StepCacheNotAppended(DecodeStep):
     def keep(self, new_cache, layer, kept, key, value):
         new_cache.append(kept if kept is not None else (key, value))        # BUG: (key, value), appended
@@ -1017,6 +1025,7 @@ DECODING_BUGS = {
     "is_causal_top_left": StepTopLeft(),
     "cache_not_appended": StepCacheNotAppended(),
     "squeeze_drops_batch": StepSqueezeDropsBatch(),
+    "kv_head_index_wrong": StepKvHeadIndexWrong(),
     "new_token_not_attended": StepNewTokenNotAttended(),
     "cache_keys_values_swapped": StepCacheKeysValuesSwapped(),
     "values_from_cached_keys": StepValuesFromCachedKeys(),

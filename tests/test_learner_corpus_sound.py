@@ -46,7 +46,7 @@ LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_
              "last_position_only", "cache_low_precision", "norms_mixed_up", "residual_added",
              "layer_norm_added", "heads_count_and_width_swapped", "padding_off_by_one",
              "squeeze_drops_batch", "output_and_weights_swapped", "mask_transposed", "mask_axis_misplaced",
-             "weights_modified_in_place", "weights_transposed"}
+             "weights_modified_in_place", "weights_transposed", "kv_head_index_wrong"}
 
 
 @pytest.fixture(autouse=True, scope="module")

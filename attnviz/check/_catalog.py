@@ -618,6 +618,14 @@ _ENTRIES = [
         "   # group = n_heads // n_kv_heads",
     ),
     Bug(
+        "kv_head_index_wrong",
+        "Query head h reads the wrong key/value head: h // n_kv_heads (or h % group) where h // group "
+        "belongs, group = n_heads // n_kv_heads: the group size and the number of key/value heads mixed up.",
+        "The index runs past the last key/value head and PyTorch raises IndexError; where the two sizes "
+        "happen to be equal (4 query heads sharing 2) the mistake hides.",
+        "index = torch.arange(n_heads) // group   # query head h shares key/value head h // group",
+    ),
+    Bug(
         "cache_modified_in_place",
         "The step changes the cache it was given (appends to it in place, or writes into a buffer that "
         "every cache it returns shares) instead of returning a new one.",

@@ -470,6 +470,27 @@ def _last_only(t):
     return None
 
 
+_OUT_OF_RANGE = re.compile(r"index (\d+) is out of bounds for dimension \d+ with size (\d+)")
+
+
+def _kv_head_index(t):
+    """Every prefill raised IndexError for a key/value head past the last: the query heads' index into
+    the shared key/value heads used n_kv_heads where the group size belongs."""
+    wrong = [(p, a) for p, a in t.main if not t.right(p, a)]
+    found = [_OUT_OF_RANGE.search(a.error["message"]) if a.error and a.error["type"] == "IndexError" else None
+             for _, a in wrong]
+    n_kv, n_heads = SIZES["n_kv_heads"], SIZES["n_heads"]
+    if not wrong or not all(f and int(f[2]) == n_kv and n_kv <= int(f[1]) < n_heads for f in found):
+        return None
+    probe, ans = wrong[0]
+    group = n_heads // n_kv
+    return t.bug("kv_head_index_wrong", t.happened(probe, ans), [
+        t.describe(probe, ans),
+        f"The model has {n_heads} query heads sharing {n_kv} key/value heads, a group of {group}: query "
+        f"head h reads key/value head h // {group}, so the index runs 0..{n_kv - 1}; yours reached "
+        f"{found[0][1]}."])
+
+
 def _branch(t):
     """Every cached step right, but a cache used a second time (from the prefill's cache another token
     4; then token 5 again from token 4's cache, which the steps since may have overwritten) is not."""
@@ -514,7 +535,8 @@ SPEC = Spec(
     rules=rules(
         replace={"passed": Rule("cached_steps", "right", _cached_stage)},
         before={"setup_failed": [Rule("delegated", "always", _delegated)],
-                "contiguous_error": [Rule("last_position_only", "wrong", _last_only)]},
+                "contiguous_error": [Rule("last_position_only", "wrong", _last_only)],
+                "raised": [Rule("kv_head_index", "wrong", _kv_head_index)]},
         drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "other_dtypes",
               "large_scores_wrong", "matmul_everywhere"),
     ),

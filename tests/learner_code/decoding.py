@@ -1132,6 +1132,45 @@ def squeezes_the_stream(model, tokens, cache):
         x = x + block.mlp(block.norm_mlp(x))
     return model.unembed(x), out
 
+def loop_heads_kv_by_n_kv(model, tokens, cache):
+    """One head at a time; query head h reads key/value head h // n_kv_heads."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    n_new = tokens.shape[1]
+    out = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        q = split_heads(a.W_q(y), model.n_heads)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        out.append((k, v))
+        mask = _bottom_right(n_new, k.shape[-2])
+        heads = []
+        for h in range(model.n_heads):
+            kv = h // model.n_kv_heads                                 # should be h // group
+            s = q[:, h] @ k[:, kv].transpose(-2, -1) / math.sqrt(model.d_head)
+            heads.append(s.masked_fill(~mask, torch.finfo(s.dtype).min).softmax(-1) @ v[:, kv])
+        x = x + a.W_o(merge_heads(torch.stack(heads, dim=1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), out
+
+
+def gathers_kv_heads_by_n_kv(model, tokens, cache):
+    """Shares the key/value heads by indexing with arange(n_heads) // n_kv_heads."""
+    kv = gpt.KVCache() if cache is None else cache.copy()
+    x = model.embed(tokens, kv.length)
+    pick = torch.arange(model.n_heads) // model.n_kv_heads              # should be // group
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = kv.append(layer, split_heads(a.W_k(y), model.n_kv_heads),
+                         split_heads(a.W_v(y), model.n_kv_heads))
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k[:, pick], v[:, pick], tokens.shape[1], k.shape[-2],
+                  model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), kv
+
 def stores_only_the_newest(model, tokens, cache):
     """The dict learner keeps only this call's keys and values."""
     past = 0 if cache is None else cache["seen"]
@@ -2014,6 +2053,8 @@ CASES = [
     Case("stores_only_the_newest", stores_only_the_newest, "cache_not_appended"),
     Case("returns_its_argument", returns_its_argument, "cache_not_appended"),
     Case("squeezes_the_stream", squeezes_the_stream, "squeeze_drops_batch"),
+    Case("loop_heads_kv_by_n_kv", loop_heads_kv_by_n_kv, "kv_head_index_wrong"),
+    Case("gathers_kv_heads_by_n_kv", gathers_kv_heads_by_n_kv, "kv_head_index_wrong"),
     Case("forgot_to_cat_keys", forgot_to_cat_keys, "keys_not_appended"),
     Case("stores_old_keys", stores_old_keys, "keys_not_appended"),
     Case("forgot_to_cat_values", forgot_to_cat_values, "values_not_appended"),
