@@ -143,6 +143,15 @@ def _rsqrt_dk(q, k, v):
     return 1 / math.sqrt(q.shape[-1])
 
 
+def _mask_read(how):
+    """Correct attention on a mask changed by ``how`` first (inverted, transposed, ...), each fill."""
+    return _fills(
+        lambda f: lambda q, k, v, m: _finish(
+            q @ _t(k) / math.sqrt(q.shape[-1]), None if m is None else how(m), v, fill=f[0], dead=f[1]
+        )[0]
+    )
+
+
 def _additive(term):
     def variant(q, k, v, mask):
         scores = q @ _t(k) / math.sqrt(q.shape[-1])
@@ -201,14 +210,7 @@ ATTENTION_VARIANTS = {
     "missing_key_transpose": _fills(
         lambda f: lambda q, k, v, m: _finish(q @ k / math.sqrt(q.shape[-1]), m, v, fill=f[0], dead=f[1])[0]
     ),
-    "mask_inverted": _fills(
-        lambda f: (
-            lambda q, k, v, m: _finish(
-                q @ _t(k) / math.sqrt(q.shape[-1]), None if m is None else ~m, v, fill=f[0], dead=f[1]
-            )[0]
-        )
-    )
-    + [_additive(lambda m: m * -1e9)],
+    "mask_inverted": _mask_read(lambda m: ~m) + [_additive(lambda m: m * -1e9)],
     "mask_ignored": [lambda q, k, v, m: attention(q, k, v)[0]],
     "weights_transposed": _fills(   # weights.mT @ v, or an einsum summing over the queries' index
         lambda f: (
@@ -217,22 +219,8 @@ ATTENTION_VARIANTS = {
             ) @ v
         )
     ),
-    "mask_transposed": _fills(
-        lambda f: (
-            lambda q, k, v, m: _finish(
-                q @ _t(k) / math.sqrt(q.shape[-1]), None if m is None else _t(m), v, fill=f[0], dead=f[1]
-            )[0]
-        )
-    ),
-    "mask_axis_misplaced": _fills(   # mask.unsqueeze(1): (n, n) -> (n, 1, n), its first n against the heads
-        lambda f: (
-            lambda q, k, v, m: _finish(
-                q @ _t(k) / math.sqrt(q.shape[-1]), None if m is None else m.unsqueeze(1), v, fill=f[0],
-                dead=f[1],
-            )[0]
-        )
-    ),
-
+    "mask_transposed": _mask_read(_t),
+    "mask_axis_misplaced": _mask_read(lambda m: m.unsqueeze(1)),   # (n, n) -> (n, 1, n): n against the heads
     "mask_replaced_by_causal": [    # always (is_causal=True), or wherever a mask is given
         lambda q, k, v, m: attention(q, k, v, causal(q.shape[-2], k.shape[-2]))[0],
         lambda q, k, v, m: attention(q, k, v, None if m is None else causal(q.shape[-2], k.shape[-2]))[0],
