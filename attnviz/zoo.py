@@ -304,6 +304,23 @@ def mask_axis_misplaced(q, k, v, mask=None):
     weights = torch.softmax(scores, dim=-1)
     return weights @ v, weights
 
+def softmax_sum_not_kept(q, k, v, mask=None):
+    """A softmax by hand whose row sums lose their axis: e.sum(dim=-1) without keepdim."""
+    scores = _finite(_scaled_scores(q, k), mask)
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    weights = e / e.sum(dim=-1)                                     # BUG: e.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
+def mask_boolean_indexed(q, k, v, mask=None):
+    """Blocked scores set through a boolean index, which needs a mask of the scores' exact shape."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        scores[~mask] = torch.finfo(scores.dtype).min               # BUG: scores.masked_fill(~mask, ...)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 ATTENTION_BUGS = {
     fn.__name__: fn
     for fn in (
@@ -313,15 +330,16 @@ ATTENTION_BUGS = {
         fill_overflows_float16,
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
         gradient_blocked, dtype_changed, batch_one_only, squeeze_drops_batch, output_and_weights_swapped,
-        mask_transposed, mask_axis_misplaced, weights_transposed,
+        mask_transposed, mask_axis_misplaced, weights_transposed, softmax_sum_not_kept, mask_boolean_indexed,
     )
 }
 """Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the
-output dtype, batch dimensions) give the same numbers as correct attention on an ordinary float32
-input: ``SHOWS_ONLY_ON_EDGES`` lists them."""
+output dtype, batch dimensions, a mask that only broadcasts to the scores) give the same numbers as
+correct attention on an ordinary float32 input: ``SHOWS_ONLY_ON_EDGES`` lists them."""
 
 SHOWS_ONLY_ON_EDGES = ("fill_overflows_float16", "softmax_overflow", "gradient_blocked", "dtype_changed",
-                       "batch_one_only", "nan_on_fully_masked_row", "squeeze_drops_batch")
+                       "batch_one_only", "nan_on_fully_masked_row", "squeeze_drops_batch",
+                       "mask_boolean_indexed")
 
 
 # --------------------------------------------------------------------------
@@ -397,6 +415,13 @@ class HeadsSplitInterleaved(MultiHeadWith):
     def split(self, x):
         batch, n, _ = x.shape
         return x.view(batch, n, self.d_k, self.n_heads).permute(0, 3, 1, 2)   # BUG: (B, T, h, d_k), transpose
+
+
+class HeadsOverlap(MultiHeadWith):
+    """Head i takes the features i .. i + d_k - 1, not its own block of d_k: neighbouring heads overlap."""
+
+    def split(self, x):
+        return torch.stack([x[..., i:i + self.d_k] for i in range(self.n_heads)], dim=1)  # BUG: i * d_k
 
 
 class WeightNotTransposed(MultiHeadWith):
@@ -525,6 +550,7 @@ MULTI_HEAD_BUGS = {
     "missing_output_projection": MissingOutputProjection,
     "squeeze_drops_batch": SqueezeDropsBatch,
     "weights_modified_in_place": WeightsModifiedInPlace,
+    "heads_overlap": HeadsOverlap,
 }
 
 
@@ -577,11 +603,53 @@ def padding_lengths_modified(lengths, n):
     return (torch.arange(n)[None, :] < lengths)[:, None, :]
 
 
+def causal_mask_not_bool(n):
+    """The right triangle as 0/1 floats: masked_fill(~mask) refuses it, an additive use blocks nothing."""
+    return torch.ones(n, n).tril()                         # BUG: dtype=torch.bool
+
+
+_TRIANGLE_32 = torch.ones(32, 32, dtype=torch.bool).tril()   # built once, at import
+
+
+def causal_mask_fixed_size(n):
+    """A triangle built once at 32 x 32 and sliced: too small for n > 32."""
+    return _TRIANGLE_32[:n, :n]                            # BUG: torch.ones(n, n, dtype=torch.bool).tril()
+
+
+def causal_blocks_nothing(n):
+    """A loop meant to fill each row up to the diagonal fills the whole row."""
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        mask[i] = True                                     # BUG: mask[i, : i + 1] = True
+    return mask
+
+
+def padding_width_from_lengths(lengths, n):
+    """The mask is as wide as the longest sequence, not n."""
+    lengths = torch.as_tensor(lengths)
+    width = int(lengths.max())                             # BUG: n
+    return (torch.arange(width)[None, :] < lengths[:, None])[:, None, :]
+
+
+def padding_query_axis_misplaced(lengths, n):
+    """No query axis: (batch, n) lines the batch up with the queries."""
+    return torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None]   # BUG: [:, None, :]
+
+
+def padding_masks_queries_too(lengths, n):
+    """Padded query rows are blocked too: every padded position's row is fully masked."""
+    real = torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None]   # (batch, n)
+    return real[:, None, :] & real[:, :, None]             # BUG: real[:, None, :], the keys alone
+
+
 CAUSAL_MASK_BUGS = {
     "causal_off_by_one": causal_off_by_one,
     "causal_future_visible": causal_future_visible,
     "causal_excludes_self": causal_excludes_self,
     "mask_inverted": causal_mask_inverted,
+    "mask_not_bool": causal_mask_not_bool,
+    "mask_fixed_size": causal_mask_fixed_size,
+    "mask_blocks_nothing": causal_blocks_nothing,
 }
 
 PADDING_MASK_BUGS = {
@@ -589,6 +657,9 @@ PADDING_MASK_BUGS = {
     "padding_masks_queries": padding_masks_queries,
     "padding_off_by_one": padding_off_by_one,
     "mask_inverted": padding_mask_inverted,
+    "padding_width_from_lengths": padding_width_from_lengths,
+    "padding_query_axis_misplaced": padding_query_axis_misplaced,
+    "padding_masks_queries_too": padding_masks_queries_too,
 }
 
 # --------------------------------------------------------------------------

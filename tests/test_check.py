@@ -370,8 +370,8 @@ def test_multi_head_in_place_input_change():
 
 
 def test_causal_mask_problems():
-    assert check_causal_mask(lambda n: torch.ones(n, n).tril()).status == "problem"  # float 0/1
-    assert "not bool" in repr(check_causal_mask(lambda n: torch.ones(n, n).tril()))
+    floats = check_causal_mask(lambda n: torch.ones(n, n).tril())  # float 0/1: named, and the dtype said
+    assert floats.bug == "mask_not_bool" and "the dtype is float32" in repr(floats)
     # n = 1 comes first: (2, 1) broadcasts against the scores' (1, 1), but changes their shape
     taller = repr(check_causal_mask(lambda n: torch.ones(n + 1, n, dtype=torch.bool)))
     assert "it gives (2, 1), which changes the scores' shape." in taller
@@ -380,16 +380,24 @@ def test_causal_mask_problems():
     assert "does not broadcast" not in extra and "more dimensions: remove the extra one" in extra
     assert check_causal_mask(lambda n: None).status == "problem"
     everything = check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool))
-    assert everything.bug is None and "comes after it" in repr(everything)
+    assert everything.bug == "mask_blocks_nothing" and "comes after it" in repr(everything)
+    # a triangle sliced from a fixed 8 x 8 one: named, with the size where it stops
+    fixed = check_causal_mask(lambda n: torch.ones(8, 8, dtype=torch.bool).tril()[:n, :n])
+    assert fixed.bug == "mask_fixed_size" and "Right for every n up to 8" in repr(fixed)
     stub = check_causal_mask(lambda n: (_ for _ in ()).throw(NotImplementedError("use tril")))
     assert stub.status == "not_implemented"
 
 
 def test_padding_mask_problems():
     flat = check_padding_mask(lambda lengths, n: torch.arange(n)[None, :] < lengths[:, None])  # (batch, n)
-    assert not flat.passed and "mask[:, None, :]" in repr(flat)
+    assert flat.bug == "padding_query_axis_misplaced" and "mask[:, None, :]" in repr(flat)
     everything = check_padding_mask(lambda lengths, n: torch.ones(len(lengths), 1, n, dtype=torch.bool))
-    assert everything.bug is None and "may attend to key" in repr(everything)
+    assert everything.bug == "mask_blocks_nothing" and "may attend to key" in repr(everything)
+    narrow = check_padding_mask(lambda lengths, n: (torch.arange(max(lengths)) < lengths[:, None])[:, None])
+    assert narrow.bug == "padding_width_from_lengths" and "not n = 5" in repr(narrow)
+    # right pattern, right shape, wrong dtype: named, with the dtype
+    ints = check_padding_mask(lambda lengths, n: (torch.arange(n) < lengths[:, None]).int()[:, None])
+    assert ints.bug == "mask_not_bool" and "the dtype is int32" in repr(ints)
 
 
 # ---- layering ---------------------------------------------------------------------------------

@@ -46,7 +46,10 @@ LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_
              "last_position_only", "cache_low_precision", "norms_mixed_up", "residual_added",
              "layer_norm_added", "heads_count_and_width_swapped", "padding_off_by_one",
              "squeeze_drops_batch", "output_and_weights_swapped", "mask_transposed", "mask_axis_misplaced",
-             "weights_modified_in_place", "weights_transposed", "kv_head_index_wrong"}
+             "weights_modified_in_place", "weights_transposed", "kv_head_index_wrong", "mask_not_bool",
+             "mask_fixed_size", "mask_blocks_nothing", "padding_width_from_lengths",
+             "padding_query_axis_misplaced", "padding_masks_queries_too", "softmax_sum_not_kept",
+             "mask_boolean_indexed", "heads_overlap"}
 
 
 @pytest.fixture(autouse=True, scope="module")

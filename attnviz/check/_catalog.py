@@ -250,6 +250,80 @@ _ENTRIES = [
         "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # (batch, 1, n)",
     ),
     Bug(
+        "padding_masks_queries_too",
+        "The padding mask blocks padded query rows as well as padded key columns: (batch, n, n), "
+        "real[:, :, None] & real[:, None, :].",
+        "Each padded position's query row has no key left (a fully masked row: NaN with a -inf fill), "
+        "and the mask no longer repeats one key pattern per row. Blocking the padding keys is enough: "
+        "the outputs at padded positions are thrown away.",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # keys only: (batch, 1, n)",
+    ),
+    Bug(
+        "padding_width_from_lengths",
+        "The padding mask is as wide as the longest sequence, max(lengths), instead of n.",
+        "Right whenever some sequence fills all n positions; when every sequence is shorter than n the "
+        "mask has too few key columns and no longer fits the scores.",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # arange(n), not max(lengths)",
+    ),
+    Bug(
+        "padding_query_axis_misplaced",
+        "The padding mask has no query axis after the batch: (batch, n), or (1, batch, n), instead of "
+        "(batch, 1, n).",
+        "Right for a batch of one; with more sequences, broadcasting lines the batch up with the "
+        "queries, so the shapes clash (or, when batch == n, sequence b's pattern lands on query b).",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # insert the query axis",
+    ),
+    Bug(
+        "mask_not_bool",
+        "The mask is a float or int tensor (1/0, 0/-inf, uint8) instead of a bool one.",
+        "masked_fill(~mask, ...) refuses it, and F.scaled_dot_product_attention adds a float mask to the "
+        "scores instead of blocking: 1.0 and 0.0 block nothing.",
+        "return mask.bool()   # or build it with dtype=torch.bool; True = may attend",
+    ),
+    Bug(
+        "mask_blocks_nothing",
+        "The mask is True everywhere (for a padding mask: everywhere in each non-empty sequence), so it "
+        "blocks nothing; for example a loop that writes mask[b, :length] into a (batch, 1, n) mask slices "
+        "the size-1 axis, not the keys.",
+        "Attention runs as if there were no mask: a causal model reads the future, padding keys get "
+        "weight.",
+        "torch.ones(n, n, dtype=torch.bool).tril()",
+        fixes={"check_padding_mask": "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]"
+                                     "   # True = real token"},
+    ),
+    Bug(
+        "mask_fixed_size",
+        "The causal mask is built once at a fixed size and sliced: torch.ones(32, 32).tril()[:n, :n].",
+        "Right for every n up to the fixed size; beyond it the slice stays the fixed size, so longer "
+        "sequences get a mask that does not fit their scores.",
+        "torch.ones(n, n, dtype=torch.bool).tril()   # built at this call's own n",
+    ),
+    Bug(
+        "mask_boolean_indexed",
+        "Blocked scores are set through a boolean index, scores[~mask] = value, which needs a mask of "
+        "exactly the scores' shape.",
+        "Right whenever the mask has the scores' own shape; a mask that only broadcasts to them (one "
+        "(n_q, n_k) mask for a batch of heads, a padding mask (batch, 1, n_k)) raises IndexError.",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # masked_fill broadcasts",
+    ),
+    Bug(
+        "softmax_sum_not_kept",
+        "A softmax written by hand divides by e.sum(dim=-1) without keepdim=True, so the row sums lose "
+        "their axis.",
+        "Broadcasting then lines the sums up with the keys: each weight is divided by another row's sum, "
+        "so rows do not sum to 1 (when n_q == n_k), or the division raises (when they differ).",
+        "weights = e / e.sum(dim=-1, keepdim=True)   # or torch.softmax(scores, dim=-1)",
+    ),
+    Bug(
+        "heads_overlap",
+        "Head i takes the features i : i + d_k instead of its own i * d_k : (i + 1) * d_k, so neighbouring "
+        "heads share all but one feature and the last features belong to no head.",
+        "The heads see nearly the same slices of q, k and v; with more than one head the merged output "
+        "is wrong.",
+        "q[..., i * self.d_k:(i + 1) * self.d_k]   # head i's own slice; or view(batch, n, n_heads, d_k)"
+        ".transpose(1, 2)",
+    ),
+    Bug(
         "missing_key_transpose",
         "The scores are q @ k instead of q @ kᵀ.",
         "PyTorch refuses the product (its shapes do not line up) unless n_k happens to equal d_k; then "

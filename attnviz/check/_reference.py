@@ -139,6 +139,21 @@ def _normalised(normalise, fill):
     return variant
 
 
+def _sum_not_kept(shift, fill):
+    """A softmax by hand whose row sums lose their axis (e / e.sum(-1), no keepdim): each entry is divided
+    by another row's sum, when the shapes broadcast at all. ``shift``: none, the row max, or the row max
+    without keepdim either."""
+
+    def variant(q, k, v, mask):
+        scores = _fill(q @ _t(k) / math.sqrt(q.shape[-1]), mask, fill)
+        if shift:
+            scores = scores - scores.amax(dim=-1, keepdim=shift == "kept")
+        e = _exp(scores)
+        return (e / e.sum(dim=-1)) @ v
+
+    return variant
+
+
 def _rsqrt_dk(q, k, v):
     return 1 / math.sqrt(q.shape[-1])
 
@@ -259,6 +274,9 @@ ATTENTION_VARIANTS = {
         _normalised(lambda s: _exp(s - s.amax(dim=-1, keepdim=True)), _MIN),
         _normalised(lambda s: _exp(s - s.amax(dim=-1, keepdim=True)), -_INF),
     ],
+    "softmax_sum_not_kept": [
+        _sum_not_kept(shift, fill) for shift in ("kept", None, "lost") for fill in (_MIN, -_INF)
+    ],
     "keys_values_swapped": [
         lambda q, k, v, m: _finish(q @ _t(v) / math.sqrt(q.shape[-1]), m, k)[0],
         lambda q, k, v, m: attention(q, k, k, m)[0],
@@ -312,6 +330,12 @@ def _split_no_transpose(x, h):
 def _merge_no_transpose(x):
     batch, h, n, d_k = x.shape
     return x.reshape(batch, n, h * d_k)
+
+
+def _split_overlapping(x, h):  # head i gets features i .. i + d_k - 1 (h:h + d_k): neighbours overlap
+    batch, n, d_model = x.shape
+    d_k = d_model // h
+    return torch.stack([x[..., i:i + d_k] for i in range(h)], dim=1)
 
 
 def _split_interleaved(x, h):  # (batch, n, d_k, h): head i gets features i, i + h, i + 2h, ...
@@ -418,6 +442,7 @@ MULTI_HEAD_VARIANTS = {
     "heads_merged_interleaved": [_parts(merge=_merge_interleaved)],
     "heads_split_interleaved": [_parts(split=_split_interleaved, merge=_merge_interleaved),
                                 _parts(split=_split_interleaved)],
+    "heads_overlap": [_parts(split=_split_overlapping)],
     "weight_not_transposed": [_parts(untransposed=("W_q", "W_k", "W_v", "W_o")),
                               _parts(untransposed=("W_q", "W_k", "W_v"))],
     "heads_count_and_width_swapped": [_swapped_heads(True), _swapped_heads(False)],

@@ -10,7 +10,8 @@ only when every main probe is right ('right': the edges and the pass), or only w
    something unreadable, two calls on the same input differ (dropout);
 2. every main probe right: NaN with large scores, NaN on a fully masked row, inputs changed in
    place, gradients, the output's dtype, float64 and float16 inputs, large scores, then the pass;
-3. a main probe wrong: a tell-tale error (``.view`` after ``transpose``), a hypothesis that
+3. a main probe wrong: a tell-tale error (``.view`` after ``transpose``; a boolean index that needs the
+   mask's exact shape), a hypothesis that
    reproduces every main output, right only for a batch of one, wrong only for a batch of one (a bare
    squeeze), inputs changed in place, every product failing, raised, and finally what happened with
    no known bug.
@@ -21,6 +22,7 @@ A checker keeps this list and changes only what differs (:func:`rules`).
 from __future__ import annotations
 
 import math
+import re
 
 import torch
 
@@ -354,6 +356,28 @@ def matmul_everywhere(t):
     return None
 
 
+_BOOLEAN_INDEX = re.compile(r"shape of the mask .* does not match the shape of the indexed tensor")
+
+
+def mask_indexed(t):
+    """scores[~mask] = value: a boolean index needs the mask's exact shape, so every input whose mask only
+    broadcasts to the scores raised IndexError, and every other input is right."""
+    errors = [(p, a) for p, a in t.main if a.error is not None]
+    if not errors or not all(_BOOLEAN_INDEX.search(a.error.get("message", "")) for _, a in errors):
+        return None
+    if not all(t.right(p, a) for p, a in t.main if a.error is None):
+        return None
+    probe, ans = errors[0]
+    return t.bug(
+        "mask_boolean_indexed",
+        f"{t.spec.subject} raised {ans.error['type']} on {probe.name}",
+        [t.describe(probe, ans),
+         f"It raised on {len(errors)} of the {len(t.main)} "
+         f"{t.spec.words.get(f'inputs:{t.main_kind}', 'main inputs')}, each with a mask that broadcasts to "
+         f"the scores without having their shape; every other one is right."],
+    )
+
+
 def raised(t):
     errors = [(p, a) for p, a in t.main if a.error is not None]
     if errors:
@@ -423,6 +447,7 @@ RULES = (
     Rule("passed", "right", passed),
     # a main probe wrong: which bug
     Rule("contiguous_error", "wrong", contiguous_error),
+    Rule("mask_indexed", "wrong", mask_indexed),
     Rule("hypothesis", "wrong", hypothesis),
     Rule("batch_one", "wrong", batch_one),
     Rule("batch_of_one_dropped", "wrong", batch_of_one_dropped),

@@ -2,8 +2,10 @@
 
 Each checker is its probes (the sizes or lengths it tries) plus the rules that differ from the
 shared ones (:mod:`._engine`): a mask is compared exactly (True = may attend, broadcast to the
-scores' shape), a non-bool mask is explained, a causal function that also takes ``(n_q, n_k)`` is
-tried on rectangles, and a padding function that changes ``lengths`` is named.
+scores' shape), a non-bool mask is named and explained, a right mask in a wrong shape is named from
+its shape (a causal triangle of a fixed size, a padding mask as wide as max(lengths) or without its
+query axis), a causal function that also takes ``(n_q, n_k)`` is tried on rectangles, and a padding
+function that changes ``lengths`` is named.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import torch
 from .._validate import broadcast_shape
 from . import _verdict
 from ._diagnose import Answer, Hypotheses
-from ._engine import Probe, Rule, Spec, run_check
+from ._engine import Probe, Rule, Spec, dtype_name, run_check
 from ._reference import causal, in_neutral, padding
 from ._rules import rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
@@ -30,6 +32,7 @@ _PADDING_FIX = "(torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # Tr
 
 _CAUSAL_HYPOTHESES = {
     "causal_future_visible": [lambda n: torch.ones(n, n, dtype=torch.bool).triu()],
+    "mask_blocks_nothing": [lambda n: torch.ones(n, n, dtype=torch.bool)],
     "causal_excludes_self": [lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)],
     "mask_inverted": [lambda n: torch.ones(n, n, dtype=torch.bool).triu(1)],
     "causal_off_by_one": [lambda n: torch.ones(n, n, dtype=torch.bool).tril(1)],
@@ -39,6 +42,15 @@ _PADDING_HYPOTHESES = {
     "padding_off_by_one": [lambda lengths, n: padding(torch.as_tensor(lengths) + 1, n),
                            lambda lengths, n: padding(torch.as_tensor(lengths) - 1, n)],
     "mask_inverted": [lambda lengths, n: ~padding(lengths, n)],
+    "padding_masks_queries_too": [
+        lambda lengths, n: padding(lengths, n) & padding(lengths, n).transpose(-2, -1)
+    ],
+    # True everywhere; or everywhere in each non-empty sequence (mask[b, :length] = True on a (batch, 1, n)
+    # mask slices the size-1 query axis)
+    "mask_blocks_nothing": [
+        lambda lengths, n: torch.ones(len(lengths), 1, n, dtype=torch.bool),
+        lambda lengths, n: (torch.as_tensor(lengths) > 0)[:, None, None].expand(-1, 1, n),
+    ],
 }
 
 
@@ -93,7 +105,8 @@ def _same_mask(probe, ans, expected):
 
 
 def _dtype_note(t):
-    """A non-bool mask: say what is wrong with the dtype (a valid additive mask, or the right pattern)."""
+    """A non-bool mask: name it, and say what is wrong with the dtype (a valid additive mask, or the right
+    pattern)."""
     for probe, ans in t.pairs():
         value = ans.output
         if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or ans.complaint:
@@ -104,15 +117,18 @@ def _dtype_note(t):
                 "F.scaled_dot_product_attention, but this exercise asks for a bool mask with True = may "
                 "attend; return the bool version, e.g. torch.isfinite(mask)."
             )
+            fix = "return torch.isfinite(mask)   # the bool mask: True where the additive mask is 0"
         elif _same_mask(probe, Answer(output=value != 0), probe.expected):
             note = (
                 f"the pattern is right but the dtype is {str(value.dtype).replace('torch.', '')}. A float or "
                 f"int mask is not read as allowed/blocked: a float mask is ADDED to the scores, so 1.0 and "
                 f"0.0 block nothing. Return a bool mask: add .bool() or build it with dtype=torch.bool."
             )
+            fix = None
         else:
             continue
-        return t.problem("the mask is not bool.", [note])
+        happened = f"{t.spec.subject} returned a {dtype_name(value)} mask"
+        return t.bug("mask_not_bool", happened, [note], fix=fix)
     return None
 
 
@@ -145,6 +161,65 @@ def _raised_at_once(t):
     return None
 
 
+def _shape_named(t):
+    """A known bug read from the wrong answers' shapes (the checker's own ``words["shape_bug"]``)."""
+    name = t.spec.words.get("shape_bug")
+    wrong = [(p, a) for p, a in t.main if not t.right(p, a)]
+    return name(t, wrong) if name and wrong else None
+
+
+def _fixed_size(t, wrong):
+    """Right up to some size m, and for every larger n the m x m triangle: built once and sliced."""
+    sizes = set()
+    for probe, ans in wrong:
+        value, n = ans.output, probe.args.get("n")
+        square = isinstance(value, torch.Tensor) and value.dim() == 2 and value.shape[0] == value.shape[1]
+        if n is None or not square:
+            return None
+        m = value.shape[-1]
+        if not m < n or not torch.equal(value.bool(), causal(m)):
+            return None
+        sizes.add(m)
+    if len(sizes) != 1:
+        return None
+    m = sizes.pop()
+    probe, ans = wrong[0]
+    return t.bug("mask_fixed_size", f"{t.spec.subject} returned a {m} x {m} mask for n = {probe.args['n']}",
+                 [_differences(probe, ans), f"Right for every n up to {m}; for each larger n it returns the "
+                  f"same {m} x {m} triangle."])
+
+
+def _padding_shape_kind(probe, value):
+    """'width' (the right mask, max(lengths) wide instead of n) or 'axis' (the right mask as (batch, n) or
+    (1, batch, n), with no query axis after the batch), or None."""
+    lengths, n = probe.args["lengths"], probe.args["n"]
+    batch, expected = len(lengths), padding(lengths, n)
+    if not isinstance(value, torch.Tensor) or value.dim() == 0:
+        return None
+    width = value.shape[-1]
+    if width == int(lengths.max()) < n and value.numel() == batch * width:
+        padded = torch.nn.functional.pad(value.bool().reshape(batch, 1, width), (0, n - width))
+        return "width" if torch.equal(padded, expected) else None
+    if tuple(value.shape) in ((batch, n), (1, batch, n)):
+        return "axis" if torch.equal(value.bool().reshape(batch, 1, n), expected) else None
+    return None
+
+
+def _padding_shape(t, wrong):
+    kinds = {_padding_shape_kind(p, a.output) for p, a in wrong}
+    if len(kinds) != 1 or None in kinds:
+        return None
+    probe, ans = wrong[0]
+    lengths, n = probe.args["lengths"], probe.args["n"]
+    if kinds == {"width"}:
+        bug, happened = ("padding_width_from_lengths", f"{t.spec.subject} returned a mask "
+                         f"{ans.output.shape[-1]} wide for n = {n}")
+    else:
+        bug, happened = ("padding_query_axis_misplaced", f"{t.spec.subject} returned shape "
+                         f"{shape_str(ans.output.shape)} for a batch of {len(lengths)}")
+    return t.bug(bug, happened, [_differences(probe, ans), *_padding_notes(probe, ans)])
+
+
 def _single_right(t):
     return any(t.right(p, a) for p, a in t.main if p.facts.get("batch_one"))
 
@@ -172,7 +247,8 @@ def _rectangles(t):
 MASK_RULES = rules(
     replace={"returned_odd": Rule("complaint", "always", _complaint)},
     before={
-        "returned_odd": [Rule("raised_at_once", "always", _raised_at_once)],
+        "returned_odd": [Rule("raised_at_once", "always", _raised_at_once),
+                         Rule("shape_named", "always", _shape_named)],
         "nondeterministic": [Rule("not_bool", "always", _dtype_note)],
         "passed": [Rule("rectangles", "right", _rectangles)],
     },
@@ -213,7 +289,7 @@ CAUSAL = Spec(
     complaint_fix=_CAUSAL_FIX,
     words={
         "output": "mask", "broadcasts": True, "fix:mask_inverted": "torch.ones(n, n, dtype=torch.bool).tril()"
-        "   # True = may attend",
+        "   # True = may attend", "shape_bug": _fixed_size,
         "complaint_notes": lambda p, a: [
             f"{p.where} the mask should have shape {shape_str(p.expected.shape)}."
         ],
@@ -275,6 +351,7 @@ PADDING = Spec(
     words={
         "output": "mask", "broadcasts": True, "single": True, "fix:mask_inverted": _PADDING_FIX,
         "modified_bug": "padding_lengths_modified", "complaint_notes": _padding_notes,
+        "shape_bug": _padding_shape,
         "batch_one": "Right for lengths=[3], n=5 (a batch of one), wrong for larger batches.",
     },
     rules=MASK_RULES,

@@ -1037,11 +1037,60 @@ def blend_with_transposed_weights(q, k, v, mask=None):
     return a.transpose(-2, -1) @ v, a                                  # "line up the keys with v"
 
 
+def softmax_by_hand_no_keepdim(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, _fill(scores))
+    e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
+    return (e / torch.sum(e, dim=-1)) @ v                            # the sums lose their axis
+
+
+def unstable_softmax_no_keepdim(q, k, v, mask=None):
+    scores = torch.einsum("...id,...jd->...ij", q, k) * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, _fill(scores))
+    weights = scores.exp() / scores.exp().sum(-1)
+    return weights @ v, weights
+
+
+def boolean_index_fill(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores[~mask] = _fill(scores)                               # needs mask.shape == scores.shape
+    return scores.softmax(-1) @ v
+
+
+def boolean_index_where_zero(q, k, v, mask=None):
+    scores = torch.matmul(q, k.mT) / math.sqrt(k.size(-1))
+    if mask is not None:
+        scores[mask == 0] = torch.finfo(scores.dtype).min
+    weights = torch.softmax(scores, -1)
+    return weights @ v, weights
+
+
+def boolean_index_on_expanded_mask(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores[~mask.expand_as(scores)] = _fill(scores)               # the full shape first: fine
+    return scores.softmax(-1) @ v
+
+
+def softmax_by_hand_keepdim(q, k, v, mask=None):
+    scores = torch.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = torch.where(mask, scores, _fill(scores))
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
 CASES = [
     Case("fused_is_causal_instead", fused_is_causal_instead, "mask_replaced_by_causal"),
     Case("own_tril_when_masked", own_tril_when_masked, "mask_replaced_by_causal"),
     # correct
     Case("solution", solution, PASS),
+    Case("boolean_index_on_expanded_mask", boolean_index_on_expanded_mask, PASS),
+    Case("softmax_by_hand_keepdim", softmax_by_hand_keepdim, PASS),
     Case("output_only", output_only, PASS),
     Case("einsum_style", einsum_style, PASS),
     Case("where_style", where_style, PASS),
@@ -1167,6 +1216,10 @@ CASES = [
     Case("mask_unsqueezed_for_heads", mask_unsqueezed_for_heads, "mask_axis_misplaced"),
     Case("where_with_head_axis", where_with_head_axis, "mask_axis_misplaced"),
     Case("blend_with_transposed_weights", blend_with_transposed_weights, "weights_transposed"),
+    Case("softmax_by_hand_no_keepdim", softmax_by_hand_no_keepdim, "softmax_sum_not_kept"),
+    Case("unstable_softmax_no_keepdim", unstable_softmax_no_keepdim, "softmax_sum_not_kept"),
+    Case("boolean_index_fill", boolean_index_fill, "mask_boolean_indexed"),
+    Case("boolean_index_where_zero", boolean_index_where_zero, "mask_boolean_indexed"),
     # no id fits
     Case("argmax_hard_attention", argmax_hard_attention, FAIL),
     Case("abs_scores", abs_scores, FAIL),

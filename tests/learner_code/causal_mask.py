@@ -143,6 +143,24 @@ def numpy_array(n):
     return np.tril(np.ones((n, n), dtype=bool))
 
 
+def everything_visible_loop(n):
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        mask[i] = True                                           # meant mask[i, :i + 1]
+    return mask
+
+
+TRIANGLE = torch.ones(16, 16, dtype=torch.bool).tril()            # built once, at import
+
+
+def table_built_at_import(n):
+    return TRIANGLE[:n, :n]
+
+
+def long_int_tril(n):
+    return torch.ones(n, n, dtype=torch.long).tril()             # 0/1 integers
+
+
 def two_args_ignores_n_k(n_q, n_k=None):
     return torch.ones(n_q, n_q, dtype=torch.bool).tril()
 
@@ -162,8 +180,18 @@ def two_args_strict(n_q, n_k=None):
     return torch.ones(n_q, n_k, dtype=torch.bool).tril(-1)
 
 
+def float_tril_then_bool(n):
+    return torch.tril(torch.ones(n, n)).bool()
+
+
+def not_above_diagonal(n):
+    return torch.ones(n, n, dtype=torch.bool).triu(diagonal=1).logical_not()
+
+
 CASES = [
     Case("solution", solution, PASS),
+    Case("float_tril_then_bool", float_tril_then_bool, PASS),
+    Case("not_above_diagonal", not_above_diagonal, PASS),
     Case("tril_function", tril_function, PASS),
     Case("not_strict_upper", not_strict_upper, PASS),
     Case("arange_compare", arange_compare, PASS),
@@ -172,7 +200,8 @@ CASES = [
     Case("numpy_tril", numpy_tril, PASS),
     Case("upper_transposed", upper_transposed, PASS),
     Case("cached_slice", cached_slice, PASS),
-    Case("sliced_from_a_small_buffer", sliced_from_a_small_buffer, FAIL),
+    Case("sliced_from_a_small_buffer", sliced_from_a_small_buffer, "mask_fixed_size"),
+    Case("table_built_at_import", table_built_at_import, "mask_fixed_size"),
     Case("two_args_tril", two_args_tril, PASS),
     Case("two_args_arange", two_args_arange, PASS),
     Case("unsqueeze_ge", unsqueeze_ge, PASS),
@@ -185,8 +214,10 @@ CASES = [
     Case("loop_excludes_self", loop_excludes_self, {"causal_off_by_one", "causal_excludes_self"}),
     Case("one_future_key", one_future_key, "causal_off_by_one"),
     Case("one_future_arange", one_future_arange, "causal_off_by_one"),
-    Case("float_ones_tril", float_ones_tril, FAIL, note="0/1 floats, the exercise asks for bool"),
-    Case("additive_minus_inf", additive_minus_inf, FAIL, note="an additive float mask, not bool"),
+    Case("float_ones_tril", float_ones_tril, "mask_not_bool", note="0/1 floats, the exercise asks for bool"),
+    Case("additive_minus_inf", additive_minus_inf, "mask_not_bool", note="an additive float mask, not bool"),
+    Case("long_int_tril", long_int_tril, "mask_not_bool"),
+    Case("everything_visible_loop", everything_visible_loop, "mask_blocks_nothing"),
     Case("nested_lists", nested_lists, FAIL),
     Case("numpy_array", numpy_array, FAIL),
     Case("two_args_ignores_n_k", two_args_ignores_n_k, "causal_not_rectangular"),

@@ -967,6 +967,40 @@ class EinsumBlendOverQueries(Linears):
         return self.W_o(o.flatten(-2))
 
 
+class SlicesOverlapping(Linears):
+    def forward(self, x, mask=None):
+        q_all, k_all, v_all = self.W_q(x), self.W_k(x), self.W_v(x)
+        outs = []
+        for h in range(self.n_heads):
+            cols = slice(h, h + self.d_k)                             # meant h * d_k : (h + 1) * d_k
+            s = q_all[..., cols] @ k_all[..., cols].transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+            outs.append(s.softmax(-1) @ v_all[..., cols])
+        return self.W_o(torch.cat(outs, dim=-1))
+
+
+class StackedOverlappingViews(Linears):
+    def forward(self, x, mask=None):
+        def heads(z):                                                 # (b, t, d_model) -> (b, h, t, d_k)
+            return torch.stack([z[:, :, i:i + self.d_k] for i in range(self.n_heads)], dim=1)
+        q, k, v = heads(self.W_q(x)), heads(self.W_k(x)), heads(self.W_v(x))
+        att = torch.softmax(torch.where(mask, q @ k.mT / self.d_k ** 0.5, -1e9) if mask is not None
+                            else q @ k.mT / self.d_k ** 0.5, dim=-1)
+        return self.W_o((att @ v).permute(0, 2, 1, 3).flatten(2))
+
+
+class BooleanIndexedMask(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores[~mask] = torch.finfo(scores.dtype).min             # mask (t, t) vs scores (b, h, t, t)
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm))
+
+
 CASES = [
     # correct
     Case("solution", Solution, PASS),
@@ -1065,5 +1099,8 @@ CASES = [
     Case("key_weight_scaled_via_data", KeyWeightScaledViaData, "weights_modified_in_place"),
     Case("mask_gets_head_axis_at_one", MaskGetsHeadAxisAtOne, "mask_axis_misplaced"),
     Case("einsum_blend_over_queries", EinsumBlendOverQueries, "weights_transposed"),
+    Case("slices_overlapping", SlicesOverlapping, "heads_overlap"),
+    Case("stacked_overlapping_views", StackedOverlappingViews, "heads_overlap"),
+    Case("boolean_indexed_mask", BooleanIndexedMask, "mask_boolean_indexed"),
     Case("wrong_attribute_names", WrongAttributeNames, FAIL),
 ]

@@ -168,8 +168,49 @@ def rows_and_columns(lengths, n):
     return real[:, None, :] & real[:, :, None]                   # padded query rows fully masked too
 
 
+def ones_then_slice_first_axis(lengths, n):
+    mask = torch.zeros(len(lengths), 1, n, dtype=torch.bool)
+    for b in range(len(lengths)):
+        mask[b, : int(lengths[b])] = True                        # the size-1 axis, not the keys
+    return mask
+
+
+def everything_real(lengths, n):
+    return torch.ones(len(lengths), 1, n, dtype=torch.bool)      # forgot to compare with lengths
+
+
+def batch_in_front(lengths, n):
+    return (torch.arange(n)[None, :] < lengths[:, None])[None]   # (1, batch, n)
+
+
+def float_loop(lengths, n):
+    mask = torch.zeros(len(lengths), 1, n)                       # no dtype: float zeros
+    for b, length in enumerate(lengths.tolist()):
+        mask[b, 0, :length] = 1.0
+    return mask
+
+
+def padded_on_both_sides(lengths, n):
+    real = torch.arange(n).expand(len(lengths), n) < lengths.unsqueeze(1)
+    return real.unsqueeze(2) * real.unsqueeze(1)                 # bool * bool: rows and columns
+
+
+def float_loop_then_bool(lengths, n):
+    mask = torch.zeros(len(lengths), 1, n)
+    for b, length in enumerate(lengths.tolist()):
+        mask[b, 0, :length] = 1.0
+    return mask.bool()
+
+
+def view_compare(lengths, n):
+    positions = torch.arange(n).view(1, 1, n)
+    return positions < lengths.view(-1, 1, 1)
+
+
 CASES = [
     Case("solution", solution, PASS),
+    Case("float_loop_then_bool", float_loop_then_bool, PASS),
+    Case("view_compare", view_compare, PASS),
     Case("unsqueeze_style", unsqueeze_style, PASS),
     Case("loop_fill", loop_fill, PASS),
     Case("stacked_rows", stacked_rows, PASS),
@@ -194,13 +235,18 @@ CASES = [
          {"padding_lengths_modified", "inputs_modified", "modifies_inputs"}),
     Case("lengths_sub_out", lengths_sub_out,
          {"padding_lengths_modified", "inputs_modified", "modifies_inputs"}),
-    Case("uses_max_length", uses_max_length, FAIL, note="wrong width when max(lengths) < n"),
-    Case("max_length_loop", max_length_loop, FAIL, note="wrong width when max(lengths) < n"),
-    Case("pad_sequence_only", pad_sequence_only, FAIL, note="wrong width when max(lengths) < n"),
-    Case("no_query_axis", no_query_axis, FAIL),
-    Case("int_mask", int_mask, FAIL),
+    Case("uses_max_length", uses_max_length, "padding_width_from_lengths"),
+    Case("max_length_loop", max_length_loop, "padding_width_from_lengths"),
+    Case("pad_sequence_only", pad_sequence_only, "padding_width_from_lengths"),
+    Case("no_query_axis", no_query_axis, "padding_query_axis_misplaced"),
+    Case("batch_in_front", batch_in_front, "padding_query_axis_misplaced"),
+    Case("int_mask", int_mask, "mask_not_bool"),
+    Case("float_loop", float_loop, "mask_not_bool"),
+    Case("ones_then_slice_first_axis", ones_then_slice_first_axis, "mask_blocks_nothing"),
+    Case("everything_real", everything_real, "mask_blocks_nothing"),
     Case("first_sequence_only", first_sequence_only, "batch_one_only"),
     Case("item_only", item_only, "batch_one_only"),
-    Case("rows_and_columns", rows_and_columns, FAIL,
+    Case("rows_and_columns", rows_and_columns, "padding_masks_queries_too",
          note="a (batch, n, n) mask whose padded rows are fully masked: rows do not repeat the key pattern"),
+    Case("padded_on_both_sides", padded_on_both_sides, "padding_masks_queries_too"),
 ]
