@@ -282,9 +282,8 @@ _ENTRIES = [
     ),
     Bug(
         "mask_blocks_nothing",
-        "The mask is True everywhere (for a padding mask: everywhere in each non-empty sequence), so it "
-        "blocks nothing; for example a loop that writes mask[b, :length] into a (batch, 1, n) mask slices "
-        "the size-1 axis, not the keys.",
+        "The mask is True everywhere (a padding mask: everywhere in each non-empty sequence), so it "
+        "blocks nothing: a loop that fills whole rows, or a slice on the wrong axis.",
         "Attention runs as if there were no mask: a causal model reads the future, padding keys get "
         "weight.",
         "torch.ones(n, n, dtype=torch.bool).tril()",
@@ -426,12 +425,14 @@ _ENTRIES = [
     Bug(
         "batch_one_only",
         "The code only works without batch/head dimensions in front (or for batch 1).",
-        "Unbatched inputs are right; with batch and head dimensions the call fails or mixes entries: "
-        "k.T, x[0], squeeze() or shape[1] read the wrong dimension.",
+        "Unbatched inputs (or a batch of one) are right; with more in the batch the call fails or mixes "
+        "entries: k.T, x[0], lengths.item(), squeeze() or shape[1] read the wrong dimension.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # index from the end",
         fixes={DECODING: "batch, n, width = x.shape   # the batch from the tensor: never 1, never x[0]",
                "check_multi_head": "batch, n, d_model = x.shape; q = self.W_q(x).view(batch, n, "
-               "self.n_heads, self.d_k).transpose(1, 2)   # the batch from the tensor, never 1"},
+               "self.n_heads, self.d_k).transpose(1, 2)   # the batch from the tensor, never 1",
+               "check_padding_mask": "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]"
+               "   # lengths[:, None]: one row per sequence"},
     ),
     Bug(
         "squeeze_drops_batch",

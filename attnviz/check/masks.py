@@ -139,8 +139,8 @@ def _differences(probe, ans):
         return f"{probe.where}: {ans.complaint or ans.error['type'] + ': ' + ans.error['message']}"
     got, expected = ans.output.bool().expand(shape), probe.expected.expand(shape)
     leaks, missing = (got & ~expected).nonzero().tolist(), (~got & expected).nonzero().tolist()
-    line = (f"{probe.where}, {len(leaks)} entries allow what should be blocked and {len(missing)} block "
-            f"what should be allowed.")
+    line = (f"{probe.where}, {len(leaks)} of the scores' {got.numel()} entries allow what should be blocked "
+            f"and {len(missing)} block what should be allowed.")
     if probe.facts.get("lengths") is not None:
         b, i, j = (got != expected).nonzero()[0].tolist()
         allowed = "may" if bool(got[b, i, j]) else "may not"
@@ -334,8 +334,8 @@ def _padding_passed(t):
     return _verdict.passed(
         "check_padding_mask", "correct: padding keys are blocked for every query.",
         [
-            "lengths [2, 5, 1, 3] with n=5, [4, 0] with n=4, and [2, 3, 1] with n=6 (longer than any "
-            "sequence)."
+            "lengths [3] with n=5 (a batch of one), [2, 5, 1, 3] with n=5, [4, 0] with n=4, and [2, 3, 1] "
+            "with n=6 (longer than any sequence)."
         ],
     )
 
