@@ -237,8 +237,8 @@ QUIZZES = {
         _mc("What does multi-head attention buy over one head of the same total width?",
             ("Several different attention patterns at once, one per head.", True,
              "Each head has its own softmax, so each can put its weight on a different place. In "
-             "notebook 05 one head of the same width had to share one unit of weight between two "
-             "places, and did worse on every seed."),
+             "notebook 05 one head of the same width has one softmax per query for two places, and did "
+             "worse on every seed within the same 150 training steps."),
             ("More compute and more parameters, like a layer of several times the width.", False,
              "The total width is the same; the cost is nearly the same."),
             ("Less noise, because the heads' outputs are averaged together.", False,
@@ -416,7 +416,7 @@ QUIZZES = {
              "The low loss came from reading the answer one position ahead, which generation does not have."),
             ("The same text: the mask only matters for training speed.", False,
              "The mask decides what a position may read; training without it teaches a shortcut."),
-            ("It fails: it learned to read the next token, which is not there yet.", True,
+            ("Worse than its loss promised: it learned to read the next token.", True,
              "Notebook 08 measured it on every seed: a loss below what random tokens allow, generation worse "
              "than the causal model's, and far worse once 30% of the copy is corrupted."),
             ("It raises an error at the first generated token.", False,
