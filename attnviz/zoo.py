@@ -1061,6 +1061,18 @@ class StepCacheWrongAxis(DecodeStep):
         return key, value
 
 
+class StepCachesRepeatedHeads(DecodeStep):
+    """The key/value heads go into the cache after repeat_interleave: n_heads of them, not n_kv_heads."""
+
+    def __call__(self, model, tokens, cache):
+        self.group = model.n_heads // model.n_kv_heads
+        return super().__call__(model, tokens, cache)
+
+    def keep(self, new_cache, layer, kept, key, value):
+        new_cache.append(self.share(key, value, self.group))         # BUG: new_cache.append((key, value))
+        return new_cache
+
+
 class StepCacheModifiedInPlace(DecodeStep):
     def start_cache(self, cache):
         new_cache = cache if cache is not None else []                       # BUG: the caller's list, changed
@@ -1109,6 +1121,7 @@ DECODING_BUGS = {
     "values_not_appended": StepValuesNotAppended(),
     "cache_wrong_axis": StepCacheWrongAxis(),
     "cache_modified_in_place": StepCacheModifiedInPlace(),
+    "cache_holds_repeated_heads": StepCachesRepeatedHeads(),
 }
 
 BUG_IDS = tuple(dict.fromkeys([*ATTENTION_BUGS, *MULTI_HEAD_BUGS, *CAUSAL_MASK_BUGS, *PADDING_MASK_BUGS,

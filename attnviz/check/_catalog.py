@@ -701,6 +701,16 @@ _ENTRIES = [
         "index = torch.arange(n_heads) // group   # query head h shares key/value head h // group",
     ),
     Bug(
+        "cache_holds_repeated_heads",
+        "The cache keeps the key/value heads repeated for the query heads (repeat_interleave before "
+        "caching): n_heads of them instead of n_kv_heads.",
+        "The logits can still be right, but the cache takes n_heads / n_kv_heads times the memory it "
+        "needs, the very saving grouped-query attention is for; joined with new keys that are not "
+        "repeated, torch.cat refuses (sizes n_heads and n_kv_heads).",
+        "new_cache.append((key, value))   # the n_kv_heads heads; repeat_interleave(group, dim=1) only to "
+        "attend",
+    ),
+    Bug(
         "cache_modified_in_place",
         "The step changes the cache it was given (appends to it in place, or writes into a buffer that "
         "every cache it returns shares) instead of returning a new one.",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 
 from ._catalog import BUGS
@@ -16,7 +17,7 @@ def bug_words(bug_id: str) -> str:
     """A bug id as words for a headline: 'cache not appended', 'scale by d_model'."""
     words = bug_id.replace("_", " ")
     for name in _NAMES:
-        words = words.replace(name.replace("_", " "), name)
+        words = re.sub(rf"\b{name.replace('_', ' ')}\b", name, words)   # whole words: 'repeated heads' stays
     return words
 
 # status -> (icon, border colour, background); colours readable when projected

@@ -17,10 +17,10 @@ This checker is its probes plus the rules that differ from the shared engine (:m
    ``check_multi_head`` name them;
 2. when the prefills are right, the cached steps (three single tokens, a chunk of three, a second
    continuation from the prefill's cache): the cache the step returned is read in the child
-   (which tensors hold which layer's keys and values, for how many positions) to name keys or
-   values not appended or concatenated on the wrong axis, then the cached hypotheses (positions
-   not advanced, a top-left triangle, no mask for a chunk, the cache not appended), then a cache
-   changed in place.
+   (which tensors hold which layer's keys and values, for how many positions, with how many heads)
+   to name keys or values not appended or concatenated on the wrong axis, then the cached hypotheses
+   (positions not advanced, a top-left triangle, no mask for a chunk, the cache not appended), then
+   a cache changed in place, and a cache that keeps its key/value heads repeated for the queries.
 
 The checker meets the model only through its public pieces (``embed``, ``blocks[i]``, ``unembed``,
 the sizes; see :mod:`attnviz.gpt`). Torch only.
@@ -208,27 +208,28 @@ def _tensors(obj, path, found, depth=0):
 
 
 def _layouts(t, batch, h, h_kv, d):
-    """``t`` seen as (batch, h_kv, positions, d) in the layouts learners cache keys in."""
+    """``(view, heads)``: ``t`` seen as (batch, h_kv, positions, d) in the layouts learners cache keys
+    in, and how many heads ``t`` holds (h_kv, or h when expanded for the query heads)."""
     group = h // h_kv
     if t.dim() == 4 and t.shape[0] == batch and t.shape[-1] == d:
         for heads_first in (t, t.transpose(1, 2)):
             if heads_first.shape[1] == h_kv:
-                yield heads_first
+                yield heads_first, h_kv
             if heads_first.shape[1] == h:                       # expanded for the query heads
-                yield heads_first[:, ::group]
-                yield heads_first[:, :h_kv]
+                yield heads_first[:, ::group], h
+                yield heads_first[:, :h_kv], h
     if t.dim() == 3 and t.shape[0] == batch and t.shape[-1] == h_kv * d:
-        yield t.reshape(batch, t.shape[1], h_kv, d).transpose(1, 2)
+        yield t.reshape(batch, t.shape[1], h_kv, d).transpose(1, 2), h_kv
     if t.dim() == 3 and t.shape[0] == batch * h_kv and t.shape[-1] == d:
-        yield t.reshape(batch, h_kv, t.shape[1], d)
+        yield t.reshape(batch, h_kv, t.shape[1], d), h_kv
 
 
 def _identify(t, truth):
-    """(kind, layer, start, length) when ``t`` holds one layer's keys or values from position
+    """(kind, layer, start, length, heads) when ``t`` holds one layer's keys or values from position
     ``start`` on (its first position must match; the rest may be wrong), else None."""
     reference = truth["keys"][0]
     batch, h_kv, total, d = reference.shape
-    for seen in _layouts(t, batch, h_kv * SIZES["n_heads"] // SIZES["n_kv_heads"], h_kv, d):
+    for seen, heads in _layouts(t, batch, h_kv * SIZES["n_heads"] // SIZES["n_kv_heads"], h_kv, d):
         length = seen.shape[2]
         if not 0 < length <= total:
             continue
@@ -237,18 +238,18 @@ def _identify(t, truth):
             for layer, ref in enumerate(truth[kind]):
                 for start in range(total - length + 1):
                     if torch.allclose(first, ref[:, :, start:start + 1], atol=1e-4, rtol=1e-3):
-                        return kind, layer, start, length
+                        return kind, layer, start, length, heads
     return None
 
 
 def _summary(cache, truth):
-    """What the learner's cache holds: [{path, kind, layer, start, length}] for every tensor found."""
+    """What the learner's cache holds: [{path, kind, layer, start, length, heads}] for every tensor found."""
     found, out = [], []
     _tensors(cache, "cache", found)
     for path, tensor in found:
         seen = _identify(tensor, truth)
         if seen:
-            out.append(dict(zip(("kind", "layer", "start", "length"), seen, strict=True), path=path))
+            out.append(dict(zip(("kind", "layer", "start", "length", "heads"), seen, strict=True), path=path))
     return out
 
 
@@ -336,13 +337,23 @@ def _cached_stage(t):
 
 
 _CAT = "Sizes of tensors must match except in dimension"   # torch.cat, along an axis that should not grow
+_CAT_SIZES = re.compile(r"Expected size (\d+) but got size (\d+)")
 
 
 def _cat_axis(t):
+    """torch.cat refused the cache and the new keys: along the wrong axis, or (sizes n_heads and
+    n_kv_heads) a cache kept with its key/value heads repeated, meeting new ones that are not."""
     for probe, ans in t.main:
         if ans.error is not None and _CAT in ans.error["message"]:
-            return t.bug("cache_wrong_axis", f"your step raised {ans.error['type']} on {probe.name}",
-                         [t.describe(probe, ans)])
+            happened = f"your step raised {ans.error['type']} on {probe.name}"
+            sizes = _CAT_SIZES.search(ans.error["message"])
+            if sizes and {int(s) for s in sizes.groups()} == {SIZES["n_heads"], SIZES["n_kv_heads"]}:
+                return t.bug("cache_holds_repeated_heads", happened, [
+                    t.describe(probe, ans),
+                    f"The two tensors joined have {sizes.group(1)} and {sizes.group(2)} heads: the model has "
+                    f"{SIZES['n_heads']} query heads and {SIZES['n_kv_heads']} key/value heads, so one of "
+                    f"them was repeated for the query heads before it was cached."])
+            return t.bug("cache_wrong_axis", happened, [t.describe(probe, ans)])
     return None
 
 
@@ -505,6 +516,21 @@ def _branch(t):
     return None
 
 
+def _repeated_heads(t):
+    """Every piece right, but the cache keeps the key/value heads repeated for the query heads."""
+    for probe, ans in t.pairs():
+        for entry in (ans.extra or {}).get("summary") or ():
+            if entry.get("heads") == SIZES["n_heads"]:
+                group = SIZES["n_heads"] // SIZES["n_kv_heads"]
+                happened = (f"every piece's logits are right, but the cache holds {SIZES['n_heads']} "
+                            f"key/value heads where the model has {SIZES['n_kv_heads']}")
+                return t.bug("cache_holds_repeated_heads", happened, [
+                    f"After {probe.name}, the cache your step returned holds layer {entry['layer']}'s "
+                    f"{entry['kind']} ({entry['path']}) with {SIZES['n_heads']} heads, each key/value head "
+                    f"repeated for its {group} query heads: {group} times the memory the cache needs."])
+    return None
+
+
 def _passed(t):
     return _verdict.passed(NAME, "every piece's logits equal a full recomputation.", [_PASSED] + t.notes)
 
@@ -518,6 +544,7 @@ CACHED_RULES = (
     Rule("raised", "wrong", raised),
     Rule("no_known_bug", "wrong", no_known_bug),
     Rule("cache_modified_in_place", "right", _branch),
+    Rule("cache_holds_repeated_heads", "right", _repeated_heads),
     Rule("passed", "right", _passed),
 )
 """The second stage's rules (main probes: the cached steps)."""

@@ -284,12 +284,37 @@ def _decoding_models():
     return models
 
 
+def _cached_tensors(obj, depth=0) -> list:
+    """Every floating-point tensor a cache holds (lists, tuples, dicts, objects)."""
+    if depth > 5:
+        return []
+    if isinstance(obj, torch.Tensor):
+        return [obj] if obj.is_floating_point() else []
+    if isinstance(obj, (list, tuple)):
+        return [t for item in obj for t in _cached_tensors(item, depth + 1)]
+    if isinstance(obj, dict):
+        return [t for item in obj.values() for t in _cached_tensors(item, depth + 1)]
+    if hasattr(obj, "__dict__") and not isinstance(obj, type):
+        return [t for item in vars(obj).values() for t in _cached_tensors(item, depth + 1)]
+    return []
+
+
+def _heads_repeated(cache, model, batch) -> bool:
+    """A 4-D cached tensor (batch, heads, ...) or (batch, positions, heads, ...) with a head for every
+    query head, where the model has fewer key/value heads (the probes' lengths never equal n_heads)."""
+    if model.n_kv_heads == model.n_heads:
+        return False
+    return any(t.dim() == 4 and t.shape[0] == batch and model.n_heads in t.shape[1:3]
+               for t in _cached_tensors(cache))
+
+
 def decoding_symptoms(fn) -> list[str]:
     """Symptoms of ``fn(model, tokens, cache) -> (logits, cache)`` handed ``model.pieces()``: its
     logits piece by piece against the library's own forward on the whole text, for batch 3 (a
     prompt of 5, single tokens, chunks of 2 and 1) and batch 1; a second call on the same prompt;
     a second continuation from the prompt's cache (a caller may reuse a cache), then the second piece's
-    cache used again; tokens unchanged."""
+    cache used again; tokens unchanged; the last cache holding the model's key/value heads, not one per
+    query head."""
     symptoms = []
     gen = torch.Generator().manual_seed(_GEN + 7)
     for m, model in enumerate(_decoding_models()):
@@ -312,6 +337,8 @@ def decoding_symptoms(fn) -> list[str]:
                             symptoms.append(f"{label}: positions {start}..{stop - 1} wrong")
                             break
                     else:
+                        if _heads_repeated(cache, model, batch):
+                            symptoms.append(f"{label}: the cache holds a key/value head for every query head")
                         again = fn(view, text[:, :cuts[1]], None)[0]
                         if not torch.equal(again, fn(view, text[:, :cuts[1]], None)[0]):
                             symptoms.append(f"{label}: the same prompt twice gives different logits")

@@ -1068,6 +1068,23 @@ def boolean_index_where_zero(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def matmul_with_mT_and_where(q, k, v, mask=None):
+    scores = torch.matmul(q, k.mT) * (1.0 / math.sqrt(k.shape[-1]))
+    if mask is not None:
+        low = torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype)
+        scores = torch.where(mask.bool(), scores, low)
+    return torch.matmul(F.softmax(scores, dim=-1), v)
+
+
+def divides_q_first(q, k, v, mask=None):
+    q = q / math.sqrt(q.size(-1))                                   # a new tensor: the caller's q stays
+    scores = q @ k.transpose(-1, -2)
+    if mask is not None:
+        scores = scores.masked_fill(mask.logical_not(), _fill(scores))
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
 def boolean_index_on_expanded_mask(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
@@ -1090,6 +1107,8 @@ CASES = [
     # correct
     Case("solution", solution, PASS),
     Case("boolean_index_on_expanded_mask", boolean_index_on_expanded_mask, PASS),
+    Case("matmul_with_mT_and_where", matmul_with_mT_and_where, PASS),
+    Case("divides_q_first", divides_q_first, PASS),
     Case("softmax_by_hand_keepdim", softmax_by_hand_keepdim, PASS),
     Case("output_only", output_only, PASS),
     Case("einsum_style", einsum_style, PASS),

@@ -163,7 +163,8 @@ def einsum_step(model, tokens, cache):
 
 
 def expanded_cache(model, tokens, cache):
-    """Caches the keys and values already repeated for every query head (more memory, same logits)."""
+    """Caches the keys and values already repeated for every query head (more memory, same logits: the
+    grouped-query saving is gone)."""
     group = model.n_heads // model.n_kv_heads
     past = 0 if cache is None else cache[0]["k"].shape[-2]
     x = model.embed(tokens, past)
@@ -1976,6 +1977,48 @@ def last_position_only(model, tokens, cache):
     return logits[:, -1:], new
 
 
+def shares_heads_before_caching(model, tokens, cache):
+    """Repeats the key/value heads for the query heads straight after projecting, and caches those."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    group = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k = split_heads(a.W_k(y), model.n_kv_heads).repeat_interleave(group, 1)     # (b, h, n, d) already
+        v = split_heads(a.W_v(y), model.n_kv_heads).repeat_interleave(group, 1)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k, v, tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def expanded_dict_cache(model, tokens, cache):
+    """A dict cache of keys and values already expanded to every query head (expand + reshape)."""
+    cache = dict(cache or {})
+    past = cache[0]["k"].shape[2] if cache else 0
+    g = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, past)
+    out = {}
+    for i, blk in enumerate(model.blocks):
+        z = blk.norm_attention(x)
+        b, n, _ = z.shape
+        q = _heads(blk.attention.W_q(z), model.n_heads)
+        k, v = (_heads(w(z), model.n_kv_heads)[:, :, None].expand(b, model.n_kv_heads, g, n, model.d_head)
+                .reshape(b, model.n_heads, n, model.d_head) for w in (blk.attention.W_k, blk.attention.W_v))
+        if cache:
+            k, v = torch.cat([cache[i]["k"], k], 2), torch.cat([cache[i]["v"], v], 2)
+        out[i] = {"k": k, "v": v}
+        s = q @ k.transpose(-1, -2) / math.sqrt(model.d_head)
+        s = s.masked_fill(~_bottom_right(n, k.shape[2]), torch.finfo(s.dtype).min)
+        x = x + blk.attention.W_o(_unheads(s.softmax(-1) @ v))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), out
+
+
 CASES = [
     # correct
     Case("solution", solution, PASS),
@@ -1983,7 +2026,7 @@ CASES = [
     Case("dict_cache", dict_cache, PASS),
     Case("kv_cache_object", kv_cache_object, PASS),
     Case("einsum_step", einsum_step, PASS),
-    Case("expanded_cache", expanded_cache, PASS),
+    Case("expanded_cache", expanded_cache, "cache_holds_repeated_heads"),
     Case("merged_layout", merged_layout, PASS),
     Case("stacked_tensor", stacked_tensor, PASS),
     Case("loop_over_heads", loop_over_heads, PASS),
@@ -2097,4 +2140,6 @@ CASES = [
     Case("skips_the_mlp", skips_the_mlp, FAIL),
     Case("first_layers_cache_everywhere", first_layers_cache_everywhere, "cache_layer_mixed_up"),
     Case("last_position_only", last_position_only, "last_position_only"),
+    Case("shares_heads_before_caching", shares_heads_before_caching, "cache_holds_repeated_heads"),
+    Case("expanded_dict_cache", expanded_dict_cache, "cache_holds_repeated_heads"),
 ]

@@ -202,6 +202,11 @@ def float_loop_then_bool(lengths, n):
     return mask.bool()
 
 
+def ge_then_logical_not(lengths, n):
+    padded = torch.arange(n).unsqueeze(0) >= lengths.unsqueeze(1)         # True on padding
+    return padded.logical_not().unsqueeze(1)
+
+
 def view_compare(lengths, n):
     positions = torch.arange(n).view(1, 1, n)
     return positions < lengths.view(-1, 1, 1)
@@ -211,6 +216,7 @@ CASES = [
     Case("solution", solution, PASS),
     Case("float_loop_then_bool", float_loop_then_bool, PASS),
     Case("view_compare", view_compare, PASS),
+    Case("ge_then_logical_not", ge_then_logical_not, PASS),
     Case("unsqueeze_style", unsqueeze_style, PASS),
     Case("loop_fill", loop_fill, PASS),
     Case("stacked_rows", stacked_rows, PASS),
