@@ -496,7 +496,7 @@ def test_a_float32_additive_mask_on_float16_inputs_is_dtype_changed():
 def test_a_bug_verdict_says_what_happened_first():
     result = check_attention(zoo.missing_scale)
     assert result.headline.startswith("your function returned the wrong output on ")
-    assert result.headline.endswith("It looks like the known bug missing scale.")
+    assert result.headline.endswith("It looks like the known bug \"missing scale\".")
     raised = check_multi_head(zoo.MULTI_HEAD_BUGS["missing_contiguous"])
     assert raised.headline.startswith("forward raised RuntimeError on ")
     assert raised.bug == "missing_contiguous"
@@ -542,4 +542,4 @@ def test_a_headline_names_the_bug_in_words_with_sizes_spelled_as_in_code():
     assert bug_words("cache_not_appended") == "cache not appended"
     assert bug_words("scale_by_d_model") == "scale by d_model"
     result = check_multi_head(zoo.MULTI_HEAD_BUGS["scale_by_d_model"])
-    assert result.headline.endswith("It looks like the known bug scale by d_model."), result.headline
+    assert result.headline.endswith("It looks like the known bug \"scale by d_model\"."), result.headline

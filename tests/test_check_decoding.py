@@ -61,7 +61,7 @@ def test_every_bug_class_is_named_with_its_own_id_and_fix(bug_id):
     assert result.fix == BUGS[bug_id].fix_for(DECODING) and result.what == BUGS[bug_id].what
     # the headline says first what happened, then which bug it looks like
     assert result.headline.startswith("your step ") and result.headline.endswith(
-        f"It looks like the known bug {bug_words(bug_id)}.")
+        f"It looks like the known bug \"{bug_words(bug_id)}\".")
 
 
 def test_attention_bugs_are_named_on_the_prefill_as_check_attention_names_them():

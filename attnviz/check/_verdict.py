@@ -104,7 +104,7 @@ def bug_found(checked: str, bug_id: str, happened: str, observed=None, fix=None)
         bug_id,
         "bug",
         checked,
-        f"{happened}. It looks like the known bug {bug_words(bug_id)}.",
+        f"{happened}. It looks like the known bug \"{bug_words(bug_id)}\".",
         what=bug.what,
         shows=bug.shows,
         fix=fix or bug.fix_for(checked),
