@@ -350,7 +350,8 @@ def _read(step, probe):
 def _passed(t):
     return _verdict.passed(
         NAME,
-        f"correct on all {len(t.probes) - len(t.pairs('setup'))} test inputs.",
+        f"correct on all {len(t.probes) - len(t.pairs('setup'))} test inputs ({len(t.main)} main ones, the "
+        f"rest edge cases).",
         [
             "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
             "no mask, a mask that is not symmetric, a fully masked position, large scores, float64 and "
