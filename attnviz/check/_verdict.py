@@ -20,6 +20,9 @@ def bug_words(bug_id: str) -> str:
         words = re.sub(rf"\b{name.replace('_', ' ')}\b", name, words)   # whole words: 'repeated heads' stays
     return words
 
+# code inside a verdict keeps the verdict's own light colours (a dark theme would give it a dark box)
+_CODE = ' style="background:rgba(0,0,0,0.07);color:#1f1f1f;padding:0 0.2em;border-radius:3px"'
+
 # status -> (icon, border colour, background); colours readable when projected
 _LOOK = {
     "passed": ("✓", "#1b7f3b", "#eef8f1"),
@@ -74,13 +77,13 @@ class CheckResult:
         icon, colour, background = _LOOK[self.status]
         esc = html.escape
         bug = (
-            f' <span style="font-size:0.85em;color:#555">(bug id: <code>{esc(self.bug)}</code>)</span>'
+            f' <span style="font-size:0.85em;color:#555">(bug id: <code{_CODE}>{esc(self.bug)}</code>)</span>'
             if self.bug
             else ""
         )
         rows = []
         for label, value in self._lines():
-            body = f"<code>{esc(value)}</code>" if label == "Fix" else esc(value)
+            body = f"<code{_CODE}>{esc(value)}</code>" if label == "Fix" else esc(value)
             rows.append(f'<div style="margin:0.25em 0"><b>{esc(label)}:</b> {body}</div>')
         return (
             f'<div class="attnviz-verdict attnviz-{self.status}" style="border-left:6px solid {colour};'
