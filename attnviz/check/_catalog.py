@@ -362,8 +362,9 @@ _ENTRIES = [
     ),
     Bug(
         "fill_overflows_float16",
-        "Blocked scores are filled with a fixed number such as -1e9, which float16 cannot hold.",
-        "In float16 (largest magnitude 65504) -1e9 becomes -inf or masked_fill refuses it, so a fully "
+        "Blocked scores get a fill float16 cannot hold: a fixed number such as -1e9 (or float32's "
+        "minimum), or float16's own minimum added to a negative score.",
+        "In float16 (largest magnitude 65504) the fill becomes -inf or masked_fill refuses it, so a fully "
         "masked row is NaN or the call raises, although float32 is fine.",
         "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # the dtype's own minimum",
     ),

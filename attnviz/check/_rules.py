@@ -159,6 +159,10 @@ _DTYPE_FIX = (
 )
 
 
+_CAST_FIX = ("no .float() on the way, and dtype=scores.dtype for any tensor you build: "
+             "torch.zeros(mask.shape, dtype=scores.dtype)")
+
+
 def other_dtypes(t):
     """float64 and float16 probes: raised, a dtype changed, NaN in float16, wrong numbers."""
     for kind in ("float64", "float16"):
@@ -188,14 +192,14 @@ def other_dtypes(t):
                 observed = [f"{probe.where} the output is {dtype_name(ans.output)}."]
                 if ans.output.dtype == torch.float32:
                     observed.append(
-                        "A float32 tensor built inside your code (torch.zeros(mask.shape) for an additive "
-                        "mask, torch.tensor(...)) turned the result into float32."
+                        "Something in your code made float32: a .float() or .to(torch.float32), or a float32 "
+                        "tensor you built (torch.zeros(mask.shape) for an additive mask, torch.tensor(...))."
                     )
                 return t.bug(
                     "dtype_changed",
                     f"{t.spec.subject} returned {dtype_name(ans.output)} for {word} inputs",
                     observed,
-                    fix=_DTYPE_FIX if ans.output.dtype == torch.float32 else None,
+                    fix=_CAST_FIX if ans.output.dtype == torch.float32 else None,
                 )
             if kind == "float16" and (not _finite(probe, ans) or not _dead_finite(probe, ans)):
                 return t.bug(
@@ -306,7 +310,9 @@ def batch_one(t):
         probe, ans = t.first_wrong()
         return t.bug(
             "batch_one_only",
-            f"{t.spec.subject} is right for a batch of one, wrong (or raised) for larger batches",
+            f"{t.spec.subject} "
+            + t.spec.words.get("batch_one_headline",
+                               "is right for a batch of one, wrong (or raised) for larger batches"),
             [t.describe(probe, ans), t.spec.words.get("batch_one", "")],
         )
     return None

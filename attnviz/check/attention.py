@@ -54,6 +54,20 @@ def _probe(name, q, k, v, mask, kind="main", **facts):
     return Probe(name, args, kind=kind, live=live, shapes=text, facts=facts)
 
 
+def _negative_float16_probe(randn):
+    """float16, query 1 fully masked and every one of its scores below -16: float16's minimum added to
+    such a score (an additive mask) is -inf, so that row's softmax is 0/0."""
+    k = randn(5, 16).abs() + 0.5
+    q = randn(3, 16)
+    q[1] = -2.0 * k.mean(dim=0)                       # q[1] . k_j < 0 for every key: scores about -10 to -20
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[0, 3:] = False
+    mask[1] = False
+    return _probe("float16 inputs, query 1 fully masked, its scores all below -16",
+                  *(t.to(torch.float16) for t in (q * 2, k, randn(5, 3))), mask, kind="float16",
+                  tolerance=2e-2)
+
+
 def _probes():
     """The crafted inputs. Main ones (compared with every hypothesis): n_q != n_k, d_k = 16 and 9
     (√d_k is neither 1, d_k, d_k / 2 nor the 2 of a stale global d_k = 4), d_v apart from d_k, a
@@ -150,6 +164,7 @@ def _probes():
             kind="float16",
             tolerance=2e-2,
         ),
+        _negative_float16_probe(randn),
         Probe("the 5-query input again", five.args, kind="repeat", same_as=five.name, live=five.live,
               shapes=five.shapes),
         _probe(
@@ -302,6 +317,8 @@ SPEC = Spec(
         "batch_one": "Only the inputs with batch and head dimensions in front go wrong: index from the end, "
         "k.transpose(-2, -1) rather than k.T, and q.shape[-1] rather than q.shape[1].",
         "raised_fix": "run your function by hand on tensors of these shapes and read the error's last line",
+        "batch_one_headline": "is right on inputs without batch dimensions, wrong (or raised) with batch or "
+        "head dimensions in front",
     },
     rules=rules(before={"passed": [Rule("weights_returned", "right", _weights_returned)],
                         "hypothesis": [Rule("swapped_return", "wrong", _swapped_return)],
