@@ -352,7 +352,7 @@ QUIZZES = {
             ("Layer 1's induction heads read what the previous-token head wrote through their keys.", True,
              "A key says \"my previous token was X\", the query \"I am X\": K-composition."),
             ("The previous-token head is not needed by the model at all.", False,
-             "Knocking it out everywhere lost most of the repeat on every seed."),
+             "Knocking it out everywhere lost most of the repeat on each of notebook 07's seeds."),
             ("Layer 1 reads the previous-token head through its values, not its keys.", False,
              "Hiding it from the values (with the queries) changed almost nothing."),
             ("The previous-token head and the induction heads sit in the same layer.", False,
@@ -378,7 +378,7 @@ QUIZZES = {
              "never saw."),
             ("The previous-token and induction scores rose at the same steps.", True,
              "The circuit formed there: their halfway steps were within 25 steps of the loss's, on "
-             "every seed."),
+             "each of notebook 07's seeds."),
             ("The first segment of each sequence became predictable.", False,
              "Its tokens are random; only the repeat can be learned.")),
     ],
