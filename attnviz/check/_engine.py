@@ -144,8 +144,12 @@ class Trial:
             if ans.output.is_floating_point() and not finite:
                 return f"{subject} returned NaN or inf on {probe.name}"
         wrong = sum(not self.right(p, a) for p, a in self.main)
-        inputs = self.spec.words.get(f"inputs:{self.main_kind}", "test inputs")
+        inputs = self.inputs("test inputs")
         return f"{subject} returned the wrong {output} on {wrong} of {len(self.main)} {inputs}"
+
+    def inputs(self, default="main inputs") -> str:
+        """What the checker calls its main inputs in a verdict ("prefills", "steps after the prefill")."""
+        return self.spec.words.get(f"inputs:{self.main_kind}", default)
 
     def describe(self, probe, ans) -> str:
         if self.spec.describe is not None:

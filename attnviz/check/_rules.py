@@ -341,8 +341,8 @@ def batch_of_one_dropped(t):
         "squeeze_drops_batch",
         f"{t.happened(probe, ans)}: only a batch of one goes wrong",
         [t.describe(probe, ans),
-         f"Right on the {t.spec.words.get(f'inputs:{t.main_kind}', 'main inputs')} with a batch of two or "
-         f"more; wrong on the {len(wrong)} with a batch of one."],
+         f"Right on the {t.inputs()} with a batch of two or more; wrong on the {len(wrong)} with a batch "
+         f"of one."],
     )
 
 
@@ -378,9 +378,8 @@ def mask_indexed(t):
         "mask_boolean_indexed",
         f"{t.spec.subject} raised {ans.error['type']} on {probe.name}",
         [t.describe(probe, ans),
-         f"It raised on {len(errors)} of the {len(t.main)} "
-         f"{t.spec.words.get(f'inputs:{t.main_kind}', 'main inputs')}, each with a mask that broadcasts to "
-         f"the scores without having their shape; every other one is right."],
+         f"It raised on {len(errors)} of the {len(t.main)} {t.inputs()}, each with a mask that broadcasts "
+         f"to the scores without having their shape; every other one is right."],
     )
 
 
@@ -390,8 +389,7 @@ def raised(t):
         probe, ans = next(iter(errors))
         return t.problem(
             f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.",
-            [t.describe(probe, ans), f"It raised on {len(errors)} of the {len(t.main)} "
-             f"{t.spec.words.get(f'inputs:{t.main_kind}', 'main inputs')}."],
+            [t.describe(probe, ans), f"It raised on {len(errors)} of the {len(t.main)} {t.inputs()}."],
             fix=t.spec.words.get("raised_fix", ""),
         )
     return None
