@@ -642,6 +642,34 @@ def padding_masks_queries_too(lengths, n):
     return real[:, None, :] & real[:, :, None]             # BUG: real[:, None, :], the keys alone
 
 
+def causal_first_row_blocked(n):
+    """A loop over the rows that starts at 1: query 0 is left with no key at all."""
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(1, n):                                  # BUG: range(n)
+        mask[i, : i + 1] = True
+    return mask
+
+
+def padding_full_sequence_blocked(lengths, n):
+    """Padding cleared with a negative slice: for a full-length sequence -(n - length) is 0, the whole row."""
+    mask = torch.ones(len(lengths), 1, n, dtype=torch.bool)
+    for b, length in enumerate(torch.as_tensor(lengths).tolist()):
+        mask[b, :, -(n - length):] = False                 # BUG: mask[b, :, length:] = False
+    return mask
+
+
+def padding_lengths_clamped(lengths, n):
+    """Lengths clamped to at least 1: an empty sequence keeps key 0."""
+    lengths = torch.as_tensor(lengths).clamp(min=1)        # BUG: the lengths as given
+    return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]
+
+
+def padding_lengths_reordered(lengths, n):
+    """The lengths sorted longest first (as for pack_padded_sequence): masks land on the wrong sequences."""
+    lengths = torch.as_tensor(lengths).sort(descending=True).values   # BUG: keep the batch's order
+    return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]
+
+
 CAUSAL_MASK_BUGS = {
     "causal_off_by_one": causal_off_by_one,
     "causal_future_visible": causal_future_visible,
@@ -650,6 +678,7 @@ CAUSAL_MASK_BUGS = {
     "mask_not_bool": causal_mask_not_bool,
     "mask_fixed_size": causal_mask_fixed_size,
     "mask_blocks_nothing": causal_blocks_nothing,
+    "causal_first_row_blocked": causal_first_row_blocked,
 }
 
 PADDING_MASK_BUGS = {
@@ -660,6 +689,9 @@ PADDING_MASK_BUGS = {
     "padding_width_from_lengths": padding_width_from_lengths,
     "padding_query_axis_misplaced": padding_query_axis_misplaced,
     "padding_masks_queries_too": padding_masks_queries_too,
+    "padding_full_sequence_blocked": padding_full_sequence_blocked,
+    "padding_lengths_clamped": padding_lengths_clamped,
+    "padding_lengths_reordered": padding_lengths_reordered,
 }
 
 # --------------------------------------------------------------------------

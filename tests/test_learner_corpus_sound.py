@@ -49,7 +49,9 @@ LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_
              "weights_modified_in_place", "weights_transposed", "kv_head_index_wrong", "mask_not_bool",
              "mask_fixed_size", "mask_blocks_nothing", "padding_width_from_lengths",
              "padding_query_axis_misplaced", "padding_masks_queries_too", "softmax_sum_not_kept",
-             "mask_boolean_indexed", "heads_overlap", "cache_holds_repeated_heads"}
+             "mask_boolean_indexed", "heads_overlap", "cache_holds_repeated_heads",
+             "causal_first_row_blocked", "padding_full_sequence_blocked", "padding_lengths_clamped",
+             "padding_lengths_reordered"}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -230,6 +230,39 @@ _ENTRIES = [
         "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # then attention per head, then merge",
     ),
     Bug(
+        "causal_first_row_blocked",
+        "The causal mask's first row is all False: a loop over the rows that starts at 1 (range(1, n)) "
+        "leaves query 0 with no key.",
+        "Every row is right but the first: the first position may not even attend to itself, a fully "
+        "masked row (NaN with a -inf fill, an even spread over the future with a finite one).",
+        "torch.ones(n, n, dtype=torch.bool).tril()   # or a loop over range(n): row 0 keeps key 0",
+    ),
+    Bug(
+        "padding_full_sequence_blocked",
+        "A sequence that fills all n positions gets no key at all: the padding is cleared with a "
+        "negative slice, mask[b, :, -(n - length):] = False, and for length == n that is -0, which is 0, "
+        "so the slice is the whole row.",
+        "Right for every sequence shorter than n; each full-length sequence is fully masked (NaN with a "
+        "-inf fill).",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # or mask[b, :, length:] = False",
+    ),
+    Bug(
+        "padding_lengths_clamped",
+        "The lengths are clamped to at least 1 (lengths.clamp(min=1)), so an empty sequence keeps key 0.",
+        "Right for every sequence with a real token; an all-padding sequence attends to a padding "
+        "position instead of being fully masked. If a fully masked row's NaN is the worry, deal with "
+        "it where the attention is computed (notebook 04), not by changing what is real.",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # lengths as given, 0 included",
+    ),
+    Bug(
+        "padding_lengths_reordered",
+        "The lengths are sorted (as pack_padded_sequence wants) before the mask is built, so each "
+        "sequence gets another sequence's mask.",
+        "Right for a batch of one or a batch already in that order; otherwise sequence b's row follows "
+        "some other length, blocking real tokens or letting padding through.",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # lengths in the batch's order",
+    ),
+    Bug(
         "padding_lengths_modified",
         "The padding-mask function changes lengths in place.",
         "The caller's lengths are different after the call, so the next mask built from them is wrong.",

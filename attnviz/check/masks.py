@@ -36,6 +36,9 @@ _CAUSAL_HYPOTHESES = {
     "causal_excludes_self": [lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)],
     "mask_inverted": [lambda n: torch.ones(n, n, dtype=torch.bool).triu(1)],
     "causal_off_by_one": [lambda n: torch.ones(n, n, dtype=torch.bool).tril(1)],
+    "causal_first_row_blocked": [  # a loop over the rows from 1: query 0 is left with no key
+        lambda n: torch.ones(n, n, dtype=torch.bool).tril() & (torch.arange(n) > 0)[:, None]
+    ],
 }
 _PADDING_HYPOTHESES = {
     "padding_masks_queries": [lambda lengths, n: padding(lengths, n).transpose(-2, -1)],
@@ -44,6 +47,15 @@ _PADDING_HYPOTHESES = {
     "mask_inverted": [lambda lengths, n: ~padding(lengths, n)],
     "padding_masks_queries_too": [
         lambda lengths, n: padding(lengths, n) & padding(lengths, n).transpose(-2, -1)
+    ],
+    # mask[b, :, -(n - length):] = False: for a sequence that fills all n, -0 is 0 and the slice is everything
+    "padding_full_sequence_blocked": [
+        lambda lengths, n: padding(lengths, n) & (torch.as_tensor(lengths) < n)[:, None, None]
+    ],
+    "padding_lengths_clamped": [lambda lengths, n: padding(torch.as_tensor(lengths).clamp(min=1), n)],
+    "padding_lengths_reordered": [
+        lambda lengths, n: padding(torch.as_tensor(lengths).sort(descending=True).values, n),
+        lambda lengths, n: padding(torch.as_tensor(lengths).sort().values, n),
     ],
     # True everywhere; or everywhere in each non-empty sequence (mask[b, :length] = True on a (batch, 1, n)
     # mask slices the size-1 query axis)

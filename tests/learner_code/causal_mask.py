@@ -188,6 +188,36 @@ def not_above_diagonal(n):
     return torch.ones(n, n, dtype=torch.bool).triu(diagonal=1).logical_not()
 
 
+def loop_from_row_one(n):
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(1, n):                      # row 0 never filled
+        for j in range(i + 1):
+            mask[i, j] = True
+    return mask
+
+
+def tril_then_first_row_cleared(n):
+    mask = torch.tril(torch.ones(n, n)).bool()
+    mask[0] = False                            # "the first token has nothing before it"
+    return mask
+
+
+def loop_every_row(n):
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n):
+        mask[i, : i + 1] = True
+    return mask
+
+
+def first_row_then_rest(n):
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    mask[0, 0] = True                          # the first token sees itself
+    for i in range(1, n):
+        mask[i] = mask[i - 1]
+        mask[i, i] = True
+    return mask
+
+
 CASES = [
     Case("solution", solution, PASS),
     Case("float_tril_then_bool", float_tril_then_bool, PASS),
@@ -218,6 +248,10 @@ CASES = [
     Case("additive_minus_inf", additive_minus_inf, "mask_not_bool", note="an additive float mask, not bool"),
     Case("long_int_tril", long_int_tril, "mask_not_bool"),
     Case("everything_visible_loop", everything_visible_loop, "mask_blocks_nothing"),
+    Case("loop_every_row", loop_every_row, PASS),
+    Case("first_row_then_rest", first_row_then_rest, PASS),
+    Case("loop_from_row_one", loop_from_row_one, "causal_first_row_blocked"),
+    Case("tril_then_first_row_cleared", tril_then_first_row_cleared, "causal_first_row_blocked"),
     Case("nested_lists", nested_lists, FAIL),
     Case("numpy_array", numpy_array, FAIL),
     Case("two_args_ignores_n_k", two_args_ignores_n_k, "causal_not_rectangular"),

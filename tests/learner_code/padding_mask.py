@@ -212,6 +212,70 @@ def view_compare(lengths, n):
     return positions < lengths.view(-1, 1, 1)
 
 
+def negative_slice_loop(lengths, n):
+    mask = torch.ones(lengths.shape[0], 1, n, dtype=torch.bool)
+    for b in range(lengths.shape[0]):
+        pad = n - int(lengths[b])
+        mask[b, 0, -pad:] = False              # pad == 0 clears the whole row
+    return mask
+
+
+def negative_slice_float(lengths, n):
+    mask = torch.ones(len(lengths), n)
+    for b, length in enumerate(lengths.tolist()):
+        mask[b, length - n:] = 0.0
+    return mask.bool().unsqueeze(1)
+
+
+def lengths_clamped(lengths, n):
+    safe = torch.clamp(lengths, min=1)        # "avoid an all-masked row"
+    return (torch.arange(n)[None, :] < safe[:, None]).unsqueeze(1)
+
+
+def lengths_max_one(lengths, n):
+    real = torch.arange(n).unsqueeze(0) < torch.maximum(lengths, torch.ones_like(lengths)).unsqueeze(1)
+    return real[:, None, :]
+
+
+def sorted_for_packing(lengths, n):
+    lengths, _ = torch.sort(lengths, descending=True)
+    return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]
+
+
+def sorted_ascending(lengths, n):
+    ordered = sorted(lengths.tolist())
+    rows = [torch.arange(n) < length for length in ordered]
+    return torch.stack(rows)[:, None, :]
+
+
+def negative_slice_guarded(lengths, n):
+    mask = torch.ones(len(lengths), 1, n, dtype=torch.bool)
+    for b, length in enumerate(lengths.tolist()):
+        if length < n:                         # -(n - length) would be -0: the whole row
+            mask[b, 0, -(n - length):] = False
+    return mask
+
+
+def positive_slice_loop(lengths, n):
+    mask = torch.ones(len(lengths), 1, n, dtype=torch.bool)
+    for b, length in enumerate(lengths.tolist()):
+        mask[b, 0, length:] = False
+    return mask
+
+
+def sorted_then_put_back(lengths, n):
+    ordered, order = torch.sort(lengths, descending=True)
+    mask = torch.arange(n)[None, :] < ordered[:, None]
+    unsorted = torch.empty_like(mask)
+    unsorted[order] = mask                     # each row back at its sequence
+    return unsorted[:, None, :]
+
+
+def clamp_upper_only(lengths, n):
+    kept = lengths.clamp(max=n)                # lengths never exceed n; 0 stays 0
+    return (torch.arange(n)[None, :] < kept[:, None])[:, None, :]
+
+
 CASES = [
     Case("solution", solution, PASS),
     Case("float_loop_then_bool", float_loop_then_bool, PASS),
@@ -255,4 +319,14 @@ CASES = [
     Case("rows_and_columns", rows_and_columns, "padding_masks_queries_too",
          note="a (batch, n, n) mask whose padded rows are fully masked: rows do not repeat the key pattern"),
     Case("padded_on_both_sides", padded_on_both_sides, "padding_masks_queries_too"),
+    Case("negative_slice_guarded", negative_slice_guarded, PASS),
+    Case("positive_slice_loop", positive_slice_loop, PASS),
+    Case("sorted_then_put_back", sorted_then_put_back, PASS),
+    Case("clamp_upper_only", clamp_upper_only, PASS),
+    Case("negative_slice_loop", negative_slice_loop, "padding_full_sequence_blocked"),
+    Case("negative_slice_float", negative_slice_float, "padding_full_sequence_blocked"),
+    Case("lengths_clamped", lengths_clamped, "padding_lengths_clamped"),
+    Case("lengths_max_one", lengths_max_one, "padding_lengths_clamped"),
+    Case("sorted_for_packing", sorted_for_packing, "padding_lengths_reordered"),
+    Case("sorted_ascending", sorted_ascending, "padding_lengths_reordered"),
 ]
