@@ -98,6 +98,21 @@ def _x(generator, *shape):
     return torch.randn(*shape, generator=generator, dtype=torch.float32)
 
 
+def _negative_scores_x(generator, weights, d_model, n_heads):
+    """x (1, 4, d_model) whose every score, in every head, is below -16: float16's minimum added to such
+    a score (an additive mask) is -inf, so a fully masked position's softmax is 0/0. Each position is
+    v plus a little noise: of 200 random unit v, the one whose least negative head is most negative
+    (each head's q . k < 0), scaled so that head's score is -32."""
+    d_k = d_model // n_heads
+    v = _x(generator, 200, d_model)
+    v = v / v.norm(dim=-1, keepdim=True)
+    q, k = (v @ weights["W_q"].T).view(200, n_heads, d_k), (v @ weights["W_k"].T).view(200, n_heads, d_k)
+    least = ((q * k).sum(dim=-1) / d_k**0.5).max(dim=-1).values          # (200,) the least negative head
+    best = int(least.argmin())
+    x = v[best] * (32 / -least[best]) ** 0.5                              # scores scale as |v|^2
+    return x + 0.01 * x.abs().mean() * _x(generator, 1, 4, d_model)
+
+
 def _probe(name, config, x, mask, kind="main", same_as="", **facts):
     """One call ``module(x, mask=mask)`` on the module built for ``config``."""
     args = {"x": x} if mask is None else {"x": x, "mask": mask}
@@ -140,6 +155,9 @@ def _probes():
         _probe(f"{tag}: the module and x in float64", 0, x4.double(), _mask(_M4), kind="float64"),
         _probe(f"{tag}: the module and x in float16, position 1 fully masked", 0, x4.half(), _mask(_M4),
                kind="float16", tolerance=2e-2),
+        _probe(f"{tag}: the module and x in float16, position 1 fully masked, every score below -16", 0,
+               _negative_scores_x(torch.Generator().manual_seed(51), weights[0], d_model, n_heads).half(),
+               _mask(_M4), kind="float16", tolerance=2e-2),
     ]
     backward = _probe("a backward pass", 1, _x(g, 2, 5, CONFIGS[1][0]), _mask(_M5), kind="backward")
     return calls, backward, weights

@@ -191,7 +191,35 @@ def multi_head_symptoms(cls) -> list[str]:
             if dtype != torch.float16:
                 grad = _multi_head_grad(out, xin, x, weights, n_heads, mask, rows)
                 symptoms += [f"{where}: {s}" for s in grad]
-    return symptoms
+    return symptoms + _negative_float16(cls)
+
+
+def _negative_float16(cls) -> list[str]:
+    """float16, W_k = -W_q and every position about the same x: every score is -|q|^2 / sqrt(d_k), below
+    -16 in each head; query 1 has no key. An additive float16-minimum mask gives -inf there, so NaN."""
+    gen = torch.Generator().manual_seed(_GEN + 2)
+    d_model, n_heads, t = 8, 2, 4
+    w_q, w_v, w_o = (_rand(gen, d_model, d_model) / math.sqrt(d_model) for _ in range(3))
+    x = _rand(gen, d_model)
+    q = (w_q @ x).view(n_heads, -1)
+    x = x * math.sqrt(40 * math.sqrt(d_model // n_heads) / float(q.pow(2).sum(-1).min()))   # scores <= -40
+    x = x + 0.001 * _rand(gen, 1, t, d_model)
+    mask = torch.ones(t, t, dtype=torch.bool).tril()
+    mask[1] = False
+    try:
+        module = cls(d_model, n_heads).to(torch.float16)
+        with torch.no_grad():
+            for layer, w in zip((module.W_q, module.W_k, module.W_v, module.W_o), (w_q, -w_q, w_v, w_o),
+                                strict=True):
+                layer.weight.copy_(w)
+                if layer.bias is not None:
+                    layer.bias.zero_()
+            out = _output(module(x.to(torch.float16), mask))
+    except Exception as err:  # noqa: BLE001
+        return [f"float16, every score below -16: raised {type(err).__name__}"]
+    if not isinstance(out, torch.Tensor) or not torch.isfinite(out).all():
+        return ["float16, every score below -16: non-finite output"]
+    return []
 
 
 def _multi_head_grad(out, xin, x, weights, n_heads, mask, rows):

@@ -1001,6 +1001,46 @@ class BooleanIndexedMask(Linears):
         return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm))
 
 
+class AdditiveDtypeMin(Solution):
+    """An additive mask filled with the dtype's own minimum: in float16 a negative score plus it is -inf."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores + torch.zeros_like(scores).masked_fill(~mask, torch.finfo(scores.dtype).min)
+        out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm)
+        return self.W_o(out)
+
+
+class AdditiveWhereMin(Solution):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        heads = [w(x).unflatten(-1, (self.n_heads, self.d_k)).transpose(1, 2)
+                 for w in (self.W_q, self.W_k, self.W_v)]
+        scores = heads[0] @ heads[1].mT * self.d_k**-0.5
+        if mask is not None:
+            low = torch.tensor(torch.finfo(scores.dtype).min, dtype=scores.dtype)
+            scores = scores + torch.where(mask, torch.zeros((), dtype=scores.dtype), low)
+        return self.W_o((scores.softmax(-1) @ heads[2]).transpose(1, 2).flatten(2))
+
+
+class AdditiveHalfMin(Solution):
+    """An additive mask at half the dtype's minimum: room left for any score, finite in float16 too."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores + (~mask).to(scores.dtype) * (torch.finfo(scores.dtype).min / 2)
+        out = (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm)
+        return self.W_o(out)
+
+
 CASES = [
     # correct
     Case("solution", Solution, PASS),
@@ -1103,4 +1143,8 @@ CASES = [
     Case("stacked_overlapping_views", StackedOverlappingViews, "heads_overlap"),
     Case("boolean_indexed_mask", BooleanIndexedMask, "mask_boolean_indexed"),
     Case("wrong_attribute_names", WrongAttributeNames, FAIL),
+    Case("additive_half_min", AdditiveHalfMin, PASS),
+    Case("additive_dtype_min", AdditiveDtypeMin, "fill_overflows_float16",
+         note="float16's minimum plus a score below -16 is -inf: a fully masked position is NaN"),
+    Case("additive_where_min", AdditiveWhereMin, "fill_overflows_float16"),
 ]
