@@ -157,7 +157,7 @@ QUIZZES = {
             ("0", False, "That is the mean.")),
         _mc("One weight in a row is 0.999 and the rest are nearly 0. What does that do to the gradient "
             "flowing back into that row's scores?",
-            ("It is almost zero, so the scores barely change during training.", True,
+            ("It is almost zero, so almost no learning signal reaches the scores.", True,
              "The softmax's Jacobian is diag(p) − p pᵀ; with one p near 1 and the others near 0, "
              "every entry is near 0."),
             ("It becomes very large, so training turns unstable.", False,

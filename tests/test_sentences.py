@@ -109,9 +109,15 @@ def test_03_the_default_scale_names_pytorchs_documentation():
 def test_03_the_small_d_k_surprise_is_said_and_asserted():
     # the table shows unscaled rows passing more gradient at d_k = 4; the text says why, a cell backs it
     assert "One surprise in the table" in markdown("03")
-    assert asserted("03", r"at d_k = 4 the unscaled rows passed more")
+    assert asserted("03", r"at d_k = 4 and 8 the unscaled rows passed more")
     assert asserted("03", r"stretched ×2, the rows pass about 10% more")
     assert asserted("03", r"each wider stretch passes less")
+
+
+def test_03_the_unscaled_model_learns_later_is_measured():
+    # "how soon, not whether": the longer unscaled runs are trained, printed and asserted
+    assert "Can the unscaled model not learn at all" in markdown("03")
+    assert asserted("03", r"given 600 steps the unscaled model learns the lookup too")
 
 
 # ---- 04 -----------------------------------------------------------------------------------------
