@@ -125,9 +125,9 @@ def test_00_names_the_notebooks_with_exercises():
     text = "\n".join(_text(c) for c in _cells(start))
     numbers = [p.name[:2] for p in EXERCISES]
     listed = ", ".join(numbers[:-1]) + " and " + numbers[-1]
-    assert f"Notebooks {listed} end with exercises" in text, listed
+    assert f"Notebooks {listed} have exercises" in text, listed
     for words in ("student/", "not written yet", "Show one solution", "Answer", "notebooks/",
-                  "python tools/make_student.py", ".new.ipynb"):
+                  "python3 tools/make_student.py", ".new.ipynb"):
         assert words in text, words
 
 

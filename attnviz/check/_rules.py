@@ -403,11 +403,15 @@ def _ones_note(probe, ans):
     low, high = float(got.min()), float(got.max())
     if math.isfinite(low) and math.isfinite(high) and abs(low - 1) < 1e-4 and abs(high - 1) < 1e-4:
         return None
-    return (
-        f"With every value equal to 1 the output should be exactly 1 everywhere (each row of "
-        f"weights sums to 1), but yours runs from {low:.3g} to {high:.3g}: your weights do not "
-        f"sum to 1 over the keys."
-    )
+    said = (f"With every value equal to 1 the output should be exactly 1 everywhere (each row of "
+            f"weights sums to 1), but yours runs from {low:.3g} to {high:.3g}")
+    weights = ans.weights
+    if isinstance(weights, torch.Tensor) and weights.is_floating_point() and weights.dim() >= 1:
+        sums = weights.detach().to(torch.float64).sum(dim=-1)
+        sums = sums[torch.isfinite(sums)]
+        if sums.numel() and bool(((sums - 1).abs() < 1e-4).all()):
+            return f"{said}, although the weights you return sum to 1: the output is not weights @ v."
+    return f"{said}: your weights do not sum to 1 over the keys."
 
 
 def no_known_bug(t):
