@@ -23,7 +23,7 @@ LONGEST_FIRST = (
     "tests/test_nbgrader.py",               # nbgrader autogrades twelve notebooks
     "tests/test_browser.py",                # every notebook in JupyterLab, then in Notebook 7
     "tests/test_browser_learner.py",        # the learner's edition in JupyterLab and Notebook 7
-    "tests/test_learner_corpus.py",         # about 490 learner implementations, 65 in a child each
+    "tests/test_learner_corpus.py",         # about 500 learner implementations, 65 in a child each
     "notebooks/08_generation_kv_cache.ipynb",
     "notebooks/07_tiny_gpt.ipynb",
     "notebooks/04_masking.ipynb",

@@ -167,6 +167,33 @@ def missing_key_transpose(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def key_reshaped_not_transposed(q, k, v, mask=None):
+    """k 'transposed' by reshape: the right shape, but each column mixes several keys' numbers."""
+    scores = q @ k.reshape(*k.shape[:-2], k.shape[-1], k.shape[-2]) / math.sqrt(q.shape[-1])  # BUG: transpose
+    scores = _finite(scores, mask)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def additive_mask_too_small(q, k, v, mask=None):
+    """An additive mask of -10000: a blocked key scoring over 10000 above the allowed ones still wins."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        scores = scores + _blocked(mask).to(scores.dtype) * -10000.0   # BUG: masked_fill(..., finfo.min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def softmax_max_over_blocked(q, k, v, mask=None):
+    """A softmax by hand that subtracts the row's largest score, blocked keys included, then masks."""
+    scores = _scaled_scores(q, k)
+    mask = torch.ones(scores.shape, dtype=torch.bool) if mask is None else mask.expand(scores.shape)
+    top = scores.amax(dim=-1, keepdim=True)                       # BUG: the largest allowed score
+    e = torch.exp(scores - top).masked_fill(~mask, 0.0)
+    weights = e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(e.dtype).tiny)
+    return weights @ v, weights
+
+
 def scale_multiplied(q, k, v, mask=None):
     """The scores are multiplied by sqrt(d_k) instead of divided."""
     scores = _scores(q, k) * math.sqrt(q.shape[-1])               # BUG: should be /
@@ -331,6 +358,7 @@ ATTENTION_BUGS = {
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
         gradient_blocked, dtype_changed, batch_one_only, squeeze_drops_batch, output_and_weights_swapped,
         mask_transposed, mask_axis_misplaced, weights_transposed, softmax_sum_not_kept, mask_boolean_indexed,
+        key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked,
     )
 }
 """Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the
@@ -339,7 +367,7 @@ correct attention on an ordinary float32 input: ``SHOWS_ONLY_ON_EDGES`` lists th
 
 SHOWS_ONLY_ON_EDGES = ("fill_overflows_float16", "softmax_overflow", "gradient_blocked", "dtype_changed",
                        "batch_one_only", "nan_on_fully_masked_row", "squeeze_drops_batch",
-                       "mask_boolean_indexed")
+                       "mask_boolean_indexed", "additive_mask_too_small", "softmax_max_over_blocked")
 
 
 # --------------------------------------------------------------------------

@@ -363,6 +363,32 @@ _ENTRIES = [
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # (.., n_q, d_k) @ (.., d_k, n_k)",
     ),
     Bug(
+        "key_reshaped_not_transposed",
+        "k is 'transposed' with reshape or view (k.reshape(..., d_k, n_k)) instead of transpose: the shape "
+        "comes out right, but reshape keeps the numbers in memory order, so each column mixes several keys.",
+        "The scores have the right shape and the wrong numbers: query i is compared with a scramble of "
+        "the keys' features, so the weights follow no key.",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # transpose swaps the axes",
+    ),
+    Bug(
+        "additive_mask_too_small",
+        "The mask is added to the scores as a fixed finite number, such as -10000 (BERT's old convention), "
+        "so a blocked key whose score is higher than that number above the allowed ones still wins.",
+        "Right on ordinary scores; when a blocked key scores far above the allowed ones (here 20000 above), "
+        "it takes the weight it should not have. masked_fill with the dtype's own minimum replaces the "
+        "score instead of adding to it, whatever its size.",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # replace, do not add",
+    ),
+    Bug(
+        "softmax_max_over_blocked",
+        "A softmax by hand subtracts the row's largest score before the mask is applied, blocked keys "
+        "included, then zeroes the blocked ones: exp(scores - max) * mask.",
+        "Right on ordinary scores; when a blocked key scores far above the allowed ones, every allowed "
+        "exp underflows to 0 and the row is 0/0 (NaN) or all 0.",
+        "top = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).amax(dim=-1, keepdim=True)"
+        "   # the largest allowed score; or mask the scores, then torch.softmax",
+    ),
+    Bug(
         "missing_contiguous",
         ".view(...) is called on a transposed tensor.",
         "PyTorch raises 'view size is not compatible with input tensor's size and stride': after "

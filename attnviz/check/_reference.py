@@ -225,6 +225,11 @@ ATTENTION_VARIANTS = {
     "missing_key_transpose": _fills(
         lambda f: lambda q, k, v, m: _finish(q @ k / math.sqrt(q.shape[-1]), m, v, fill=f[0], dead=f[1])[0]
     ),
+    "key_reshaped_not_transposed": _fills(   # k.reshape(..., d_k, n_k) or a view: sizes swapped, not axes
+        lambda f: lambda q, k, v, m: _finish(
+            q @ k.reshape(*k.shape[:-2], k.shape[-1], k.shape[-2]) / math.sqrt(q.shape[-1]), m, v, fill=f[0],
+            dead=f[1])[0]
+    ),
     "mask_inverted": _mask_read(lambda m: ~m) + [_additive(lambda m: m * -1e9)],
     "mask_ignored": [lambda q, k, v, m: attention(q, k, v)[0]],
     "weights_transposed": _fills(   # weights.mT @ v, or an einsum summing over the queries' index
@@ -645,6 +650,10 @@ PREFILL_VARIANTS = {
 multi-head bugs, the causal mask of the prompt, grouped-query heads shared in the wrong order, the
 logits read without the final LayerNorm, and the block's wiring (a norm skipped, a residual lost or
 taken from the normed stream, the MLP beside attention instead of after it)."""
+PREFILL_VARIANTS["wrong_scale"] = PREFILL_VARIANTS["wrong_scale"] + [   # a key/value head's width (GQA)
+    lambda model, tokens, cache: decode(model, tokens, cache,
+                                        scale=1 / math.sqrt(model.d_model // model.n_kv_heads))
+]
 
 CACHED_VARIANTS = {
     "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1),

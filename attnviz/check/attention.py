@@ -68,6 +68,19 @@ def _negative_float16_probe(randn):
                   tolerance=2e-2)
 
 
+def _blocked_far_above_probe(randn):
+    """Key 4 is blocked for every query, and query 0 scores it 20000 above the keys it may see: an
+    additive mask of -10000 (or any fill smaller than the gap) lets it win, and a softmax that takes
+    the row's largest score before masking underflows every allowed key to 0."""
+    q, k = randn(3, 16), randn(5, 16)
+    k[4] = q[0] * (4 * 20000 / float(q[0] @ q[0]))          # q[0] . k[4] / √16 = 20000
+    mask = torch.ones(3, 5, dtype=torch.bool)
+    mask[:, 4] = False
+    mask[1, 0] = False
+    return _probe("a blocked key (key 4) that query 0 scores 20000 above the keys it may see", q, k,
+                  randn(5, 3), mask, kind="blocked_far")
+
+
 def _probes():
     """The crafted inputs. Main ones (compared with every hypothesis): n_q != n_k, d_k = 16 and 9
     (√d_k is neither 1, d_k, d_k / 2 nor the 2 of a stale global d_k = 4), d_v apart from d_k, a
@@ -77,6 +90,7 @@ def _probes():
     ones: large scores, float64 and float16 inputs, a repeat (dropout), a backward pass."""
     g = torch.Generator().manual_seed(6)
     padded = torch.Generator().manual_seed(61)     # its own draws: the other probes stay as they were
+    far = torch.Generator().manual_seed(62)        # the same for the blocked key far above
 
     def randn(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float32)
@@ -165,6 +179,7 @@ def _probes():
             tolerance=2e-2,
         ),
         _negative_float16_probe(randn),
+        _blocked_far_above_probe(lambda *shape: torch.randn(*shape, generator=far, dtype=torch.float32)),
         Probe("the 5-query input again", five.args, kind="repeat", same_as=five.name, live=five.live,
               shapes=five.shapes),
         _probe(
@@ -240,14 +255,41 @@ def _weights_returned(t):
             and ans.weights.shape == weights.shape
             and not agrees(ans.weights, weights, probe.live)
         ):
+            args = probe.args
+            unmasked = attention(*(args[n].to(torch.float64) for n in "qkv"))[1]
+            unmasked_weights = "mask" in args and agrees(ans.weights, unmasked, probe.live)
+            said = (" They are the softmax of the scores without the mask: the output uses the mask, "
+                    "the weights you return do not." if unmasked_weights else "")
             return t.problem(
                 "the output is right but the weights you return are not.",
                 [
                     f"{probe.where} the second thing returned has the weights' shape but different "
-                    f"numbers. Return the softmax of the scaled, masked scores."
+                    f"numbers.{said} Return the softmax of the scaled, masked scores."
                 ],
             )
     return None
+
+
+def _blocked_far(t):
+    """Right everywhere else, wrong when a blocked key scores far above the allowed ones: the blocked key
+    won (an additive mask too small for the gap), or every allowed weight underflowed (the row's
+    largest score, a blocked one, subtracted before masking)."""
+    probe, ans = t.one("blocked_far")
+    if probe is None or ans.error is not None or not isinstance(ans.output, torch.Tensor) \
+            or ans.output.shape != probe.expected.shape \
+            or agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-3):
+        return None
+    row, blocked = ans.output[0].detach().to(torch.float64), probe.args["v"][4].to(torch.float64)
+    seen, finite = [t.describe(probe, ans)], bool(torch.isfinite(row).all())
+    if finite and torch.allclose(row, blocked, atol=1e-3):
+        return t.bug("additive_mask_too_small", f"{t.spec.subject} gave a blocked key query 0's weight",
+                     seen + ["Query 0's output is key 4's value: the blocked key won."])
+    if not finite or float(row.abs().max()) < 1e-6:
+        return t.bug("softmax_max_over_blocked", f"{t.spec.subject} lost query 0's row",
+                     seen + [f"Query 0's output is {'all 0' if finite else 'NaN'}: every key it may see got "
+                             "weight 0."])
+    return t.problem(f"{t.spec.subject} is right on ordinary inputs, wrong when a blocked key scores far "
+                     "above the keys a query may see.", seen)
 
 
 def _swapped_return(t):
@@ -320,7 +362,8 @@ SPEC = Spec(
         "batch_one_headline": "is right on inputs without batch dimensions, wrong (or raised) with batch or "
         "head dimensions in front",
     },
-    rules=rules(before={"passed": [Rule("weights_returned", "right", _weights_returned)],
+    rules=rules(before={"passed": [Rule("blocked_far", "right", _blocked_far),
+                                   Rule("weights_returned", "right", _weights_returned)],
                         "hypothesis": [Rule("swapped_return", "wrong", _swapped_return)],
                         "no_known_bug": [Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
 )

@@ -62,6 +62,11 @@ def attention_probes():
                    _rand(gen, 2, 5, 3, 6).transpose(1, 2), None, {}))
     probes.append(("a batch of one, a mask", _rand(gen, 1, 3, 5), _rand(gen, 1, 4, 5), _rand(gen, 1, 4, 2),
                    _mask(gen, (), 3, 4), {}))
+    q, k = _rand(gen, 2, 4, 8), _rand(gen, 2, 5, 8)             # key 0 blocked, 50000 above for query 0
+    k[:, 0] = q[:, 0] * (50000 * math.sqrt(8) / (q[:, 0] ** 2).sum(dim=-1, keepdim=True))
+    far = torch.rand(2, 4, 5, generator=gen) > 0.4
+    far[..., 1], far[..., 0] = True, False
+    probes.append(("a blocked key far above the others", q, k, _rand(gen, 2, 5, 3), far, {}))
     return probes
 
 

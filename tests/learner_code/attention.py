@@ -1101,7 +1101,87 @@ def softmax_by_hand_keepdim(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def key_view_as_transpose(q, k, v, mask=None):
+    n_k, d_k = k.shape[-2], k.shape[-1]
+    scores = q @ k.view(*k.shape[:-2], d_k, n_k) / math.sqrt(d_k)       # view "transposes"
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = scores.softmax(dim=-1)
+    return weights @ v, weights
+
+
+def key_reshape_einsum(q, k, v, mask=None):
+    k_t = k.reshape(k.shape[:-2] + (k.shape[-1], k.shape[-2]))
+    scores = torch.einsum("...qd,...dk->...qk", q, k_t) * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = torch.where(mask, scores, torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, -1)
+    return weights @ v, weights
+
+
+def bert_additive_mask(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + (1.0 - mask.to(scores.dtype)) * -10000.0       # BERT's extended attention mask
+    weights = F.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def additive_minus_1e4_where(q, k, v, mask=None):
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.size(-1))
+    if mask is not None:
+        scores = scores + torch.where(mask, 0.0, -1e4).to(scores.dtype)
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
+def stable_softmax_then_mask(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    e = (scores - scores.max(dim=-1, keepdim=True).values).exp()        # max over every key
+    if mask is not None:
+        e = e.masked_fill(~mask, 0.0)
+    weights = e / e.sum(dim=-1, keepdim=True).clamp(min=torch.finfo(e.dtype).tiny)
+    return weights @ v, weights
+
+
+def exp_shift_mask_multiply(q, k, v, mask=None):
+    scores = torch.einsum("...id,...jd->...ij", q, k) / math.sqrt(q.shape[-1])
+    shifted = scores - scores.amax(-1, keepdim=True)
+    e = shifted.exp() * (mask if mask is not None else 1)
+    total = e.sum(-1, keepdim=True)
+    weights = torch.where(total > 0, e / total, torch.zeros_like(e))
+    return weights @ v, weights
+
+
+def additive_minus_inf_where(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores + torch.where(mask, 0.0, float("-inf")).to(scores.dtype)
+        scores = scores.nan_to_num(neginf=torch.finfo(scores.dtype).min)   # a fully masked row: finite
+    weights = scores.softmax(-1)
+    return weights @ v, weights
+
+
+def stable_softmax_masked_first(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    e = (scores - scores.amax(dim=-1, keepdim=True)).exp()              # max over the allowed keys
+    weights = e / e.sum(dim=-1, keepdim=True)
+    return weights @ v, weights
+
+
 CASES = [
+    Case("key_view_as_transpose", key_view_as_transpose,
+         {"missing_contiguous", "key_reshaped_not_transposed"},
+         note="view raises on the non-contiguous input first; once reshaped, the scramble is named"),
+    Case("key_reshape_einsum", key_reshape_einsum, "key_reshaped_not_transposed"),
+    Case("bert_additive_mask", bert_additive_mask, "additive_mask_too_small"),
+    Case("additive_minus_1e4_where", additive_minus_1e4_where, "additive_mask_too_small"),
+    Case("stable_softmax_then_mask", stable_softmax_then_mask, "softmax_max_over_blocked"),
+    Case("exp_shift_mask_multiply", exp_shift_mask_multiply, "softmax_max_over_blocked"),
+    Case("additive_minus_inf_where", additive_minus_inf_where, PASS),
+    Case("stable_softmax_masked_first", stable_softmax_masked_first, PASS),
     Case("fused_is_causal_instead", fused_is_causal_instead, "mask_replaced_by_causal"),
     Case("own_tril_when_masked", own_tril_when_masked, "mask_replaced_by_causal"),
     # correct
