@@ -46,7 +46,7 @@ QUIZZES = {
         _mc("In the soft-lookup picture of attention, what is a key for?",
             ("It says what the position contributes to the output when it is attended to.", False,
              "That is the value. A key is only ever compared with queries; it never reaches the output."),
-            ("It advertises what its position holds, so that queries can be compared with it.", True,
+            ("It advertises what its entry holds, so that queries can be compared with it.", True,
              "Each query is scored against every key; the values are what those scores then blend."),
             ("It says what the position is looking for.", False,
              "That is the query: the side doing the asking."),
@@ -69,8 +69,8 @@ QUIZZES = {
             "a million through the RNN, but through attention it only fell like 1/n (the weight spread over "
             "n positions). Why?",
             ("The RNN has fewer parameters, so it has less gradient to hand back.", False,
-             "Both use d × d matrices. The size of the gradient depends on the path it travels, not on "
-             "how many parameters there are."),
+             "It does have fewer here (two d × d matrices to attention's three), but the size of the "
+             "gradient depends on the path it travels, not on how many parameters there are."),
             ("The slope of tanh is above 1, so the RNN's gradient explodes and has to be clipped.", False,
              "The slope of tanh is never above 1 (the notebook checks it), and here the gradient shrinks."),
             ("Each RNN step it passes back through shrinks it; attention reaches the first input in one "
