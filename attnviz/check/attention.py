@@ -87,7 +87,8 @@ def _probes():
     batch of heads, masks that are not symmetric with a row all True, a fully masked row, values
     all 1, n_k = d_k = d_v (where a forgotten transpose or swapped k and v still run) and a padding
     mask (batch, 1, n_k) on a batch of three sequences (a mask squeezed or given a head axis). Extra
-    ones: large scores, float64 and float16 inputs, a repeat (dropout), a backward pass."""
+    ones: large scores, a blocked key scoring far above the allowed ones, float64 and float16 inputs, a
+    repeat (dropout), a backward pass."""
     g = torch.Generator().manual_seed(6)
     padded = torch.Generator().manual_seed(61)     # its own draws: the other probes stay as they were
     far = torch.Generator().manual_seed(62)        # the same for the blocked key far above
@@ -341,7 +342,8 @@ def _passed(t):
         f"correct on all {len(t.probes)} test inputs ({len(t.main)} main ones, the rest edge cases).",
         [
             "n_q ≠ n_k, a batch of heads, masks that are not symmetric, a fully masked query row (your "
-            "result there is finite, as it should be), large scores, float64 and float16 inputs, and "
+            "result there is finite, as it should be), large scores, a blocked key scoring far above the "
+            "allowed ones, float64 and float16 inputs, and "
             "the gradients of a backward pass."
         ]
         + t.notes,
@@ -378,9 +380,10 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     may attend. ``fn`` returns the output ``(..., n_q, d_v)`` or
     ``(output, weights)``. The inputs include ``n_q != n_k``, a batch of
     heads, masks that are not symmetric and a fully masked query row (any
-    finite result accepted there), large scores, float64 and float16 inputs
-    (the output keeps the inputs' dtype) and a backward pass compared with
-    the reference's gradients.
+    finite result accepted there), large scores, a blocked key scoring far
+    above the allowed ones, float64 and float16 inputs (the output keeps the
+    inputs' dtype) and a backward pass compared with the reference's
+    gradients.
 
     ``fn`` runs in a child process (forked from the kernel) that is killed
     once all its calls together take more than ``time_limit`` seconds; nothing it
