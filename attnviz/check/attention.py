@@ -283,10 +283,11 @@ def _blocked_far(t):
     row, blocked = ans.output[0].detach().to(torch.float64), probe.args["v"][4].to(torch.float64)
     seen, finite = [t.describe(probe, ans)], bool(torch.isfinite(row).all())
     if finite and torch.allclose(row, blocked, atol=1e-3):
-        return t.bug("additive_mask_too_small", f"{t.spec.subject} gave a blocked key query 0's weight",
+        return t.bug("additive_mask_too_small", f"{t.spec.subject} gave query 0's weight to a blocked key",
                      seen + ["Query 0's output is key 4's value: the blocked key won."])
     if not finite or float(row.abs().max()) < 1e-6:
-        return t.bug("softmax_max_over_blocked", f"{t.spec.subject} lost query 0's row",
+        return t.bug("softmax_max_over_blocked",
+                     f"{t.spec.subject} gave query 0 no weight on the keys it may see",
                      seen + [f"Query 0's output is {'all 0' if finite else 'NaN'}: every key it may see got "
                              "weight 0."])
     return t.problem(f"{t.spec.subject} is right on ordinary inputs, wrong when a blocked key scores far "
