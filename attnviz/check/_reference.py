@@ -612,8 +612,15 @@ def _masks(how):
     return [_step(causal_mask=how, attend=_dead(dead)) for dead in ("nan", "zero", "uniform")]
 
 
+def _scaled_by_kv_head_width(model, tokens, cache):
+    """√(d_model // n_kv_heads): a key/value head's width, not a query head's, with grouped queries."""
+    return decode(model, tokens, cache, scale=1 / math.sqrt(model.d_model // model.n_kv_heads))
+
+
+_STEP_ONLY = {"wrong_scale": [_scaled_by_kv_head_width]}   # attention bugs' variants that need the model
+
 PREFILL_VARIANTS = {
-    bug_id: [_step(attend=fn) for fn in fns]
+    bug_id: [_step(attend=fn) for fn in fns] + _STEP_ONLY.get(bug_id, [])
     for bug_id, fns in ATTENTION_VARIANTS.items()
     # with no mask argument, a step that never masks is causal_mask_missing; a causal mask is right here
     if bug_id not in ("mask_ignored", "mask_replaced_by_causal")
@@ -650,10 +657,6 @@ PREFILL_VARIANTS = {
 multi-head bugs, the causal mask of the prompt, grouped-query heads shared in the wrong order, the
 logits read without the final LayerNorm, and the block's wiring (a norm skipped, a residual lost or
 taken from the normed stream, the MLP beside attention instead of after it)."""
-PREFILL_VARIANTS["wrong_scale"] = PREFILL_VARIANTS["wrong_scale"] + [   # a key/value head's width (GQA)
-    lambda model, tokens, cache: decode(model, tokens, cache,
-                                        scale=1 / math.sqrt(model.d_model // model.n_kv_heads))
-]
 
 CACHED_VARIANTS = {
     "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1),

@@ -141,6 +141,17 @@ def _reference_multi_head(x, weights, n_heads, mask):
     return out.transpose(1, 2).reshape(b, t, d_model) @ w_o.T
 
 
+def _module_with(cls, d_model, n_heads, weights, dtype):
+    """``cls(d_model, n_heads)`` in ``dtype`` with W_q, W_k, W_v, W_o set to ``weights`` (biases 0)."""
+    module = cls(d_model, n_heads).to(dtype)
+    with torch.no_grad():
+        for layer, w in zip((module.W_q, module.W_k, module.W_v, module.W_o), weights, strict=True):
+            layer.weight.copy_(w)
+            if layer.bias is not None:
+                layer.bias.zero_()
+    return module
+
+
 def multi_head_symptoms(cls) -> list[str]:
     gen = torch.Generator().manual_seed(_GEN + 1)
     configs = [(12, 3, 2, 5, torch.float32), (10, 5, 3, 4, torch.float32), (8, 2, 1, 6, torch.float32),
@@ -153,12 +164,7 @@ def multi_head_symptoms(cls) -> list[str]:
         causal = torch.ones(t, t, dtype=torch.bool).tril()
         causal[1] = False                                        # query 1 has no key
         try:
-            module = cls(d_model, n_heads).to(dtype)
-            with torch.no_grad():
-                for layer, w in zip((module.W_q, module.W_k, module.W_v, module.W_o), weights, strict=True):
-                    layer.weight.copy_(w)
-                    if layer.bias is not None:
-                        layer.bias.zero_()
+            module = _module_with(cls, d_model, n_heads, weights, dtype)
         except Exception as err:  # noqa: BLE001
             symptoms.append(f"{label}: building raised {type(err).__name__}")
             continue
@@ -212,13 +218,8 @@ def _negative_float16(cls) -> list[str]:
     mask = torch.ones(t, t, dtype=torch.bool).tril()
     mask[1] = False
     try:
-        module = cls(d_model, n_heads).to(torch.float16)
+        module = _module_with(cls, d_model, n_heads, (w_q, -w_q, w_v, w_o), torch.float16)
         with torch.no_grad():
-            for layer, w in zip((module.W_q, module.W_k, module.W_v, module.W_o), (w_q, -w_q, w_v, w_o),
-                                strict=True):
-                layer.weight.copy_(w)
-                if layer.bias is not None:
-                    layer.bias.zero_()
             out = _output(module(x.to(torch.float16), mask))
     except Exception as err:  # noqa: BLE001
         return [f"float16, every score below -16: raised {type(err).__name__}"]
