@@ -63,7 +63,8 @@ def test_each_multi_head_bug_is_named_by_its_own_id(bug_id):
     assert result.bug == bug_id, repr(result)
 
 
-@pytest.mark.parametrize("bug_id", ["missing_scale", "softmax_wrong_axis", "mask_inverted", "mask_fill_zero"])
+@pytest.mark.parametrize("bug_id", ["missing_scale", "softmax_wrong_axis", "mask_inverted", "mask_fill_zero",
+                                    "additive_mask_too_small", "softmax_max_over_blocked"])
 def test_an_attention_bug_inside_multi_head_is_named_too(bug_id):
     cls = lambda d_model, n_heads: zoo.MultiHeadWith(d_model, n_heads, attention=zoo.ATTENTION_BUGS[bug_id])
     assert check_multi_head(cls).bug == bug_id

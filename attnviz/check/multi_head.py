@@ -15,6 +15,7 @@ from torch import nn
 
 from . import _verdict
 from ._diagnose import Answer, Hypotheses, answer
+from ._compare import agrees
 from ._engine import Probe, Rule, Spec, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
 from ._rules import rules
@@ -113,6 +114,29 @@ def _negative_scores_x(generator, weights, d_model, n_heads):
     return x + 0.01 * x.abs().mean() * _x(generator, 1, 4, d_model)
 
 
+def _blocked_far_x(generator, weights, d_model, n_heads):
+    """x (1, 5, d_model) and its mask: position 4 is blocked for every query (and its own row is dead),
+    and in head 0 position 0 scores it 20000 above the positions it may see. An additive mask of
+    -10000 lets it win there; a softmax that takes the row's largest score before masking underflows
+    every allowed weight to 0. Also returns what a verdict reads: W_o undone (W_o is square and
+    invertible) and position 4's head-0 value."""
+    d_k = d_model // n_heads
+    w = {name: weight.to(torch.float64) for name, weight in weights.items()}
+    x = _x(generator, 1, 5, d_model).to(torch.float64)
+    head = slice(0, d_k)
+    q0 = w["W_q"][head] @ x[0, 0]
+    toward = w["W_k"][head].T @ q0                      # x_4 along this: q0 . k_4 grows fastest
+    others = (w["W_k"][head] @ x[0, :4].T).T @ q0 / d_k**0.5
+    size = (float(others.max()) + 20000.0) * d_k**0.5 / float(toward @ toward)
+    x[0, 4] = size * toward
+    mask = torch.ones(5, 5, dtype=torch.bool)
+    mask[:, 4] = False
+    mask[4] = False
+    mask[1, 0] = False
+    facts = {"unmix": torch.linalg.inv(w["W_o"].T), "head": head, "blocked_value": w["W_v"][head] @ x[0, 4]}
+    return x.to(torch.float32), mask, facts
+
+
 def _probe(name, config, x, mask, kind="main", same_as="", **facts):
     """One call ``module(x, mask=mask)`` on the module built for ``config``."""
     args = {"x": x} if mask is None else {"x": x, "mask": mask}
@@ -159,6 +183,9 @@ def _probes():
                _negative_scores_x(torch.Generator().manual_seed(51), weights[0], d_model, n_heads).half(),
                _mask(_M4), kind="float16", tolerance=2e-2),
     ]
+    far_x, far_mask, far = _blocked_far_x(torch.Generator().manual_seed(52), weights[0], d_model, n_heads)
+    calls.append(_probe(f"{tag}: batch 1, 5 positions, position 4 blocked and scored 20000 above the "
+                        "positions position 0 may see (head 1)", 0, far_x, far_mask, kind="blocked_far", **far))
     backward = _probe("a backward pass", 1, _x(g, 2, 5, CONFIGS[1][0]), _mask(_M5), kind="backward")
     return calls, backward, weights
 
@@ -264,6 +291,39 @@ def _weights_changed(t):
                  f"was built with, so the next call starts from other weights."],
             )
     return None
+
+
+def _blocked_far_named(t):
+    """Wrong when a blocked position scores far above the allowed ones: head 1's output at position 0
+    (read back through W_o) is the blocked position's value (an additive mask too small for the gap),
+    or 0 or NaN (the row's largest score, a blocked one, subtracted before masking; large scores go
+    wrong too, so this comes before that rule)."""
+    return _blocked_far(t, named_only=True)
+
+
+def _blocked_far(t, named_only=False):
+    """Right everywhere else, wrong when a blocked position scores far above the allowed ones: a known
+    bug (see :func:`_blocked_far_named`), or said in plain words."""
+    probe, ans = t.one("blocked_far")
+    if probe is None or ans.error is not None or not isinstance(ans.output, torch.Tensor) \
+            or ans.output.shape != probe.expected.shape \
+            or agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-3):
+        return None
+    facts = probe.facts
+    head = (ans.output[0, 0].detach().to(torch.float64) @ facts["unmix"])[facts["head"]]
+    blocked, seen = facts["blocked_value"], [t.describe(probe, ans)]
+    finite = bool(torch.isfinite(head).all())
+    if finite and torch.allclose(head, blocked, rtol=1e-3, atol=1e-3 * float(blocked.abs().max())):
+        return t.bug("additive_mask_too_small", "forward gave position 0's weight to a blocked position",
+                     seen + ["Head 1's output at position 0 is position 4's value: the blocked position won."])
+    if not finite or float(head.abs().max()) < 1e-3:
+        return t.bug("softmax_max_over_blocked", "forward gave position 0 no weight on the positions it may see",
+                     seen + [f"Head 1's output at position 0 is {'all 0' if finite else 'NaN'}: every position it "
+                             "may see got weight 0."])
+    if named_only:
+        return None
+    return t.problem("forward is right on ordinary inputs, wrong when a blocked position scores far above "
+                     "the positions a query may see.", seen)
 
 
 def _backward_step(key, probe, cotangent, state):
@@ -372,8 +432,9 @@ def _passed(t):
         f"rest edge cases).",
         [
             "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
-            "no mask, a mask that is not symmetric, a fully masked position, large scores, float64 and "
-            "float16 modules, a repeated call and the gradients of a backward pass."
+            "no mask, a mask that is not symmetric, a fully masked position, large scores, a blocked "
+            "position scoring far above the allowed ones, float64 and float16 modules, a repeated call and "
+            "the gradients of a backward pass."
         ]
         + t.notes,
     )
@@ -394,6 +455,8 @@ SPEC = Spec(
         "(batch, n, heads, d_k), reshape it to (batch, n, d_model), then apply W_o.",
     },
     rules=rules(before={"nondeterministic": [Rule("weights_changed", "always", _weights_changed)],
+                        "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
+                        "passed": [Rule("blocked_far", "right", _blocked_far)],
                         "matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width),
                                               Rule("head_width_fixed", "wrong", head_width_fixed)]}),
 )
@@ -412,7 +475,8 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     with (d_model, n_heads) = (12, 3), (10, 2) and (18, 3), copies known
     weights in, and compares with its own reference on several inputs (batch
     1, 2 and 3, masks, a fully masked position where any finite output is
-    accepted), a repeated call and a backward pass. The module runs in a
+    accepted, a blocked position scoring far above the allowed ones), a
+    repeated call and a backward pass. The module runs in a
     child process with a time limit; the kernel is never changed.
     """
     if isinstance(cls, nn.Module):

@@ -202,7 +202,7 @@ def multi_head_symptoms(cls) -> list[str]:
             if dtype != torch.float16:
                 grad = _multi_head_grad(out, xin, x, weights, n_heads, mask, rows)
                 symptoms += [f"{where}: {s}" for s in grad]
-    return symptoms + _negative_float16(cls)
+    return symptoms + _negative_float16(cls) + _blocked_far_multi_head(cls)
 
 
 def _negative_float16(cls) -> list[str]:
@@ -225,6 +225,32 @@ def _negative_float16(cls) -> list[str]:
         return [f"float16, every score below -16: raised {type(err).__name__}"]
     if not isinstance(out, torch.Tensor) or not torch.isfinite(out).all():
         return ["float16, every score below -16: non-finite output"]
+    return []
+
+
+def _blocked_far_multi_head(cls) -> list[str]:
+    """Every W the identity, so a head's score is the dot product of x's own slices; x at position 3 is
+    x at position 0 times a large number, so position 0 scores it 50000 above the others in each head.
+    Position 3 is blocked for every query (its own row has no key): it must get no weight."""
+    gen = torch.Generator().manual_seed(_GEN + 3)
+    d_model, n_heads, t = 8, 2, 4
+    x = _rand(gen, 1, t, d_model).float()
+    own = x[0, 0].view(n_heads, -1).pow(2).sum(-1).min()
+    x[0, 3] = x[0, 0] * (50000 * math.sqrt(d_model // n_heads) / float(own) + 10)
+    mask = torch.ones(t, t, dtype=torch.bool)
+    mask[:, 3] = False
+    mask[3] = False
+    eye = torch.eye(d_model)
+    try:
+        module = _module_with(cls, d_model, n_heads, (eye, eye, eye, eye), torch.float32)
+        with torch.no_grad():
+            out = _output(module(x, mask))
+    except Exception as err:  # noqa: BLE001
+        return [f"a blocked position 50000 above: raised {type(err).__name__}"]
+    expected = _reference_multi_head(x, (eye, eye, eye, eye), n_heads, mask)
+    if not isinstance(out, torch.Tensor) or out.shape != expected.shape or not torch.allclose(
+            out[:, :3].double(), expected[:, :3], atol=1e-3, rtol=1e-3):
+        return ["a blocked position 50000 above: wrong values"]
     return []
 
 

@@ -1041,6 +1041,49 @@ class AdditiveHalfMin(Solution):
         return self.W_o(out)
 
 
+class BertAdditiveMask(Linears):
+    """BERT's old extended attention mask: (1 - mask) * -10000 added to the scores."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        heads = [w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2) for w in (self.W_q, self.W_k, self.W_v)]
+        scores = heads[0] @ heads[1].transpose(-1, -2) / self.d_k ** 0.5
+        if mask is not None:
+            scores = scores + (1.0 - mask.to(scores.dtype)) * -10000.0
+        context = torch.softmax(scores, dim=-1) @ heads[2]
+        return self.W_o(context.transpose(1, 2).reshape(b, t, dm))
+
+
+class HandSoftmaxMaxFirst(Linears):
+    """A softmax by hand, stable by the row's max, with the mask as a 0/1 factor on the exps."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
+        if mask is not None:
+            e = e * mask
+        weights = e / e.sum(dim=-1, keepdim=True).clamp(min=torch.finfo(e.dtype).tiny)
+        return self.W_o((weights @ v).transpose(1, 2).reshape(b, t, dm))
+
+
+class HandSoftmaxMaskedFirst(Linears):
+    """The same softmax by hand, with the blocked scores filled before the max is taken: right."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        e = torch.exp(scores - scores.max(dim=-1, keepdim=True).values)
+        weights = e / e.sum(dim=-1, keepdim=True)
+        return self.W_o((weights @ v).transpose(1, 2).reshape(b, t, dm))
+
+
 CASES = [
     # correct
     Case("solution", Solution, PASS),
@@ -1144,6 +1187,9 @@ CASES = [
     Case("boolean_indexed_mask", BooleanIndexedMask, "mask_boolean_indexed"),
     Case("wrong_attribute_names", WrongAttributeNames, FAIL),
     Case("additive_half_min", AdditiveHalfMin, PASS),
+    Case("bert_additive_mask", BertAdditiveMask, "additive_mask_too_small"),
+    Case("hand_softmax_max_first", HandSoftmaxMaxFirst, "softmax_max_over_blocked"),
+    Case("hand_softmax_masked_first", HandSoftmaxMaskedFirst, PASS),
     Case("additive_dtype_min", AdditiveDtypeMin, "fill_overflows_float16",
          note="float16's minimum plus a score below -16 is -inf: a fully masked position is NaN"),
     Case("additive_where_min", AdditiveWhereMin, "fill_overflows_float16"),
