@@ -221,6 +221,15 @@ def mask_replaced_by_causal(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def causal_when_no_mask(q, k, v, mask=None):
+    """No mask given, and a causal one is applied anyway: mask=None means every key may be seen."""
+    scores = _scaled_scores(q, k)
+    given = torch.ones(scores.shape[-2:], dtype=torch.bool).tril() if mask is None else mask
+    scores = scores.masked_fill(_blocked(given), torch.finfo(scores.dtype).min)   # BUG: only a given mask
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def additive_mask_wrong(q, k, v, mask=None):
     """The bool mask is added as numbers (1 where allowed), which blocks nothing."""
     scores = _scaled_scores(q, k)
@@ -358,7 +367,7 @@ ATTENTION_BUGS = {
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
         gradient_blocked, dtype_changed, batch_one_only, squeeze_drops_batch, output_and_weights_swapped,
         mask_transposed, mask_axis_misplaced, weights_transposed, softmax_sum_not_kept, mask_boolean_indexed,
-        key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked,
+        key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked, causal_when_no_mask,
     )
 }
 """Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the
@@ -678,6 +687,20 @@ def causal_first_row_blocked(n):
     return mask
 
 
+def causal_last_row_blocked(n):
+    """A loop over the rows that stops one short: the last query is left with no key at all."""
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n - 1):                                 # BUG: range(n)
+        mask[i, : i + 1] = True
+    return mask
+
+
+def padding_left_aligned(lengths, n):
+    """The real tokens taken to be the last ones (left padding); the course pads after them."""
+    lengths = torch.as_tensor(lengths)
+    return (torch.arange(n)[None, :] >= n - lengths[:, None])[:, None, :]   # BUG: < lengths[:, None]
+
+
 def padding_full_sequence_blocked(lengths, n):
     """Padding cleared with a negative slice: for a full-length sequence -(n - length) is 0, the whole row."""
     mask = torch.ones(len(lengths), 1, n, dtype=torch.bool)
@@ -707,6 +730,7 @@ CAUSAL_MASK_BUGS = {
     "mask_fixed_size": causal_mask_fixed_size,
     "mask_blocks_nothing": causal_blocks_nothing,
     "causal_first_row_blocked": causal_first_row_blocked,
+    "causal_last_row_blocked": causal_last_row_blocked,
 }
 
 PADDING_MASK_BUGS = {
@@ -720,6 +744,7 @@ PADDING_MASK_BUGS = {
     "padding_full_sequence_blocked": padding_full_sequence_blocked,
     "padding_lengths_clamped": padding_lengths_clamped,
     "padding_lengths_reordered": padding_lengths_reordered,
+    "padding_left_aligned": padding_left_aligned,
 }
 
 # --------------------------------------------------------------------------

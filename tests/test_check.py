@@ -337,6 +337,17 @@ def test_multi_head_a_head_width_that_ignores_the_layers_sizes_is_named_as_such(
     assert not result.passed and "split the heads" not in repr(result), repr(result)
 
 
+def test_multi_head_a_float_head_width_is_said_in_plain_words():
+    class TrueDivision(_Split):
+        def width(self):
+            return self.W_q.in_features / self.h              # d_model / n_heads: 4.0, a float
+
+    result = check_multi_head(TrueDivision)
+    assert not result.passed and result.bug is None, repr(result)
+    assert "a head width that is a float, such as d_model / n_heads = 4.0, not the whole number 4" in repr(result)
+    assert result.fix.startswith("self.d_k = d_model // n_heads")
+
+
 def test_multi_head_keys_projected_with_w_q_get_a_fix_that_names_w_k():
     class KeysFromWq(_Split):
         def forward(self, x, mask=None):

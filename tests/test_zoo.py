@@ -90,12 +90,13 @@ def test_get_finds_members_and_rejects_unknown_ids():
 
 
 def test_zoo_members_really_differ_from_the_reference():
-    """Each attention bug changes the numbers on an ordinary masked input, causal or padding (not only
-    on edge cases); a causal mask used in place of the given one shows on the padding mask alone."""
+    """Each attention bug changes the numbers on an ordinary input, with a causal mask, a padding mask
+    or none (not only on edge cases); a causal mask used in place of the given one shows on the padding
+    mask alone, and one used when no mask is given on no mask alone."""
     torch.manual_seed(0)
     q, k, v = torch.randn(4, 16), torch.randn(4, 16), torch.randn(4, 3)
     padding = torch.tensor([True, True, True, False]).expand(4, 4)      # the last key blocked
-    masks = {"causal": attnviz.causal_mask(4), "padding": padding}
+    masks = {"causal": attnviz.causal_mask(4), "padding": padding, "none": None}
     for bug_id, fn in zoo.ATTENTION_BUGS.items():
         differs = []
         for name, mask in masks.items():

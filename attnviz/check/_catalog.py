@@ -238,6 +238,23 @@ _ENTRIES = [
         "torch.ones(n, n, dtype=torch.bool).tril()   # or a loop over range(n): row 0 keeps key 0",
     ),
     Bug(
+        "causal_last_row_blocked",
+        "The causal mask's last row is all False: a loop over the rows that stops one short "
+        "(range(n - 1)) leaves the last query with no key.",
+        "Every row is right but the last: the last position may not even attend to itself, a fully "
+        "masked row (NaN with a -inf fill, an even spread over the earlier positions with a finite one). "
+        "In a language model that is the position whose output predicts the next token.",
+        "torch.ones(n, n, dtype=torch.bool).tril()   # or a loop over range(n): every row keeps its own key",
+    ),
+    Bug(
+        "padding_left_aligned",
+        "The mask takes the real tokens to be the last length positions (left padding: positions "
+        ">= n - length), but here the padding comes after the real tokens.",
+        "Right only for sequences that fill all n positions (and for empty ones); a shorter sequence "
+        "attends to its padding and not to its first tokens.",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # the first length positions",
+    ),
+    Bug(
         "padding_full_sequence_blocked",
         "A sequence that fills all n positions gets no key at all: the padding is cleared with a "
         "negative slice, mask[b, :, -(n - length):] = False, and for length == n that is -0, which is 0, "
@@ -403,6 +420,14 @@ _ENTRIES = [
         "The output is right for a causal mask and wrong for any other: a padding mask, or none at all.",
         "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # the mask you are given "
         "(or attn_mask=mask), not a causal one",
+    ),
+    Bug(
+        "causal_when_no_mask",
+        "When no mask is given, a causal mask is applied anyway; mask=None means every query may attend "
+        "to every key.",
+        "Right whenever a mask is given; with no mask each query sees only itself and the keys before it.",
+        "if mask is not None: scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"
+        "   # no mask: nothing blocked",
     ),
     Bug(
         "mask_ignored",

@@ -39,6 +39,9 @@ _CAUSAL_HYPOTHESES = {
     "causal_first_row_blocked": [  # a loop over the rows from 1: query 0 is left with no key
         lambda n: torch.ones(n, n, dtype=torch.bool).tril() & (torch.arange(n) > 0)[:, None]
     ],
+    "causal_last_row_blocked": [  # a loop over range(n - 1): the last query is left with no key
+        lambda n: torch.ones(n, n, dtype=torch.bool).tril() & (torch.arange(n) < n - 1)[:, None]
+    ],
 }
 _PADDING_HYPOTHESES = {
     "padding_masks_queries": [lambda lengths, n: padding(lengths, n).transpose(-2, -1)],
@@ -51,6 +54,9 @@ _PADDING_HYPOTHESES = {
     # mask[b, :, -(n - length):] = False: for a sequence that fills all n, -0 is 0 and the slice is everything
     "padding_full_sequence_blocked": [
         lambda lengths, n: padding(lengths, n) & (torch.as_tensor(lengths) < n)[:, None, None]
+    ],
+    "padding_left_aligned": [  # the real tokens taken to be the last ones (left padding)
+        lambda lengths, n: (torch.arange(n)[None, :] >= n - torch.as_tensor(lengths)[:, None])[:, None, :]
     ],
     "padding_lengths_clamped": [lambda lengths, n: padding(torch.as_tensor(lengths).clamp(min=1), n)],
     "padding_lengths_reordered": [

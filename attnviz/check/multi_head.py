@@ -82,6 +82,24 @@ def head_width_fixed(t):
     )
 
 
+def head_width_float(t):
+    """Every input raised TypeError in a view/reshape given a float size: d_k = d_model / n_heads is a
+    float (12 / 3 is 4.0) even when the heads divide d_model evenly."""
+    errors = [a.error for _, a in t.main if a.error]
+    if not errors or len(errors) != len(t.main) or not all(
+            e.get("type") == "TypeError" and "got float" in e.get("message", "") for e in errors):
+        return None
+    probe, ans = t.main[0]
+    d_model, heads = CONFIGS[probe.facts["config"]]
+    return t.problem(
+        f"{t.spec.subject} raised TypeError on every input: a head width that is a float, such as "
+        f"d_model / n_heads = {d_model / heads}, not the whole number {d_model // heads}.",
+        [t.describe(probe, ans), "In Python 3, / always gives a float, even when the heads divide d_model "
+         "evenly; view and reshape take whole numbers only."],
+        fix="self.d_k = d_model // n_heads   # // divides to a whole number",
+    )
+
+
 def _mask(rows_, dead=None, full=None):
     mask = torch.tensor(rows_, dtype=torch.bool)
     if dead is not None:
@@ -458,7 +476,8 @@ SPEC = Spec(
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
                         "passed": [Rule("blocked_far", "right", _blocked_far)],
                         "matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width),
-                                              Rule("head_width_fixed", "wrong", head_width_fixed)]}),
+                                              Rule("head_width_fixed", "wrong", head_width_fixed),
+                                              Rule("head_width_float", "wrong", head_width_float)]}),
 )
 
 

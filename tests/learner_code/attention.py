@@ -958,6 +958,31 @@ def own_tril_when_masked(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def causal_by_default(q, k, v, mask=None):
+    """A causal mask when none is given ("attention in a GPT is causal")."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is None:
+        mask = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
+    scores = scores.masked_fill(~mask, _fill(scores))
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
+def fused_causal_without_mask(q, k, v, mask=None):
+    """F.scaled_dot_product_attention with is_causal=True whenever no mask is passed."""
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
+    return torch.nan_to_num(out)
+
+
+def all_true_by_default(q, k, v, mask=None):
+    """A mask of all True when none is given: nothing blocked, as it should be."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is None:
+        mask = torch.ones(scores.shape[-2:], dtype=torch.bool)
+    scores = scores.masked_fill(~mask, _fill(scores))
+    return torch.softmax(scores, dim=-1) @ v
+
+
 # ---------------------------------------------------------------- round 4 of fresh learners ----------
 
 def einsum_then_squeeze(q, k, v, mask=None):
@@ -1184,6 +1209,9 @@ CASES = [
     Case("stable_softmax_masked_first", stable_softmax_masked_first, PASS),
     Case("fused_is_causal_instead", fused_is_causal_instead, "mask_replaced_by_causal"),
     Case("own_tril_when_masked", own_tril_when_masked, "mask_replaced_by_causal"),
+    Case("causal_by_default", causal_by_default, "causal_when_no_mask"),
+    Case("fused_causal_without_mask", fused_causal_without_mask, "causal_when_no_mask"),
+    Case("all_true_by_default", all_true_by_default, PASS),
     # correct
     Case("solution", solution, PASS),
     Case("boolean_index_on_expanded_mask", boolean_index_on_expanded_mask, PASS),

@@ -202,6 +202,19 @@ def tril_then_first_row_cleared(n):
     return mask
 
 
+def loop_stops_one_short(n):
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    for i in range(n - 1):                     # the last row never filled
+        mask[i, : i + 1] = True
+    return mask
+
+
+def tril_then_last_row_cleared(n):
+    mask = torch.ones(n, n).tril().bool()
+    mask[-1] = False                           # "nothing comes after the last token"
+    return mask
+
+
 def loop_every_row(n):
     mask = torch.zeros(n, n, dtype=torch.bool)
     for i in range(n):
@@ -219,6 +232,8 @@ def first_row_then_rest(n):
 
 
 CASES = [
+    Case("loop_stops_one_short", loop_stops_one_short, "causal_last_row_blocked"),
+    Case("tril_then_last_row_cleared", tril_then_last_row_cleared, "causal_last_row_blocked"),
     Case("solution", solution, PASS),
     Case("float_tril_then_bool", float_tril_then_bool, PASS),
     Case("not_above_diagonal", not_above_diagonal, PASS),

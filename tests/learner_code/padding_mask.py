@@ -227,6 +227,21 @@ def negative_slice_float(lengths, n):
     return mask.bool().unsqueeze(1)
 
 
+def real_tokens_at_the_end(lengths, n):
+    start = n - lengths                        # left padding: the real tokens fill the end
+    return (torch.arange(n)[None, :] >= start[:, None])[:, None, :]
+
+
+def flipped_prefix(lengths, n):
+    prefix = torch.arange(n)[None, :] < lengths[:, None]
+    return prefix.flip(-1).unsqueeze(1)        # "padding on the left, as the tokenizer does"
+
+
+def flipped_twice(lengths, n):
+    suffix = (torch.arange(n)[None, :] >= n - lengths[:, None]).flip(-1)   # the end, mirrored: the start
+    return suffix.unsqueeze(1)
+
+
 def lengths_clamped(lengths, n):
     safe = torch.clamp(lengths, min=1)        # "avoid an all-masked row"
     return (torch.arange(n)[None, :] < safe[:, None]).unsqueeze(1)
@@ -277,6 +292,9 @@ def clamp_upper_only(lengths, n):
 
 
 CASES = [
+    Case("real_tokens_at_the_end", real_tokens_at_the_end, "padding_left_aligned"),
+    Case("flipped_prefix", flipped_prefix, "padding_left_aligned"),
+    Case("flipped_twice", flipped_twice, PASS),
     Case("solution", solution, PASS),
     Case("float_loop_then_bool", float_loop_then_bool, PASS),
     Case("view_compare", view_compare, PASS),
