@@ -377,15 +377,33 @@ def test_multi_head_in_place_input_change():
     assert check_multi_head(Scales).bug == "modifies_inputs"
 
 
+def test_a_mask_used_without_checking_for_none_is_said_in_plain_words():
+    def no_none_check(q, k, v, mask=None):
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~mask, -1e4)
+        return torch.softmax(scores, dim=-1) @ v
+
+    class NoNoneCheck(_Split):
+        def forward(self, x, mask=None):
+            return super().forward(x, mask & mask)              # TypeError on None
+
+    for result in (check_attention(no_none_check), check_multi_head(NoNoneCheck)):
+        assert not result.passed and result.bug is None, repr(result)
+        assert "whenever no mask is given (mask=None), and is right whenever one is" in repr(result)
+        assert result.fix.startswith("if mask is not None:")
+
+
 # ---- masks ------------------------------------------------------------------------------------
 
 
 def test_causal_mask_problems():
     floats = check_causal_mask(lambda n: torch.ones(n, n).tril())  # float 0/1: named, and the dtype said
-    assert floats.bug == "mask_not_bool" and "the dtype is float32" in repr(floats)
-    # n = 1 comes first: (2, 1) broadcasts against the scores' (1, 1), but changes their shape
+    assert floats.bug == "mask_not_bool" and "the dtype is float32: a float mask is ADDED" in repr(floats)
+    ints = check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.int64).tril())  # an int mask raises in PyTorch
+    assert ints.bug == "mask_not_bool" and "returned a mask of dtype int64, not bool" in repr(ints)
+    assert "the dtype is int64: F.scaled_dot_product_attention raises on an integer mask" in repr(ints)
+    # n = 4 comes first: (5, 4) does not broadcast against the scores' (4, 4)
     taller = repr(check_causal_mask(lambda n: torch.ones(n + 1, n, dtype=torch.bool)))
-    assert "it gives (2, 1), which changes the scores' shape." in taller
+    assert "returned shape (5, 4), which does not broadcast to the scores' shape (4, 4)." in taller
     # a batch dimension in front broadcasts, but changes the scores' shape: said as such
     extra = repr(check_causal_mask(lambda n: torch.ones(1, n, n, dtype=torch.bool).tril()))
     assert "does not broadcast" not in extra and "more dimensions: remove the extra one" in extra

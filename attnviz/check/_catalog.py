@@ -95,9 +95,9 @@ _ENTRIES = [
     Bug(
         "nan_on_fully_masked_row",
         "A query whose keys are all blocked gets NaN.",
-        "The softmax of a row of only -inf is 0/0 = NaN, and NaN then spreads through every later "
-        "layer. (PyTorch's fused function gives zeros there; a torch.finfo(...).min fill gives a "
-        "uniform blend; both are finite.)",
+        "Somewhere that row is 0/0 = NaN: the softmax of a row of only -inf, or weights divided by a row "
+        "sum of 0. NaN then spreads through every later layer. (PyTorch's fused function gives zeros "
+        "there; a torch.finfo(...).min fill gives a uniform blend; both are finite.)",
         "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
     ),
     Bug(

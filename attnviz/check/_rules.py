@@ -383,6 +383,23 @@ def mask_indexed(t):
     )
 
 
+def mask_none_raised(t):
+    """Raised on every call made without a mask (mask=None, left out) and right on every call with one:
+    the mask is used without ``if mask is not None``."""
+    without = [(p, a) for p, a in t.main if "mask" not in p.args]
+    given = [(p, a) for p, a in t.main if "mask" in p.args]
+    if not without or not given or not all(t.right(p, a) for p, a in given) or not all(
+            a.error is not None and "NoneType" in a.error.get("message", "") for _, a in without):
+        return None
+    probe, ans = without[0]
+    return t.problem(
+        f"{t.spec.subject} raised {ans.error['type']} whenever no mask is given (mask=None), and is right "
+        "whenever one is.",
+        [t.describe(probe, ans), "mask=None means nothing is blocked: use the mask only when there is one."],
+        fix="if mask is not None: scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+    )
+
+
 def raised(t):
     errors = [(p, a) for p, a in t.main if a.error is not None]
     if errors:
@@ -461,6 +478,7 @@ RULES = (
     Rule("batch_of_one_dropped", "wrong", batch_of_one_dropped),
     Rule("inputs_modified_too", "wrong", inputs_modified),
     Rule("matmul_everywhere", "wrong", matmul_everywhere),
+    Rule("mask_none_raised", "wrong", mask_none_raised),
     Rule("raised", "wrong", raised),
     Rule("no_known_bug", "wrong", no_known_bug),
 )
