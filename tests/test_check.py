@@ -337,6 +337,27 @@ def test_multi_head_a_head_width_that_ignores_the_layers_sizes_is_named_as_such(
     assert not result.passed and "split the heads" not in repr(result), repr(result)
 
 
+def test_multi_head_sizes_left_over_from_the_notebook_are_said_in_plain_words():
+    n_heads, d_k, d_model = 2, 4, 8                            # notebook 05's section 1 leaves these behind
+
+    class GlobalHeads(_Split):
+        def forward(self, x, mask=None):
+            batch, n, _ = x.shape
+            q, k, v = (w(x).view(batch, n, n_heads, d_k).transpose(1, 2) for w in (self.W_q, self.W_k, self.W_v))
+            heads = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(dim=-1) @ v
+            return self.W_o(heads.transpose(1, 2).reshape(batch, n, -1))
+
+    class GlobalWidth(_Split):
+        def merge(self, heads, batch, n, _):
+            return heads.transpose(1, 2).reshape(batch, n, d_model)
+
+    for cls, sizes in ((GlobalHeads, "(2, 4)"), (GlobalWidth, "(8)")):
+        result = check_multi_head(cls)
+        assert not result.passed and result.bug is None, repr(result)
+        assert f"reshaped to the same sizes {sizes} whatever the layer's size" in repr(result), repr(result)
+        assert "n_heads = 2, d_k = 4 and d_model = 8 are still defined" in repr(result)
+
+
 def test_multi_head_a_float_head_width_is_said_in_plain_words():
     class TrueDivision(_Split):
         def width(self):
@@ -493,7 +514,7 @@ def test_not_written_yet_reads_the_same_for_every_checker():
         def __init__(self, d_model, n_heads):
             raise NotImplementedError("write your code here")
 
-    assert NOT_WRITTEN == "not written yet: write your function in the cell above, then run this cell again."
+    assert NOT_WRITTEN == "not written yet: write your code in the cell above, run it, then run this cell again."
     for check, fn in ((check_attention, stub), (check_multi_head, Stub), (check_causal_mask, stub),
                       (check_padding_mask, stub), (check_decoding_step, stub)):
         result = check(fn)

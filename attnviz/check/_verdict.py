@@ -115,7 +115,7 @@ def bug_found(checked: str, bug_id: str, happened: str, observed=None, fix=None)
     )
 
 
-NOT_WRITTEN = "not written yet: write your function in the cell above, then run this cell again."
+NOT_WRITTEN = "not written yet: write your code in the cell above, run it, then run this cell again."
 
 
 def not_implemented(checked: str, hint: str = "") -> CheckResult:

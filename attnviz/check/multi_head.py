@@ -82,6 +82,38 @@ def head_width_fixed(t):
     )
 
 
+def sizes_fixed(t):
+    """Every main input raised in a view/reshape whose sizes after (batch, n) are the same whatever the
+    layer's d_model and n_heads, and are not that layer's: sizes typed in or left over from an earlier
+    cell (notebook 05's n_heads = 2, d_k = 4, d_model = 8 are still defined)."""
+    tails, configs = set(), set()
+    for probe, ans in t.main:
+        found = _VIEW.search((ans.error or {}).get("message", ""))
+        if not found:
+            return None
+        sizes = [int(size) for size in found.group(1).split(",")]
+        d_model, heads = CONFIGS[probe.facts["config"]]
+        tail = tuple(sizes[2:])
+        if tail in ((heads, d_model // heads), (d_model,), (-1,), (heads, -1)):
+            return None
+        tails.add(tail)
+        configs.add(probe.facts["config"])
+    if len(tails) != 1 or len(configs) < 2:
+        return None
+    probe, ans = t.main[0]
+    d_model, heads = CONFIGS[probe.facts["config"]]
+    asked = ", ".join(str(size) for size in next(iter(tails)))
+    return t.problem(
+        f"{t.spec.subject} reshaped to the same sizes ({asked}) whatever the layer's size, so the view raised "
+        f"RuntimeError: this layer has d_model = {d_model} and n_heads = {heads}.",
+        [t.describe(probe, ans), "It raised on every main input, whatever d_model and n_heads were. Sizes "
+         "that do not follow the module's own are typed in, or read from variables an earlier cell left "
+         "behind (above, n_heads = 2, d_k = 4 and d_model = 8 are still defined)."],
+        fix="self.n_heads, self.d_k = n_heads, d_model // n_heads   # in __init__; in forward use self.n_heads, "
+            "self.d_k and x.shape",
+    )
+
+
 def head_width_float(t):
     """Every input raised TypeError in a view/reshape given a float size: d_k = d_model / n_heads is a
     float (12 / 3 is 4.0) even when the heads divide d_model evenly."""
@@ -462,7 +494,8 @@ SPEC = Spec(
     NAME,
     subject="forward",
     output_dims=_OUTPUT_DIMS,
-    fix="split: view(B, n, h, d_k).transpose(1, 2); attention per head with / √d_k; merge: "
+    fix="q, k, v = W_q(x), W_k(x), W_v(x); split: view(B, n, h, d_k).transpose(1, 2); attention per head "
+    "with / √d_k; merge: "
     "transpose(1, 2).contiguous().view(B, n, d_model); then W_o",
     passed=_passed,
     complaint_fix="return output   # or: return output, weights",
@@ -477,7 +510,8 @@ SPEC = Spec(
                         "passed": [Rule("blocked_far", "right", _blocked_far)],
                         "matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width),
                                               Rule("head_width_fixed", "wrong", head_width_fixed),
-                                              Rule("head_width_float", "wrong", head_width_float)]}),
+                                              Rule("head_width_float", "wrong", head_width_float),
+                                              Rule("sizes_fixed", "wrong", sizes_fixed)]}),
 )
 
 
