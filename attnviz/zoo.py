@@ -701,6 +701,18 @@ def padding_left_aligned(lengths, n):
     return (torch.arange(n)[None, :] >= n - lengths[:, None])[:, None, :]   # BUG: < lengths[:, None]
 
 
+def padding_lengths_as_pad_counts(lengths, n):
+    """lengths read as padding counts: the first n - length positions are taken to be the real ones."""
+    real = n - torch.as_tensor(lengths)                    # BUG: lengths[b] is the number of real tokens
+    return (torch.arange(n)[None, :] < real[:, None])[:, None, :]
+
+
+def padding_combined_with_causal(lengths, n):
+    """The padding mask and'ed with a causal triangle: each query also loses the real keys after it."""
+    keys = (torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None])[:, None, :]
+    return keys & torch.ones(n, n, dtype=torch.bool).tril()   # BUG: the padding mask alone
+
+
 def padding_full_sequence_blocked(lengths, n):
     """Padding cleared with a negative slice: for a full-length sequence -(n - length) is 0, the whole row."""
     mask = torch.ones(len(lengths), 1, n, dtype=torch.bool)
@@ -745,6 +757,8 @@ PADDING_MASK_BUGS = {
     "padding_lengths_clamped": padding_lengths_clamped,
     "padding_lengths_reordered": padding_lengths_reordered,
     "padding_left_aligned": padding_left_aligned,
+    "padding_lengths_as_pad_counts": padding_lengths_as_pad_counts,
+    "padding_combined_with_causal": padding_combined_with_causal,
 }
 
 # --------------------------------------------------------------------------

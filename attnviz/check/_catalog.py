@@ -255,6 +255,23 @@ _ENTRIES = [
         "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # the first length positions",
     ),
     Bug(
+        "padding_lengths_as_pad_counts",
+        "lengths is read as the number of padding positions in each sequence, not the number of real "
+        "tokens: the first n - length positions are marked real.",
+        "Right only where length is exactly half of n; a short sequence attends to its padding and a "
+        "long one loses its last tokens.",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # lengths[b] real tokens",
+    ),
+    Bug(
+        "padding_combined_with_causal",
+        "The padding mask is combined with a causal one (& tril): this exercise asks for the padding "
+        "mask alone, which blocks only the padded keys.",
+        "Each query also loses the real keys after it. A GPT-style model over a padded batch does need "
+        "both, but combines them where the attention is called (padding & causal); a padding mask that is "
+        "already causal cannot serve a model that looks both ways.",
+        "mask = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # (batch, 1, n): no tril",
+    ),
+    Bug(
         "padding_full_sequence_blocked",
         "A sequence that fills all n positions gets no key at all: the padding is cleared with a "
         "negative slice, mask[b, :, -(n - length):] = False, and for length == n that is -0, which is 0, "
@@ -511,7 +528,9 @@ _ENTRIES = [
         "batch_one_only",
         "The code only works without batch/head dimensions in front (or for batch 1).",
         "Unbatched inputs (or a batch of one) are right; with more in the batch the call fails or mixes "
-        "entries: k.T, x[0], lengths.item(), squeeze() or shape[1] read the wrong dimension.",
+        "entries, because something reads the wrong dimension: in attention k.T or q.shape[1], in a "
+        "module x[0] or squeeze(), in a padding mask lengths[0], lengths.item() or lengths compared as a "
+        "row.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # index from the end",
         fixes={DECODING: "batch, n, width = x.shape   # the batch from the tensor: never 1, never x[0]",
                "check_multi_head": "batch, n, d_model = x.shape; q = self.W_q(x).view(batch, n, "

@@ -59,6 +59,12 @@ _PADDING_HYPOTHESES = {
     "padding_left_aligned": [  # the real tokens taken to be the last ones (left padding)
         lambda lengths, n: (torch.arange(n)[None, :] >= n - torch.as_tensor(lengths)[:, None])[:, None, :]
     ],
+    # lengths read as the number of padding positions: the first n - length positions taken as real
+    "padding_lengths_as_pad_counts": [lambda lengths, n: padding(n - torch.as_tensor(lengths), n)],
+    # the padding mask and a causal one, combined: this exercise asks for padding alone
+    "padding_combined_with_causal": [
+        lambda lengths, n: padding(lengths, n) & torch.ones(n, n, dtype=torch.bool).tril()
+    ],
     "padding_lengths_clamped": [lambda lengths, n: padding(torch.as_tensor(lengths).clamp(min=1), n)],
     "padding_lengths_reordered": [
         lambda lengths, n: padding(torch.as_tensor(lengths).sort(descending=True).values, n),

@@ -242,6 +242,37 @@ def flipped_twice(lengths, n):
     return suffix.unsqueeze(1)
 
 
+def pad_counts_loop(lengths, n):
+    mask = torch.zeros(len(lengths), 1, n, dtype=torch.bool)
+    for b, pad in enumerate(lengths.tolist()):  # "lengths: how much padding each sequence has"
+        mask[b, 0, : n - pad] = True
+    return mask
+
+
+def pad_counts_compare(lengths, n):
+    return (torch.arange(n) < (n - lengths).unsqueeze(-1)).unsqueeze(1)
+
+
+def padding_and_causal(lengths, n):
+    keys = torch.arange(n)[None, :] < lengths[:, None]            # (batch, n)
+    causal = torch.tril(torch.ones(n, n, dtype=torch.bool))       # "a decoder needs both"
+    return keys[:, None, :] & causal
+
+
+def padding_and_causal_loop(lengths, n):
+    mask = torch.zeros(len(lengths), n, n, dtype=torch.bool)
+    for b in range(len(lengths)):
+        for i in range(n):
+            for j in range(min(i + 1, int(lengths[b]))):
+                mask[b, i, j] = True
+    return mask
+
+
+def expanded_padding(lengths, n):
+    keys = torch.arange(n)[None, :] < lengths[:, None]
+    return keys[:, None, :].expand(len(lengths), n, n)             # every query row the same: still right
+
+
 def lengths_clamped(lengths, n):
     safe = torch.clamp(lengths, min=1)        # "avoid an all-masked row"
     return (torch.arange(n)[None, :] < safe[:, None]).unsqueeze(1)
@@ -293,6 +324,11 @@ def clamp_upper_only(lengths, n):
 
 CASES = [
     Case("real_tokens_at_the_end", real_tokens_at_the_end, "padding_left_aligned"),
+    Case("pad_counts_loop", pad_counts_loop, "padding_lengths_as_pad_counts"),
+    Case("pad_counts_compare", pad_counts_compare, "padding_lengths_as_pad_counts"),
+    Case("padding_and_causal", padding_and_causal, "padding_combined_with_causal"),
+    Case("padding_and_causal_loop", padding_and_causal_loop, "padding_combined_with_causal"),
+    Case("expanded_padding", expanded_padding, PASS),
     Case("flipped_prefix", flipped_prefix, "padding_left_aligned"),
     Case("flipped_twice", flipped_twice, PASS),
     Case("solution", solution, PASS),
