@@ -1027,6 +1027,12 @@ class StepMlpResidualMissing(DecodeStep):
         return x
 
 
+class StepMlpSkipped(DecodeStep):
+    def add_mlp(self, x, block, block_input):
+        x = x                                                                # BUG: x + block.mlp(block.norm_mlp(x))
+        return x
+
+
 class StepMlpNormSkipped(DecodeStep):
     def add_mlp(self, x, block, block_input):
         x = x + block.mlp(x)                                                 # BUG: block.norm_mlp(x) first
@@ -1200,6 +1206,7 @@ DECODING_BUGS = {
     "attention_residual_missing": StepAttentionResidualMissing(),
     "residual_from_normed": StepResidualFromNormed(),
     "mlp_residual_missing": StepMlpResidualMissing(),
+    "mlp_skipped": StepMlpSkipped(),
     "norms_mixed_up": StepNormsMixedUp(),
     "mlp_norm_skipped": StepMlpNormSkipped(),
     "parallel_block": StepParallelBlock(),

@@ -153,6 +153,45 @@ def test_the_top_left_text_does_not_claim_is_causal_was_used():
     assert all("is_causal" not in line for line in lines)
 
 
+def _step_with(n_new_axis=1, repeat=True):
+    """A cached step written from the model's pieces; n_new read from ``tokens.shape[n_new_axis]``, the
+    shared key/value heads repeated or not."""
+    from attnviz.mha import merge_heads, split_heads
+
+    def step(model, tokens, cache):
+        past = 0 if cache is None else cache[0][0].shape[-2]
+        n_new, group = tokens.shape[n_new_axis], model.n_heads // model.n_kv_heads
+        x = model.embed(tokens, past)
+        kept = []
+        for layer, block in enumerate(model.blocks):
+            normed, parts = block.norm_attention(x), block.attention
+            q = split_heads(parts.W_q(normed), model.n_heads)
+            k, v = split_heads(parts.W_k(normed), model.n_kv_heads), split_heads(parts.W_v(normed), model.n_kv_heads)
+            if cache is not None:
+                k, v = torch.cat([cache[layer][0], k], dim=-2), torch.cat([cache[layer][1], v], dim=-2)
+            kept.append((k, v))
+            if repeat:
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+            mask = torch.ones(n_new, k.shape[-2], dtype=torch.bool).tril(k.shape[-2] - n_new)
+            x = x + parts.W_o(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+            x = x + block.mlp(block.norm_mlp(x))
+        return model.unembed(x), kept
+
+    return step
+
+
+def test_sizes_from_the_wrong_axis_are_said_in_plain_words():
+    """n_new read from the batch axis, and key/value heads never repeated: both raise where two sizes
+    meet, and the verdict says which sizes met and how to fix it."""
+    assert check_decoding_step(_step_with()).passed
+    batch = check_decoding_step(_step_with(n_new_axis=0))
+    assert batch.bug is None and "4, the number of new positions, met 2, the batch size" in batch.headline
+    assert batch.fix.startswith("batch, n_new = tokens.shape")
+    heads = check_decoding_step(_step_with(repeat=False))
+    assert heads.bug is None and "query heads met" in heads.headline and "key/value heads" in heads.headline
+    assert "repeat_interleave" in heads.fix and "enable_gqa=True" in heads.fix
+
+
 # ---- what happened, in the headline --------------------------------------------------------------
 
 

@@ -602,8 +602,9 @@ _ENTRIES = [
         "The new tokens' positions do not continue after the cache: they restart at 0, start one "
         "place off (past - 1 or past + 1), start at len(cache), the number of layers, or, fed a token at a "
         "time, every token is embedded at the first one's position.",
-        "The prefill is right (unless its tokens are fed one at a time at one position); every later token "
-        "is read at a wrong position, as if it stood at the start of the text or one place off.",
+        "The prefill is right (unless its tokens are fed one at a time at one position, or all start one "
+        "place on with past + 1); every later token is read at a wrong position, as if it stood at the "
+        "start of the text or one place off.",
         "x = model.embed(tokens, past)   # past = positions already cached (past + i for a loop's i-th)",
     ),
     Bug(
@@ -654,6 +655,14 @@ _ENTRIES = [
         "Every position's logits are off, on the prefill as much as after it: each block ends by "
         "forgetting what attention and the blocks before it wrote.",
         "x = x + block.mlp(block.norm_mlp(x))   # add to the stream, do not replace it",
+    ),
+    Bug(
+        "mlp_skipped",
+        "The block's second half is left out: after attention, x goes on to the next block without "
+        "x = x + block.mlp(block.norm_mlp(x)).",
+        "Every position's logits are off, on the prefill as much as after it: the model was trained with "
+        "an MLP in every block, and the step computes a different network.",
+        "x = x + block.mlp(block.norm_mlp(x))   # after attention, in every block",
     ),
     Bug(
         "mlp_norm_skipped",
@@ -776,8 +785,9 @@ _ENTRIES = [
         "F.scaled_dot_product_attention(..., is_causal=True) does that, and so does "
         "torch.ones(n_new, n_all).tril() without an offset.",
         "Right on the prefill, where the new queries are all the positions; after it, new query i may see "
-        "keys 0..i only instead of every cached key and the new ones up to itself, so one new token is "
-        "computed from the first token alone.",
+        "keys 0..i only instead of every cached key and the new ones up to itself. With that triangle on "
+        "every step, one new token is computed from the first token alone; with no mask for one token "
+        "(which is right) and that triangle for several, only the chunks go wrong.",
         _BOTTOM_RIGHT + "   # bottom right; one new query needs no mask",
     ),
     Bug(

@@ -520,8 +520,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     ``residual``: what attention's output is added to: 'x', or the bugs 'none' (x is replaced) and
     'normed' (x = norm_attention(x) first);
     ``mlp``: 'x' (x + mlp(norm_mlp(x))), or the bugs 'none' (x = mlp(norm_mlp(x))), 'normed'
-    (x = norm_mlp(x), then x + mlp(x)), 'unnormed' (x + mlp(x)) and 'parallel' (the MLP reads the
-    block's input, not the stream attention wrote to);
+    (x = norm_mlp(x), then x + mlp(x)), 'unnormed' (x + mlp(x)), 'skipped' (no MLP at all) and
+    'parallel' (the MLP reads the block's input, not the stream attention wrote to);
     ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values);
     ``layer_read``: 'own' (cache[layer]), or the bug 'first' (every layer reads cache[0]);
     ``kept_in``: None, or the bug of a lower precision (torch.bfloat16, torch.float16) that this
@@ -580,6 +580,8 @@ def _add_mlp(how, mlp, norm, x, block_input):
     """The block's second half, as the learner wrote it (``how``: see :func:`decode`)."""
     if how == "none":
         return mlp(norm(x))
+    if how == "skipped":
+        return x
     if how == "normed":
         x = norm(x)
         return x + mlp(x)
@@ -645,11 +647,13 @@ PREFILL_VARIANTS = {
     "residual_from_normed": [_step(residual="normed"), _step(mlp="normed"),
                              _step(residual="normed", mlp="normed")],
     "mlp_residual_missing": [_step(mlp="none")],
+    "mlp_skipped": [_step(mlp="skipped")],
     "mlp_norm_skipped": [_step(mlp="unnormed")],
     "parallel_block": [_step(mlp="parallel")],
     "norms_mixed_up": [_step(norms=how) for how in ("attention_for_mlp", "mlp_for_attention", "swapped")],
     "cache_low_precision": [_step(kept_in=torch.bfloat16)],   # float16's rounding stays within the tolerance
-    "positions_not_advanced": [_per_token_at_one_position],   # every token of a loop at the first position
+    # every token of a loop at the first position; or every position one on (past + 1), the prefill too
+    "positions_not_advanced": [_per_token_at_one_position, _step(at=1)],
     "causal_mask_missing": [_step(causal_mask="none")],
     "causal_off_by_one": _masks("off_by_one"),
     "causal_future_visible": _masks("future_visible"),

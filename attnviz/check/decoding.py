@@ -502,6 +502,42 @@ def _kv_head_index(t):
         f"{found[0][1]}."])
 
 
+_SIZES_MEET = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+
+
+def _sizes_met(t):
+    """A prefill raised where two sizes met that belong to different axes: the new positions against the
+    batch (n_new read from tokens.shape[0]), or the query heads against the key/value heads (the shared
+    key/value heads never repeated). Said in plain words, with the fix."""
+    n_heads, n_kv = SIZES["n_heads"], SIZES["n_kv_heads"]
+    for probe, ans in t.main:
+        found = _SIZES_MEET.search((ans.error or {}).get("message", "")) if ans.error else None
+        if not found:
+            continue
+        met = {int(found[1]), int(found[2])}
+        batch, n_new = probe.args["tokens"].shape
+        if batch != n_new and met == {batch, n_new}:
+            return t.problem(
+                f"{t.spec.subject} raised {ans.error['type']} on {probe.name}: {n_new}, the number of new "
+                f"positions, met {batch}, the batch size.",
+                [t.describe(probe, ans), f"tokens is (batch, n_new) = ({batch}, {n_new}): a size read from "
+                 "dimension 0 where dimension 1 belongs (or the other way round), often when building the "
+                 "causal mask. With a batch of one such a step may run, and be wrong."],
+                fix="batch, n_new = tokens.shape   # n_new = tokens.shape[1]; tokens.shape[0] is the batch",
+            )
+        if met == {n_heads, n_kv}:
+            return t.problem(
+                f"{t.spec.subject} raised {ans.error['type']} on {probe.name}: {n_heads} query heads met "
+                f"{n_kv} key/value heads.",
+                [t.describe(probe, ans), f"This model shares each key/value head among {n_heads // n_kv} query "
+                 "heads (grouped-query attention): repeat them before the scores, head i reading key/value "
+                 f"head i // {n_heads // n_kv}."],
+                fix=f"k, v = k.repeat_interleave({n_heads // n_kv}, dim=1), v.repeat_interleave("
+                    f"{n_heads // n_kv}, dim=1)   # or F.scaled_dot_product_attention(..., enable_gqa=True)",
+            )
+    return None
+
+
 def _branch(t):
     """Every cached step right, but a cache used a second time (from the prefill's cache another token
     4; then token 5 again from token 4's cache, which the steps since may have overwritten) is not."""
@@ -563,7 +599,8 @@ SPEC = Spec(
         replace={"passed": Rule("cached_steps", "right", _cached_stage)},
         before={"setup_failed": [Rule("delegated", "always", _delegated)],
                 "contiguous_error": [Rule("last_position_only", "wrong", _last_only)],
-                "raised": [Rule("kv_head_index", "wrong", _kv_head_index)]},
+                "raised": [Rule("kv_head_index", "wrong", _kv_head_index),
+                           Rule("sizes_met", "wrong", _sizes_met)]},
         drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "other_dtypes",
               "large_scores_wrong", "matmul_everywhere"),
     ),

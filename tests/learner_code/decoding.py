@@ -1554,6 +1554,45 @@ def mlp_replaces_stream(model, tokens, cache):
     return model.unembed(x), layers
 
 
+def attention_only_blocks(model, tokens, cache):
+    """A list of dicts; each block is attention alone ("the MLP is not part of attention")."""
+    start = 0 if cache is None else cache[0]["k"].shape[-2]
+    x = model.embed(tokens, start)
+    layers = []
+    for i, blk in enumerate(model.blocks):
+        n = blk.norm_attention(x)
+        q = split_heads(blk.attention.W_q(n), model.n_heads)
+        k = split_heads(blk.attention.W_k(n), model.n_kv_heads)
+        v = split_heads(blk.attention.W_v(n), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat([cache[i]["k"], k], dim=-2)
+            v = torch.cat([cache[i]["v"], v], dim=-2)
+        layers.append({"k": k, "v": v})
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[-2], k.shape[-2]),
+                                           enable_gqa=True)
+        x = x + blk.attention.W_o(merge_heads(o))
+    return model.unembed(x), layers
+
+
+def mlp_computed_not_added(model, tokens, cache):
+    """The feed-forward half computed into a variable that is never added to x."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        h = block.mlp(block.norm_mlp(x))                                # h never joins x
+    return model.unembed(x), new
+
+
 def feed_forward_without_residual(model, tokens, cache):
     """The feed-forward half written as its own function, which returns only the MLP's output."""
     def feed_forward(block, x):
@@ -2118,6 +2157,8 @@ CASES = [
     Case("mlp_residual_from_normed", mlp_residual_from_normed, "residual_from_normed"),
     Case("mlp_replaces_stream", mlp_replaces_stream, "mlp_residual_missing"),
     Case("feed_forward_without_residual", feed_forward_without_residual, "mlp_residual_missing"),
+    Case("attention_only_blocks", attention_only_blocks, "mlp_skipped"),
+    Case("mlp_computed_not_added", mlp_computed_not_added, "mlp_skipped"),
     Case("mlp_on_the_raw_stream", mlp_on_the_raw_stream, "mlp_norm_skipped"),
     Case("mlp_norm_forgotten", mlp_norm_forgotten, "mlp_norm_skipped"),
     Case("both_halves_from_block_input", both_halves_from_block_input, "parallel_block"),
