@@ -237,9 +237,9 @@ QUIZZES = {
     "05": [
         _mc("What does multi-head attention buy over one head of the same total width?",
             ("Several different attention patterns at once, one per head.", True,
-             "Each head has its own softmax, so each can put its weight on a different place. In "
-             "notebook 05 one head of the same width has one softmax per query for two places, and did "
-             "worse on every seed within the same 150 training steps."),
+             "Each head has its own softmax, so each can put its weight on a different place. Above, "
+             "one head of the same width had one softmax per query for two places, and did worse on "
+             "each of the notebook's three seeds within the same 150 training steps."),
             ("More compute and more parameters, like a layer of several times the width.", False,
              "The total width is the same; the cost is nearly the same."),
             ("Less noise, because the heads' outputs are averaged together.", False,
@@ -409,8 +409,8 @@ QUIZZES = {
              "It runs without complaint; that is what makes it a trap."),
             ("The new query attends to key 0 only: the mask is aligned top left.", True,
              "The fix: no mask for one new query, a bottom-right mask for several."),
-            ("It attends to the newest key only.", False, "That would be a bottom-right mask of width 1; "
-             "is_causal aligns top left.")),
+            ("It attends to the newest key only.", False, "That would need a mask that keeps only the last key; "
+             "is_causal's top-left mask keeps only the first, key 0 (a bottom-right one would keep them all).")),
         _mc("A model trained without the causal mask reaches a loss far below log(vocab) on random tokens. "
             "What do you expect when it generates?",
             ("Better text than the causal model, since its loss is lower.", False,
