@@ -409,8 +409,9 @@ QUIZZES = {
              "It runs without complaint; that is what makes it a trap."),
             ("The new query attends to key 0 only: the mask is aligned top left.", True,
              "The fix: no mask for one new query, a bottom-right mask for several."),
-            ("It attends to the newest key only.", False, "That would need a mask that keeps only the last key; "
-             "is_causal's top-left mask keeps only the first, key 0 (a bottom-right one would keep them all).")),
+            ("It attends to the newest key only.", False,
+             "That would need a mask that keeps only the last key; is_causal's top-left mask keeps only "
+             "the first, key 0 (a bottom-right one would keep them all).")),
         _mc("A model trained without the causal mask reaches a loss far below log(vocab) on random tokens. "
             "What do you expect when it generates?",
             ("Better text than the causal model, since its loss is lower.", False,

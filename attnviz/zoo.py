@@ -1029,7 +1029,7 @@ class StepMlpResidualMissing(DecodeStep):
 
 class StepMlpSkipped(DecodeStep):
     def add_mlp(self, x, block, block_input):
-        x = x                                                                # BUG: x + block.mlp(block.norm_mlp(x))
+        x = x                                                   # BUG: x + block.mlp(block.norm_mlp(x))
         return x
 
 

@@ -54,7 +54,8 @@ def main() -> None:
         pitfall = copy_toy.copy_accuracy(full.model, full.eval_tokens, greedy_with_step(
             DECODING_BUGS["is_causal_top_left"], full.model, full.eval_tokens[:, :HALF], HALF))
         gqa = copy_toy.train_copy(seed=seed, n_kv_heads=2)
-        row = dict(first_half=full.first_half_loss - chance, over_floor=full.loss - floor, repeat=full.repeat_loss,
+        row = dict(first_half=full.first_half_loss - chance, over_floor=full.loss - floor,
+                   repeat=full.repeat_loss,
                    accuracy=accuracy, pitfall=pitfall, gqa_repeat=gqa.repeat_loss,
                    gqa_accuracy=copy_toy.copy_accuracy(gqa.model, gqa.eval_tokens))
         rows.append(row)
@@ -71,13 +72,14 @@ def main() -> None:
           f"{max(r['over_floor'] for r in rows):+.3f}")
     print(f"full model: repeat loss at most {max(r['repeat'] for r in rows):.4f}, accuracy at least "
           f"{min(r['accuracy'] for r in rows):.3f}")
-    print(f"is_causal pitfall: accuracy {min(r['pitfall'] for r in rows):.3f} to {max(r['pitfall'] for r in rows):.3f}"
+    low, high = min(r['pitfall'] for r in rows), max(r['pitfall'] for r in rows)
+    print(f"is_causal pitfall: accuracy {low:.3f} to {high:.3f}"
           f" (chance predicts {pitfall_chance:.3f}); at most "
           f"{max(abs(r['pitfall'] - pitfall_chance) for r in rows) * 100:.1f} points from it")
     ratios = [r["gqa_repeat"] / r["repeat"] for r in rows]
-    print(f"grouped-query model: repeat loss higher than the full model's on {higher} of {n} seeds, median ratio "
-          f"{statistics.median(ratios):.2f}, over 10x on {sum(q > 10 for q in ratios)}; accuracy at least "
-          f"{min(r['gqa_accuracy'] for r in rows):.3f}")
+    print(f"grouped-query model: repeat loss higher than the full model's on {higher} of {n} seeds, median "
+          f"ratio {statistics.median(ratios):.2f}, over 10x on {sum(q > 10 for q in ratios)}; accuracy at "
+          f"least {min(r['gqa_accuracy'] for r in rows):.3f}")
 
 
 if __name__ == "__main__":

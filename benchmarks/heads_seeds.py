@@ -28,7 +28,8 @@ def main() -> None:
     torch.set_num_threads(1)
     started = time.process_time()
     specialised, one_place, split, between = [], [], [], []
-    print(f"{'seed':>4} {'heads':>5} | {'held-out loss':>13} {'acc prev':>8} {'acc first':>9} | shares (previous, first)")
+    print(f"{'seed':>4} {'heads':>5} | {'held-out loss':>13} {'acc prev':>8} {'acc first':>9} | "
+          "shares (previous, first)")
     for seed in range(args.seeds):
         for n_heads in (2, 1):
             r = heads_toy.train_heads(n_heads, seed=seed, vocab=8, length=10, steps=150, batch=64)
@@ -37,9 +38,10 @@ def main() -> None:
             print(f"{seed:>4} {n_heads:>5} | {r.held_out_loss:>13.4f} {r.accuracy_previous:>8.3f} "
                   f"{r.accuracy_first:>9.3f} | {shares}", flush=True)
             if n_heads == 2:
-                owners = [max(range(2), key=lambda h, rel=rel: r.shares[rel][h]) for rel in heads_toy.RELATIONS]
-                if owners[0] != owners[1] and all(r.shares[rel][h] > 0.95
-                                                  for rel, h in zip(heads_toy.RELATIONS, owners, strict=True)):
+                owners = [max(range(2), key=lambda h, rel=rel: r.shares[rel][h])
+                          for rel in heads_toy.RELATIONS]
+                owned = zip(heads_toy.RELATIONS, owners, strict=True)
+                if owners[0] != owners[1] and all(r.shares[rel][h] > 0.95 for rel, h in owned):
                     specialised.append(seed)
             else:
                 top = max(r.shares[rel][0] for rel in heads_toy.RELATIONS)
@@ -52,9 +54,11 @@ def main() -> None:
     n = args.seeds
     print()
     print(f"{n} seeds, {time.process_time() - started:.0f} s of CPU")
-    print(f"two heads specialised on {len(specialised)} of {n}; not on {sorted(set(range(n)) - set(specialised))}")
+    others = sorted(set(range(n)) - set(specialised))
+    print(f"two heads specialised on {len(specialised)} of {n}; not on {others}")
     places = sorted({place for _, place in one_place})
-    print(f"one head: over 95 % on one place on {len(one_place)} ({[s for s, _ in one_place]}, always {places}); "
+    print(f"one head: over 95 % on one place on {len(one_place)} ({[s for s, _ in one_place]}, "
+          f"always {places}); "
           f"40-60 % on each on {len(split)} ({split}); in between on {len(between)} ({between})")
 
 

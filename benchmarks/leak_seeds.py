@@ -40,11 +40,13 @@ def main() -> None:
             masked = language.train_next_token(lang, causal=True, seed=seed)
             row = dict(lang=lang_seed, seed=seed, leaky_loss=leaky.final_loss,
                        visible=leaky.accuracy_future_visible, hidden=leaky.accuracy_future_hidden,
-                       from_chance=leaky.accuracy_future_hidden - chance, below_best=best - leaky.accuracy_future_hidden,
+                       from_chance=leaky.accuracy_future_hidden - chance,
+                       below_best=best - leaky.accuracy_future_hidden,
                        masked_over_floor=masked.final_loss - floor,
                        masked_below_best=best - masked.accuracy_future_hidden)
             rows.append(row)
-            print(f"{lang_seed:>4} {seed:>4} | {row['leaky_loss']:>10.3f} {row['visible']:>7.3f} {row['hidden']:>7.3f} "
+            print(f"{lang_seed:>4} {seed:>4} | {row['leaky_loss']:>10.3f} {row['visible']:>7.3f} "
+                  f"{row['hidden']:>7.3f} "
                   f"{row['from_chance']:>+11.3f} | {row['masked_over_floor']:>+19.3f} "
                   f"{masked.accuracy_future_hidden:>7.3f}", flush=True)
     n = len(rows)
@@ -60,8 +62,9 @@ def main() -> None:
           f"possible")
     print(f"leaky, future hidden, within 0.05 of chance: {near} of {n}; above it by more: {n - near}, the "
           f"highest {max(r['from_chance'] for r in rows):+.3f}")
-    print(f"masked training loss: at most {max(r['masked_over_floor'] for r in rows):+.3f} from the floor; "
-          f"masked accuracy, future hidden: at most {max(r['masked_below_best'] for r in rows):.3f} below the best")
+    over, below = max(r["masked_over_floor"] for r in rows), max(r["masked_below_best"] for r in rows)
+    print(f"masked training loss: at most {over:+.3f} from the floor; masked accuracy, future hidden: at "
+          f"most {below:.3f} below the best")
     assert not math.isnan(sum(r["leaky_loss"] for r in rows))
 
 

@@ -343,7 +343,8 @@ def test_multi_head_sizes_left_over_from_the_notebook_are_said_in_plain_words():
     class GlobalHeads(_Split):
         def forward(self, x, mask=None):
             batch, n, _ = x.shape
-            q, k, v = (w(x).view(batch, n, n_heads, d_k).transpose(1, 2) for w in (self.W_q, self.W_k, self.W_v))
+            q, k, v = (w(x).view(batch, n, n_heads, d_k).transpose(1, 2)
+                       for w in (self.W_q, self.W_k, self.W_v))
             heads = (q @ k.transpose(-2, -1) / math.sqrt(d_k)).softmax(dim=-1) @ v
             return self.W_o(heads.transpose(1, 2).reshape(batch, n, -1))
 
@@ -365,7 +366,8 @@ def test_multi_head_a_float_head_width_is_said_in_plain_words():
 
     result = check_multi_head(TrueDivision)
     assert not result.passed and result.bug is None, repr(result)
-    assert "a head width that is a float, such as d_model / n_heads = 4.0, not the whole number 4" in repr(result)
+    assert "a head width that is a float, such as d_model / n_heads = 4.0, not the whole number 4" \
+        in repr(result)
     assert result.fix.startswith("self.d_k = d_model // n_heads")
 
 
@@ -419,7 +421,7 @@ def test_a_mask_used_without_checking_for_none_is_said_in_plain_words():
 def test_causal_mask_problems():
     floats = check_causal_mask(lambda n: torch.ones(n, n).tril())  # float 0/1: named, and the dtype said
     assert floats.bug == "mask_not_bool" and "the dtype is float32: a float mask is ADDED" in repr(floats)
-    ints = check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.int64).tril())  # an int mask raises in PyTorch
+    ints = check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.int64).tril())  # PyTorch raises on it
     assert ints.bug == "mask_not_bool" and "returned a mask of dtype int64, not bool" in repr(ints)
     assert "the dtype is int64: F.scaled_dot_product_attention raises on an integer mask" in repr(ints)
     # n = 4 comes first: (5, 4) does not broadcast against the scores' (4, 4)
@@ -514,7 +516,8 @@ def test_not_written_yet_reads_the_same_for_every_checker():
         def __init__(self, d_model, n_heads):
             raise NotImplementedError("write your code here")
 
-    assert NOT_WRITTEN == "not written yet: write your code in the cell above, run it, then run this cell again."
+    assert NOT_WRITTEN == ("not written yet: write your code in the cell above, run it, then run this cell "
+                           "again.")
     for check, fn in ((check_attention, stub), (check_multi_head, Stub), (check_causal_mask, stub),
                       (check_padding_mask, stub), (check_decoding_step, stub)):
         result = check(fn)

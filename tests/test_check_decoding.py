@@ -166,7 +166,8 @@ def _step_with(n_new_axis=1, repeat=True):
         for layer, block in enumerate(model.blocks):
             normed, parts = block.norm_attention(x), block.attention
             q = split_heads(parts.W_q(normed), model.n_heads)
-            k, v = split_heads(parts.W_k(normed), model.n_kv_heads), split_heads(parts.W_v(normed), model.n_kv_heads)
+            k = split_heads(parts.W_k(normed), model.n_kv_heads)
+            v = split_heads(parts.W_v(normed), model.n_kv_heads)
             if cache is not None:
                 k, v = torch.cat([cache[layer][0], k], dim=-2), torch.cat([cache[layer][1], v], dim=-2)
             kept.append((k, v))

@@ -245,8 +245,9 @@ ATTENTION_VARIANTS = {
         lambda q, k, v, m: attention(q, k, v, causal(q.shape[-2], k.shape[-2]))[0],
         lambda q, k, v, m: attention(q, k, v, None if m is None else causal(q.shape[-2], k.shape[-2]))[0],
     ],
-    "causal_when_no_mask": [lambda q, k, v, m: attention(q, k, v, causal(q.shape[-2], k.shape[-2]) if m is None
-                                                          else m)[0]],
+    "causal_when_no_mask": [
+        lambda q, k, v, m: attention(q, k, v, causal(q.shape[-2], k.shape[-2]) if m is None else m)[0]
+    ],
     "mask_after_softmax": [
         _after_softmax(lambda w, m: w * m),
         _after_softmax(lambda w, m: w.masked_fill(~m, -_INF)),

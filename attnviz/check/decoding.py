@@ -529,9 +529,9 @@ def _sizes_met(t):
             return t.problem(
                 f"{t.spec.subject} raised {ans.error['type']} on {probe.name}: {n_heads} query heads met "
                 f"{n_kv} key/value heads.",
-                [t.describe(probe, ans), f"This model shares each key/value head among {n_heads // n_kv} query "
-                 "heads (grouped-query attention): repeat them before the scores, head i reading key/value "
-                 f"head i // {n_heads // n_kv}."],
+                [t.describe(probe, ans), f"This model shares each key/value head among {n_heads // n_kv} "
+                 "query heads (grouped-query attention): repeat them before the scores, head i reading "
+                 f"key/value head i // {n_heads // n_kv}."],
                 fix=f"k, v = k.repeat_interleave({n_heads // n_kv}, dim=1), v.repeat_interleave("
                     f"{n_heads // n_kv}, dim=1)   # or F.scaled_dot_product_attention(..., enable_gqa=True)",
             )

@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 from . import _verdict
-from ._diagnose import Answer, Hypotheses, answer
 from ._compare import agrees
+from ._diagnose import Answer, Hypotheses, answer
 from ._engine import Probe, Rule, Spec, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
 from ._rules import rules
@@ -104,13 +104,13 @@ def sizes_fixed(t):
     d_model, heads = CONFIGS[probe.facts["config"]]
     asked = ", ".join(str(size) for size in next(iter(tails)))
     return t.problem(
-        f"{t.spec.subject} reshaped to the same sizes ({asked}) whatever the layer's size, so the view raised "
-        f"RuntimeError: this layer has d_model = {d_model} and n_heads = {heads}.",
+        f"{t.spec.subject} reshaped to the same sizes ({asked}) whatever the layer's size, so the view "
+        f"raised RuntimeError: this layer has d_model = {d_model} and n_heads = {heads}.",
         [t.describe(probe, ans), "It raised on every main input, whatever d_model and n_heads were. Sizes "
          "that do not follow the module's own are typed in, or read from variables an earlier cell left "
          "behind (above, n_heads = 2, d_k = 4 and d_model = 8 are still defined)."],
-        fix="self.n_heads, self.d_k = n_heads, d_model // n_heads   # in __init__; in forward use self.n_heads, "
-            "self.d_k and x.shape",
+        fix="self.n_heads, self.d_k = n_heads, d_model // n_heads   # in __init__; in forward use "
+            "self.n_heads, self.d_k and x.shape",
     )
 
 
@@ -234,8 +234,9 @@ def _probes():
                _mask(_M4), kind="float16", tolerance=2e-2),
     ]
     far_x, far_mask, far = _blocked_far_x(torch.Generator().manual_seed(52), weights[0], d_model, n_heads)
-    calls.append(_probe(f"{tag}: batch 1, 5 positions, position 4 blocked and scored 20000 above the "
-                        "positions position 0 may see (head 1)", 0, far_x, far_mask, kind="blocked_far", **far))
+    far_name = (f"{tag}: batch 1, 5 positions, position 4 blocked and scored 20000 above the positions "
+                "position 0 may see (head 1)")
+    calls.append(_probe(far_name, 0, far_x, far_mask, kind="blocked_far", **far))
     backward = _probe("a backward pass", 1, _x(g, 2, 5, CONFIGS[1][0]), _mask(_M5), kind="backward")
     return calls, backward, weights
 
@@ -365,11 +366,13 @@ def _blocked_far(t, named_only=False):
     finite = bool(torch.isfinite(head).all())
     if finite and torch.allclose(head, blocked, rtol=1e-3, atol=1e-3 * float(blocked.abs().max())):
         return t.bug("additive_mask_too_small", "forward gave position 0's weight to a blocked position",
-                     seen + ["Head 1's output at position 0 is position 4's value: the blocked position won."])
+                     seen + ["Head 1's output at position 0 is position 4's value: the blocked position "
+                             "won."])
     if not finite or float(head.abs().max()) < 1e-3:
-        return t.bug("softmax_max_over_blocked", "forward gave position 0 no weight on the positions it may see",
-                     seen + [f"Head 1's output at position 0 is {'all 0' if finite else 'NaN'}: every position it "
-                             "may see got weight 0."])
+        return t.bug("softmax_max_over_blocked",
+                     "forward gave position 0 no weight on the positions it may see",
+                     seen + [f"Head 1's output at position 0 is {'all 0' if finite else 'NaN'}: every "
+                             "position it may see got weight 0."])
     if named_only:
         return None
     return t.problem("forward is right on ordinary inputs, wrong when a blocked position scores far above "

@@ -1589,7 +1589,7 @@ def mlp_computed_not_added(model, tokens, cache):
         o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
                   tokens.shape[1], k.shape[-2], model)
         x = x + a.W_o(merge_heads(o))
-        h = block.mlp(block.norm_mlp(x))                                # h never joins x
+        h = block.mlp(block.norm_mlp(x))                                # noqa: F841 - h never joins x
     return model.unembed(x), new
 
 

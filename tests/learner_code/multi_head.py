@@ -1046,7 +1046,8 @@ class BertAdditiveMask(Linears):
 
     def forward(self, x, mask=None):
         b, t, dm = x.shape
-        heads = [w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2) for w in (self.W_q, self.W_k, self.W_v)]
+        heads = [w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                 for w in (self.W_q, self.W_k, self.W_v)]
         scores = heads[0] @ heads[1].transpose(-1, -2) / self.d_k ** 0.5
         if mask is not None:
             scores = scores + (1.0 - mask.to(scores.dtype)) * -10000.0
