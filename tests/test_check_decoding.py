@@ -153,7 +153,7 @@ def test_the_top_left_text_does_not_claim_is_causal_was_used():
     assert all("is_causal" not in line for line in lines)
 
 
-def _step_with(n_new_axis=1, repeat=True):
+def _written_step(n_new_axis=1, repeat=True):
     """A cached step written from the model's pieces; n_new read from ``tokens.shape[n_new_axis]``, the
     shared key/value heads repeated or not."""
     from attnviz.mha import merge_heads, split_heads
@@ -184,11 +184,11 @@ def _step_with(n_new_axis=1, repeat=True):
 def test_sizes_from_the_wrong_axis_are_said_in_plain_words():
     """n_new read from the batch axis, and key/value heads never repeated: both raise where two sizes
     meet, and the verdict says which sizes met and how to fix it."""
-    assert check_decoding_step(_step_with()).passed
-    batch = check_decoding_step(_step_with(n_new_axis=0))
+    assert check_decoding_step(_written_step()).passed
+    batch = check_decoding_step(_written_step(n_new_axis=0))
     assert batch.bug is None and "4, the number of new positions, met 2, the batch size" in batch.headline
     assert batch.fix.startswith("batch, n_new = tokens.shape")
-    heads = check_decoding_step(_step_with(repeat=False))
+    heads = check_decoding_step(_written_step(repeat=False))
     assert heads.bug is None and "query heads met" in heads.headline and "key/value heads" in heads.headline
     assert "repeat_interleave" in heads.fix and "enable_gqa=True" in heads.fix
 
