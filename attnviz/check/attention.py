@@ -82,7 +82,8 @@ def _blocked_far_above_probe(randn):
 
 
 def _probes():
-    """The crafted inputs. Main ones (compared with every hypothesis): n_q != n_k, d_k = 16 and 9
+    """The crafted inputs. Main ones (compared with every hypothesis): n_q != n_k (fewer queries than
+    keys, and more), d_k = 16 and 9
     (√d_k is neither 1, d_k, d_k / 2 nor the 2 of a stale global d_k = 4), d_v apart from d_k, a
     batch of heads, masks that are not symmetric with a row all True, a fully masked row, values
     all 1, n_k = d_k = d_v (where a forgotten transpose or swapped k and v still run) and a padding
@@ -92,6 +93,7 @@ def _probes():
     g = torch.Generator().manual_seed(6)
     padded = torch.Generator().manual_seed(61)     # its own draws: the other probes stay as they were
     far = torch.Generator().manual_seed(62)        # the same for the blocked key far above
+    more = torch.Generator().manual_seed(63)       # the same for more queries than keys
 
     def randn(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float32)
@@ -155,6 +157,11 @@ def _probes():
             "batch 3, 4 queries, 5 keys, a padding mask (3, 1, 5) for lengths 5, 3, 2",
             *(torch.randn(3, n, d, generator=padded) for n, d in ((4, d_k), (5, d_k), (5, 3))),
             (torch.arange(5)[None, :] < torch.tensor([5, 3, 2])[:, None])[:, None, :],
+        ),
+        _probe(   # more queries than keys: a loop over the keys' count where the queries' belongs
+            "6 queries, 4 keys, a mask",
+            *(torch.randn(n, d, generator=more) for n, d in ((6, d_k), (4, d_k), (4, 3))),
+            _partial_mask(6, 4, more),
         ),
     ]
     probes += [

@@ -67,6 +67,8 @@ def attention_probes():
     far = torch.rand(2, 4, 5, generator=gen) > 0.4
     far[..., 1], far[..., 0] = True, False
     probes.append(("a blocked key far above the others", q, k, _rand(gen, 2, 5, 3), far, {}))
+    probes.append(("more queries than keys, a mask", _rand(gen, 6, 5), _rand(gen, 3, 5), _rand(gen, 3, 2),
+                   _mask(gen, (), 6, 3), {}))
     return probes
 
 

@@ -974,6 +974,17 @@ def fused_causal_without_mask(q, k, v, mask=None):
     return torch.nan_to_num(out)
 
 
+def rows_over_the_keys(q, k, v, mask=None):
+    """One query row at a time, the loop's range taken from k: right while n_q <= n_k."""
+    outs = []
+    for i in range(k.shape[-2]):                               # range(q.shape[-2])
+        row = q[..., i:i + 1, :] @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            row = row.masked_fill(~mask.expand(*q.shape[:-1], k.shape[-2])[..., i:i + 1, :], _fill(row))
+        outs.append(torch.softmax(row, dim=-1) @ v)
+    return torch.cat(outs, dim=-2)
+
+
 def all_true_by_default(q, k, v, mask=None):
     """A mask of all True when none is given: nothing blocked, as it should be."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -1212,6 +1223,7 @@ CASES = [
     Case("causal_by_default", causal_by_default, "causal_when_no_mask"),
     Case("fused_causal_without_mask", fused_causal_without_mask, "causal_when_no_mask"),
     Case("all_true_by_default", all_true_by_default, PASS),
+    Case("rows_over_the_keys", rows_over_the_keys, FAIL),
     # correct
     Case("solution", solution, PASS),
     Case("boolean_index_on_expanded_mask", boolean_index_on_expanded_mask, PASS),
