@@ -777,7 +777,7 @@ class DecodeStep:
         past = 0 if cache is None else cache[0][0].shape[-2]
         x = self.embed(model, tokens, past)                          # (batch, n_new, d_model)
         new_cache = self.start_cache(cache)
-        for layer, block in enumerate(model.blocks):
+        for layer, block in enumerate(self.blocks(model)):
             attention, block_input = block.attention, x
             normed = self.norm_attention(block, x)                            # x stays for the residual
             query = self.split(attention.W_q(normed), model.n_heads)           # (batch, h, n_new, d)
@@ -791,6 +791,9 @@ class DecodeStep:
             x = self.add_attention(x, attention, self.merge(heads))
             x = self.add_mlp(x, block, block_input)
         return self.unembed(model, x), new_cache
+
+    def blocks(self, model):
+        return model.blocks                                          # every block, in order
 
     def norm_attention(self, block, x):
         normed = block.norm_attention(x)                             # a new name: x stays for the residual
@@ -1033,6 +1036,21 @@ class StepMlpSkipped(DecodeStep):
         return x
 
 
+class StepFirstBlockOnly(DecodeStep):
+    def blocks(self, model):
+        return model.blocks[:1]                                      # BUG: model.blocks, every block
+
+
+class StepStateOutsideCache(DecodeStep):
+    seen = 0                                                         # positions so far, kept on the step
+
+    def embed(self, model, tokens, past):
+        start = self.seen if past else 0                             # BUG: past, from the cache given
+        self.seen = start + tokens.shape[1]
+        x = model.embed(tokens, start)
+        return x
+
+
 class StepMlpNormSkipped(DecodeStep):
     def add_mlp(self, x, block, block_input):
         x = x + block.mlp(x)                                                 # BUG: block.norm_mlp(x) first
@@ -1207,6 +1225,8 @@ DECODING_BUGS = {
     "residual_from_normed": StepResidualFromNormed(),
     "mlp_residual_missing": StepMlpResidualMissing(),
     "mlp_skipped": StepMlpSkipped(),
+    "first_block_only": StepFirstBlockOnly(),
+    "state_outside_cache": StepStateOutsideCache(),
     "norms_mixed_up": StepNormsMixedUp(),
     "mlp_norm_skipped": StepMlpNormSkipped(),
     "parallel_block": StepParallelBlock(),

@@ -701,10 +701,30 @@ _ENTRIES = [
     ),
     Bug(
         "cache_layer_mixed_up",
-        "Every layer reads the first layer's cache (cache[0] where cache[layer] belongs).",
-        "The prefill is right; after it every layer but the first attends to the first layer's keys and "
-        "values for the cached positions.",
+        "A layer reads another layer's cache: cache[0] where cache[layer] belongs, a cache list built as "
+        "[[None, None]] * n_layers (one list, so every layer's entry is the last layer's), or entries "
+        "read back in the wrong order (list.pop() takes the last layer's first).",
+        "The prefill is right; after it a layer attends to another layer's keys and values for the "
+        "cached positions.",
         "past_keys, past_values = cache[layer]   # this layer's own entry, not cache[0]",
+    ),
+    Bug(
+        "first_block_only",
+        "Only the first block runs: the return statement sits inside the loop over the blocks (one "
+        "indent too deep), or the loop goes over model.blocks[:1].",
+        "Every position's logits are off, on the prefill as much as after it, and the cache holds the "
+        "first layer alone.",
+        "model.blocks   # every block: return (logits, cache) after the loop over them, not inside it",
+    ),
+    Bug(
+        "state_outside_cache",
+        "The step keeps something it needs outside the cache it returns (the number of positions so far "
+        "in a global, an attribute of the function or a default argument), so a call with an older cache "
+        "reads what a later call left there.",
+        "Generating straight on works; a caller that goes back to an earlier cache (two continuations of "
+        "one prompt, as beam search does) gets the other continuation's state. The cache itself was "
+        "left as it was.",
+        "start = past   # read what you need from the cache you are given (past = its positions)",
     ),
     Bug(
         "cache_prepended",

@@ -502,7 +502,7 @@ def _expand(how, tensor, group):
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
-           values_from="values", layer_read="own", kept_in=None, norms="own"):
+           values_from="values", layer_read="own", kept_in=None, norms="own", blocks=None):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -516,7 +516,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     step's keys and values (which still go into the returned cache);
     ``at``: the first position, whatever the cache (the bug of a chunk fed a token at a time, each at
     the chunk's first position);
-    ``projected``: what W_q, W_k and W_v read: 'normed' (norm_attention(x)), or the bugs 'raw' (x for
+    ``projected``: what W_q, W_k and W_v read: 'normed' (norm_attention(x)), or the bugs 'raw_v' (values
+    from x), 'raw' (x for
     all three), 'raw_kv' (keys and values from x), 'raw_q' (queries from x);
     ``residual``: what attention's output is added to: 'x', or the bugs 'none' (x is replaced) and
     'normed' (x = norm_attention(x) first);
@@ -524,7 +525,10 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     (x = norm_mlp(x), then x + mlp(x)), 'unnormed' (x + mlp(x)), 'skipped' (no MLP at all) and
     'parallel' (the MLP reads the block's input, not the stream attention wrote to);
     ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values);
-    ``layer_read``: 'own' (cache[layer]), or the bug 'first' (every layer reads cache[0]);
+    ``layer_read``: 'own' (cache[layer]), or the bugs 'first' (every layer reads cache[0]), 'last'
+    (every layer reads the last layer's entry: a cache list built as [[None, None]] * n_layers, one
+    list aliased) and 'reversed' (layer i reads layer n_layers - 1 - i's: entries read back with pop());
+    ``blocks``: None (every block), or the bug of a number of blocks (1: a return inside the loop);
     ``kept_in``: None, or the bug of a lower precision (torch.bfloat16, torch.float16) that this
     step's keys and values are rounded to as they are made;
     ``norms``: 'own', or the bugs 'mlp_for_attention' (norm_mlp before attention), 'attention_for_mlp'
@@ -542,7 +546,7 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     x = model.embed(tokens, start if at is None else at)                # (batch, n_new, d_model)
     h, h_kv = model.n_heads, model.n_kv_heads
     kept = []
-    for layer, block in enumerate(model.blocks):
+    for layer, block in enumerate(model.blocks if blocks is None else model.blocks[:blocks]):
         norm_attention, norm_mlp = block.norm_attention, block.norm_mlp
         if norms in ("mlp_for_attention", "swapped"):
             norm_attention = block.norm_mlp
@@ -552,12 +556,14 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         if residual == "normed":
             x = normed
         for_q = x if projected in ("raw", "raw_q") else normed
-        for_kv = x if projected in ("raw", "raw_kv") else normed
+        for_k = x if projected in ("raw", "raw_kv") else normed
+        for_v = x if projected in ("raw", "raw_kv", "raw_v") else normed
         query = split(parts.W_q(for_q), h)                              # (batch, h, n_new, d)
-        key, value = split(parts.W_k(for_kv), h_kv), split(parts.W_v(for_kv), h_kv)
+        key, value = split(parts.W_k(for_k), h_kv), split(parts.W_v(for_v), h_kv)
         if kept_in is not None:
             key, value = key.to(kept_in).to(key.dtype), value.to(kept_in).to(value.dtype)
-        read = layer if layer_read == "own" else 0
+        read = {"own": layer, "first": 0, "last": len(model.blocks) - 1,     # [[...]] * n_layers: aliased
+                "reversed": len(model.blocks) - 1 - layer}[layer_read]        # read back with list.pop()
         if cache is not None:
             key_all = torch.cat([cache[read][0], key], dim=-2)          # (batch, h_kv, n_all, d)
             value_all = torch.cat([cache[read][0 if values_from == "keys" else 1], value], dim=-2)
@@ -643,7 +649,8 @@ PREFILL_VARIANTS = {
     ],
     "kv_heads_repeated_not_interleaved": [_step(expand="repeat")],
     "final_norm_skipped": [_step(final_norm=False)],
-    "attention_norm_skipped": [_step(projected="raw"), _step(projected="raw_kv"), _step(projected="raw_q")],
+    "attention_norm_skipped": [_step(projected=how) for how in ("raw", "raw_kv", "raw_q", "raw_v")],
+    "first_block_only": [_step(blocks=1)],
     "attention_residual_missing": [_step(residual="none")],
     "residual_from_normed": [_step(residual="normed"), _step(mlp="normed"),
                              _step(residual="normed", mlp="normed")],
@@ -675,7 +682,7 @@ CACHED_VARIANTS = {
     "new_token_not_attended": [_step(attend_new=False), _step(attend_new=False, causal_mask="prefill_only")],
     "cache_keys_values_swapped": [_step(keep="swapped")],
     "values_from_cached_keys": [_step(values_from="keys")],
-    "cache_layer_mixed_up": [_step(layer_read="first")],
+    "cache_layer_mixed_up": [_step(layer_read=how) for how in ("first", "last", "reversed")],
     "causal_offset_negated": _masks("offset_negated"),
 }
 """Bugs that show only once there is a cache (the prefill is right)."""

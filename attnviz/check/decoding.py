@@ -263,8 +263,22 @@ def _describe_value(value):
     return f"a {type(value).__name__}"
 
 
+def _snapshot(cache):
+    found = []
+    _tensors(cache, "cache", found)
+    return [(path, tensor.clone()) for path, tensor in found]
+
+
+def _changed_since(cache, snapshot):
+    """Whether the tensors in ``cache`` differ from ``snapshot`` (taken when it was returned)."""
+    now = _snapshot(cache)
+    return len(now) != len(snapshot) or any(
+        path != then_path or tensor.shape != then.shape or not torch.equal(tensor, then)
+        for (path, tensor), (then_path, then) in zip(now, snapshot, strict=True))
+
+
 def _steps(fn, setup):
-    view, truth, state = setup["view"], setup["truth"], {}
+    view, truth, state, snapshots = setup["view"], setup["truth"], {}, {}
 
     def piece(probe):
         def step():
@@ -272,14 +286,17 @@ def _steps(fn, setup):
             if source and source not in state:
                 return {"skipped": True}
             tokens = probe.args["tokens"].clone()
+            given_changed = _changed_since(state[source], snapshots[source]) if source in snapshots else None
             with torch.no_grad():
                 value = fn(view, tokens, state.get(source))
-            out = {"modified": [] if torch.equal(tokens, probe.args["tokens"]) else ["tokens"]}
+            out = {"modified": [] if torch.equal(tokens, probe.args["tokens"]) else ["tokens"],
+                   "given_changed": given_changed}
             if not (isinstance(value, (tuple, list)) and len(value) == 2):
                 what = _describe_value(value)
                 out["complaint"] = f"returned {what}; return (logits, cache), a tuple of two."
                 return out
             state[probe.name] = value[1]
+            snapshots[probe.name] = _snapshot(value[1])
             out["value"] = to_plain(value[0])
             if probe.kind in ("prefill", "cached") and not probe.facts["batch_one"]:
                 out["summary"] = _summary(value[1], truth)
@@ -304,7 +321,8 @@ def _read(step, probe):
         return Answer(complaint=value["complaint"])
     logits = rebuild(value["value"])
     tensor = logits if isinstance(logits, torch.Tensor) else None
-    ans = Answer(output=tensor, modified=tuple(value["modified"]), extra={"summary": value.get("summary")})
+    ans = Answer(output=tensor, modified=tuple(value["modified"]),
+                 extra={"summary": value.get("summary"), "given_changed": value.get("given_changed")})
     if not isinstance(logits, torch.Tensor):
         what = logits.what if isinstance(logits, Odd) else f"a {type(logits).__name__}"
         ans.complaint = (f"returned the logits as {what}, not a torch.Tensor: return (logits, cache) with "
@@ -544,6 +562,13 @@ def _branch(t):
     for probe, ans in t.pairs("branch"):
         if not t.right(probe, ans):
             source = probe.facts["cache_from"]
+            if isinstance(ans.extra, dict) and ans.extra.get("given_changed") is False:
+                return t.bug("state_outside_cache", "your step gave the right logits generating straight on, "
+                             "but not when a cache is used twice", [
+                                 t.describe(probe, ans),
+                                 f"Called again with the cache that {source} returned, which no call had "
+                                 "changed, your step got the wrong logits: it read something kept outside "
+                                 "that cache."])
             return t.bug("cache_modified_in_place", "your step gave the right logits generating straight on, "
                          "but not when a cache is used twice", [
                              t.describe(probe, ans),

@@ -412,6 +412,10 @@ def decoding_symptoms(fn) -> list[str]:
                         back = fn(view, text[:, cuts[2]:cuts[3]], caches[1])[0]     # after that branch
                         if not torch.allclose(back, full[:, cuts[2]:cuts[3]], atol=1e-4, rtol=1e-4):
                             symptoms.append(f"{label}: the second piece's cache, reused, gives wrong logits")
+                        third = fn(view, other, caches[0])[0]                       # after all of them
+                        if not torch.allclose(third, want, atol=1e-4, rtol=1e-4):
+                            symptoms.append(f"{label}: the prompt's cache, used a third time, gives wrong "
+                                            "logits")
                 except Exception as err:  # noqa: BLE001
                     symptoms.append(f"{label}: raised {type(err).__name__}")
     return symptoms

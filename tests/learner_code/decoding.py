@@ -1554,6 +1554,116 @@ def mlp_replaces_stream(model, tokens, cache):
     return model.unembed(x), layers
 
 
+def return_inside_loop(model, tokens, cache):
+    """The return statement one indent too deep: only the first block runs."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+        return model.unembed(x), new
+
+
+def first_block_sliced(model, tokens, cache):
+    """A list of dicts; the loop over model.blocks[:1] ("try one layer first", never widened)."""
+    start = 0 if cache is None else cache[0]["k"].shape[-2]
+    x = model.embed(tokens, start)
+    layers = []
+    for i, blk in enumerate(model.blocks[:1]):
+        n = blk.norm_attention(x)
+        q = split_heads(blk.attention.W_q(n), model.n_heads)
+        k = split_heads(blk.attention.W_k(n), model.n_kv_heads)
+        v = split_heads(blk.attention.W_v(n), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat([cache[i]["k"], k], dim=-2)
+            v = torch.cat([cache[i]["v"], v], dim=-2)
+        layers.append({"k": k, "v": v})
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[-2], k.shape[-2]),
+                                           enable_gqa=True)
+        x = x + blk.attention.W_o(merge_heads(o))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), layers
+
+
+_POSITIONS = {"next": 0}
+
+
+def positions_in_a_global(model, tokens, cache):
+    """The next position kept in a module-level dict, reset on the prefill, not read from the cache."""
+    if cache is None:
+        _POSITIONS["next"] = 0
+    start = _POSITIONS["next"]
+    _POSITIONS["next"] = start + tokens.shape[1]
+    x = model.embed(tokens, start)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def positions_on_the_function(model, tokens, cache):
+    """The position count kept as an attribute of the function itself."""
+    me = positions_on_the_function
+    start = 0 if cache is None else me.count
+    me.count = start + tokens.shape[1]
+    x = model.embed(tokens, start)
+    layers = []
+    for i, blk in enumerate(model.blocks):
+        n = blk.norm_attention(x)
+        q = split_heads(blk.attention.W_q(n), model.n_heads)
+        k = split_heads(blk.attention.W_k(n), model.n_kv_heads)
+        v = split_heads(blk.attention.W_v(n), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat([cache[i]["k"], k], dim=-2)
+            v = torch.cat([cache[i]["v"], v], dim=-2)
+        layers.append({"k": k, "v": v})
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=_bottom_right(q.shape[-2], k.shape[-2]),
+                                           enable_gqa=True)
+        x = x + blk.attention.W_o(merge_heads(o))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), layers
+
+
+positions_on_the_function.count = 0
+
+
+def aliased_layer_slots(model, tokens, cache):
+    """The new cache made as [[None, None]] * n_layers: one list, so every layer's slot is the last's."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = [[None, None]] * len(model.blocks)
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new[layer][0], new[layer][1] = k, v
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
 def attention_only_blocks(model, tokens, cache):
     """A list of dicts; each block is attention alone ("the MLP is not part of attention")."""
     start = 0 if cache is None else cache[0]["k"].shape[-2]
@@ -2158,6 +2268,11 @@ CASES = [
     Case("mlp_replaces_stream", mlp_replaces_stream, "mlp_residual_missing"),
     Case("feed_forward_without_residual", feed_forward_without_residual, "mlp_residual_missing"),
     Case("attention_only_blocks", attention_only_blocks, "mlp_skipped"),
+    Case("return_inside_loop", return_inside_loop, "first_block_only"),
+    Case("first_block_sliced", first_block_sliced, "first_block_only"),
+    Case("positions_in_a_global", positions_in_a_global, "state_outside_cache"),
+    Case("positions_on_the_function", positions_on_the_function, "state_outside_cache"),
+    Case("aliased_layer_slots", aliased_layer_slots, "cache_layer_mixed_up"),
     Case("mlp_computed_not_added", mlp_computed_not_added, "mlp_skipped"),
     Case("mlp_on_the_raw_stream", mlp_on_the_raw_stream, "mlp_norm_skipped"),
     Case("mlp_norm_forgotten", mlp_norm_forgotten, "mlp_norm_skipped"),
