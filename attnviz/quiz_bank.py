@@ -364,8 +364,8 @@ QUIZZES = {
             ("More training steps: it had the same 250 as the two-layer model.", False,
              "Steps do not add the missing piece, a key that knows the token before it."),
             ("A key that knows its previous token, which only an earlier layer can write there.", True,
-             "One layer can find the earlier copy of the current token, but that key holds the copy "
-             "itself, not the token after it."),
+             "Even at best, one layer could only find the earlier copy of the current token, and that "
+             "key holds the copy itself, not the token after it."),
             ("The ability to attend to positions earlier than the previous one.", False,
              "One layer of attention can look at any earlier position."),
             ("A larger vocabulary, so that tokens repeat less often by chance.", False,
@@ -381,7 +381,8 @@ QUIZZES = {
              "The circuit formed there: their halfway steps were within 25 steps of the loss's, on "
              "each of notebook 07's seeds."),
             ("The first segment of each sequence became predictable.", False,
-             "Its tokens are random; only the repeat can be learned.")),
+             "Its tokens are random, so they stay nearly unpredictable (at best a model rules out the "
+             "tokens already seen); the loss that dropped is the repeat's.")),
     ],
     "08": [
         _mc("On the repeat task, why does the first half's loss stay near log 16 however long you train?",

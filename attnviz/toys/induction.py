@@ -5,7 +5,8 @@ the sequence (``a b c d a b c d a b ...``). Once the segment has been seen, ever
 predictable, but only by content: "find the earlier occurrence of my token, and predict the token
 that followed it". Position alone cannot do it, because the period changes from one sequence to the
 next. A two-layer attention-only :class:`attnviz.gpt.TinyGPT` learns it with two heads that compose
-(Olsson et al. 2022, "In-context Learning and Induction Heads"): a layer-0 *previous-token head*
+(Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits"; Olsson et al. 2022, "In-context
+Learning and Induction Heads"): a layer-0 *previous-token head*
 copies each position's previous token into it, and a layer-1 *induction head* matches its own token
 against those copies, so it attends to the position just after the earlier occurrence.
 
