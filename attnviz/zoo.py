@@ -1129,6 +1129,30 @@ class StepCacheLayerMixedUp(DecodeStep):
         return past_keys, past_values
 
 
+class StepCacheLayerNotAdvanced(DecodeStep):
+    """The recipe's steps, with the layer index set once and never advanced."""
+
+    def __call__(self, model, tokens, cache):
+        past = 0 if cache is None else cache[0][0].shape[-2]
+        x = self.embed(model, tokens, past)                          # (batch, n_new, d_model)
+        new_cache = [] if cache is None else list(cache)             # a new list: the given cache stays
+        layer = 0
+        for block in model.blocks:                                           # BUG: enumerate(model.blocks)
+            attention, block_input = block.attention, x
+            normed = self.norm_attention(block, x)
+            query = self.split(attention.W_q(normed), model.n_heads)           # (batch, h, n_new, d)
+            key = self.split(attention.W_k(normed), model.n_kv_heads)          # (batch, h_kv, n_new, d)
+            value = self.split(attention.W_v(normed), model.n_kv_heads)
+            kept = new_cache[layer] if layer < len(new_cache) else None        # this layer's entry so far
+            key, value = self.append(kept, key, value)                         # (batch, h_kv, n_all, d)
+            self.keep(new_cache, layer, kept, key, value)
+            key, value = self.share(key, value, model.n_heads // model.n_kv_heads)
+            heads = self.attend(model, query, key, value)                      # (batch, h, n_new, d)
+            x = self.add_attention(x, attention, self.merge(heads))
+            x = self.add_mlp(x, block, block_input)
+        return self.unembed(model, x), new_cache
+
+
 class StepCachePrepended(DecodeStep):
     def append(self, kept, key, value):
         if kept is not None:
@@ -1240,6 +1264,7 @@ DECODING_BUGS = {
     "values_from_cached_keys": StepValuesFromCachedKeys(),
     "cache_low_precision": StepCacheLowPrecision(),
     "cache_layer_mixed_up": StepCacheLayerMixedUp(),
+    "cache_layer_not_advanced": StepCacheLayerNotAdvanced(),
     "cache_prepended": StepCachePrepended(),
     "last_position_only": StepLastPositionOnly(),
     "causal_offset_negated": StepCausalOffsetNegated(),

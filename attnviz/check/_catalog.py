@@ -709,6 +709,16 @@ _ENTRIES = [
         "past_keys, past_values = cache[layer]   # this layer's own entry, not cache[0]",
     ),
     Bug(
+        "cache_layer_not_advanced",
+        "Every block appends to the same layer's cache entry: the layer index is set once before the loop "
+        "over the blocks and never advances (cache.append(0, ...), or layer = 0 and no enumerate), so "
+        "a later block attends to the earlier blocks' keys and values as well as its own.",
+        "From the second block on every position's logits are off, on the prefill already; the cache "
+        "holds a single entry with every layer's keys one after another (n_layers times as many "
+        "positions as the text), and the next step's positions start after all of them.",
+        "for layer, block in enumerate(model.blocks):   # each block appends to its own entry: cache[layer]",
+    ),
+    Bug(
         "first_block_only",
         "Only the first block runs: the return statement sits inside the loop over the blocks (one "
         "indent too deep), or the loop goes over model.blocks[:1].",

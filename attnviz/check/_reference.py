@@ -525,7 +525,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     (x = norm_mlp(x), then x + mlp(x)), 'unnormed' (x + mlp(x)), 'skipped' (no MLP at all) and
     'parallel' (the MLP reads the block's input, not the stream attention wrote to);
     ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values);
-    ``layer_read``: 'own' (cache[layer]), or the bugs 'first' (every layer reads cache[0]), 'last'
+    ``layer_read``: 'own' (cache[layer]), or the bugs 'shared' (every layer appends to entry 0 and
+    attends to all it holds: a layer index that never advances), 'first' (every layer reads cache[0]), 'last'
     (every layer reads the last layer's entry: a cache list built as [[None, None]] * n_layers, one
     list aliased) and 'reversed' (layer i reads layer n_layers - 1 - i's: entries read back with pop());
     ``blocks``: None (every block), or the bug of a number of blocks (1: a return inside the loop);
@@ -562,8 +563,10 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         key, value = split(parts.W_k(for_k), h_kv), split(parts.W_v(for_v), h_kv)
         if kept_in is not None:
             key, value = key.to(kept_in).to(key.dtype), value.to(kept_in).to(value.dtype)
-        read = {"own": layer, "first": 0, "last": len(model.blocks) - 1,     # [[...]] * n_layers: aliased
+        read = {"own": layer, "first": 0, "shared": 0, "last": len(model.blocks) - 1,  # [[...]] * n_layers
                 "reversed": len(model.blocks) - 1 - layer}[layer_read]        # read back with list.pop()
+        if layer_read == "shared" and layer > 0:                        # the entry the last layer grew
+            cache = kept[-1:]
         if cache is not None:
             key_all = torch.cat([cache[read][0], key], dim=-2)          # (batch, h_kv, n_all, d)
             value_all = torch.cat([cache[read][0 if values_from == "keys" else 1], value], dim=-2)
@@ -580,6 +583,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         out = parts.W_o(mixed) if project_out else mixed
         x = out if residual == "none" else x + out
         x = _add_mlp(mlp, block.mlp, norm_mlp, x, block_input)
+    if layer_read == "shared":                                          # one entry, every layer's in it
+        kept = kept[-1:]
     return (model.unembed(x) if final_norm else model.unembedding(x)), kept
 
 
@@ -651,6 +656,7 @@ PREFILL_VARIANTS = {
     "final_norm_skipped": [_step(final_norm=False)],
     "attention_norm_skipped": [_step(projected=how) for how in ("raw", "raw_kv", "raw_q", "raw_v")],
     "first_block_only": [_step(blocks=1)],
+    "cache_layer_not_advanced": [_step(layer_read="shared")],
     "attention_residual_missing": [_step(residual="none")],
     "residual_from_normed": [_step(residual="normed"), _step(mlp="normed"),
                              _step(residual="normed", mlp="normed")],

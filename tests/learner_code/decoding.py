@@ -1594,6 +1594,45 @@ def first_block_sliced(model, tokens, cache):
     return model.unembed(x), layers
 
 
+def one_counter_for_all_layers(model, tokens, cache):
+    """The library's KVCache, with a layer counter the learner meant to bump at the end of the loop."""
+    kv = gpt.KVCache() if cache is None else cache.copy()
+    x = model.embed(tokens, kv.length)
+    i = 0
+    for blk in model.blocks:
+        h = blk.norm_attention(x)
+        q = split_heads(blk.attention.W_q(h), model.n_heads)
+        k, v = kv.append(i, split_heads(blk.attention.W_k(h), model.n_kv_heads),
+                         split_heads(blk.attention.W_v(h), model.n_kv_heads))
+        reps = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(reps, 1), v.repeat_interleave(reps, 1),
+                                           attn_mask=gpt.decoding_mask(tokens.shape[1], k.shape[-2]))
+        x = x + blk.attention.W_o(merge_heads(o))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), kv
+
+
+def stack_of_one_slot(model, tokens, cache):
+    """A dict {"k": tensor, "v": tensor}: every block concatenates onto the same two tensors."""
+    n_past = 0 if cache is None else cache["k"].shape[2]
+    x = model.embed(tokens, n_past)
+    store = None if cache is None else dict(cache)
+    for block in model.blocks:
+        att = block.attention
+        z = block.norm_attention(x)
+        q = _heads(att.W_q(z), model.n_heads)
+        k, v = _heads(att.W_k(z), model.n_kv_heads), _heads(att.W_v(z), model.n_kv_heads)
+        if store is not None:
+            k, v = torch.cat((store["k"], k), 2), torch.cat((store["v"], v), 2)
+        store = {"k": k, "v": v}
+        group = model.n_heads // model.n_kv_heads
+        w = (q @ k.repeat_interleave(group, 1).transpose(2, 3)) / math.sqrt(model.d_head)
+        w = w.masked_fill(~_bottom_right(q.shape[2], k.shape[2]), float("-inf")).softmax(-1)
+        x = x + att.W_o(_unheads(w @ v.repeat_interleave(group, 1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), store
+
+
 _POSITIONS = {"next": 0}
 
 
@@ -2270,6 +2309,8 @@ CASES = [
     Case("attention_only_blocks", attention_only_blocks, "mlp_skipped"),
     Case("return_inside_loop", return_inside_loop, "first_block_only"),
     Case("first_block_sliced", first_block_sliced, "first_block_only"),
+    Case("one_counter_for_all_layers", one_counter_for_all_layers, "cache_layer_not_advanced"),
+    Case("stack_of_one_slot", stack_of_one_slot, "cache_layer_not_advanced"),
     Case("positions_in_a_global", positions_in_a_global, "state_outside_cache"),
     Case("positions_on_the_function", positions_on_the_function, "state_outside_cache"),
     Case("aliased_layer_slots", aliased_layer_slots, "cache_layer_mixed_up"),
