@@ -436,6 +436,10 @@ def test_causal_mask_problems():
     # a triangle sliced from a fixed 8 x 8 one: named, with the size where it stops
     fixed = check_causal_mask(lambda n: torch.ones(8, 8, dtype=torch.bool).tril()[:n, :n])
     assert fixed.bug == "mask_fixed_size" and "Right for every n up to 8" in repr(fixed)
+    # nanoGPT's buffer of 256 positions, sliced: n = 300 finds it
+    buffer = torch.ones(256, 256, dtype=torch.bool).tril()
+    nanogpt = check_causal_mask(lambda n: buffer[:n, :n])
+    assert nanogpt.bug == "mask_fixed_size" and "Right for every n up to 256" in repr(nanogpt)
     stub = check_causal_mask(lambda n: (_ for _ in ()).throw(NotImplementedError("use tril")))
     assert stub.status == "not_implemented"
 

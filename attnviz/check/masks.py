@@ -24,8 +24,8 @@ from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
 
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
-_CAUSAL_SIZES = (4, 1, 6, 40)   # 4 first (a verdict's example); 40: longer than a triangle built once at a
-                                # fixed size and sliced
+_CAUSAL_SIZES = (4, 1, 6, 40, 300)  # 4 first (a verdict's example); 40 and 300: longer than a triangle
+                                    # built once at a fixed size and sliced (nanoGPT's buffer is often 256)
 _RECTANGLES = ((3, 5), (5, 3))  # tried when the function takes (n_q, n_k)
 _PADDING_CASES = (([2, 5, 1, 3], 5), ([4, 0], 4), ([2, 3, 1], 6))  # batch != n; the last max(lengths) < n
 _CAUSAL_FIX = "torch.ones(n, n, dtype=torch.bool).tril()"
@@ -301,7 +301,7 @@ def _run(spec, fn, probes, time_limit):
 
 
 def _causal_passed(t):
-    tried = "n = 1, 4, 6 and 40" + (" and (n_q, n_k) = (3, 5), (5, 3)" if t.pairs("rectangle") else "")
+    tried = "n = 1, 4, 6, 40 and 300" + (" and (n_q, n_k) = (3, 5), (5, 3)" if t.pairs("rectangle") else "")
     return _verdict.passed("check_causal_mask", f"correct for {tried}.",
                            ["Each query sees itself and every earlier position, nothing later."])
 
@@ -329,7 +329,7 @@ CAUSAL = Spec(
 def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(n) -> (n, n)`` bool causal mask: query i may attend to keys j <= i (True = may attend).
 
-    Tried with n = 1, 4, 6 and 40; if ``fn`` also takes ``(n_q, n_k)``, with (3, 5) and (5, 3) too
+    Tried with n = 1, 4, 6, 40 and 300; if ``fn`` also takes ``(n_q, n_k)``, with (3, 5) and (5, 3) too
     (the triangle starts at the top-left corner, like ``attnviz.causal_mask``). Returns a
     :class:`CheckResult`.
     """
