@@ -155,7 +155,7 @@ def test_the_top_left_text_does_not_claim_is_causal_was_used():
 
 def _written_step(n_new_axis=1, repeat=True):
     """A cached step written from the model's pieces; n_new read from ``tokens.shape[n_new_axis]``, the
-    shared key/value heads repeated or not."""
+    shared key/value heads repeated or not (or "twice": before caching and again to attend)."""
     from attnviz.mha import merge_heads, split_heads
 
     def step(model, tokens, cache):
@@ -168,6 +168,8 @@ def _written_step(n_new_axis=1, repeat=True):
             q = split_heads(parts.W_q(normed), model.n_heads)
             k = split_heads(parts.W_k(normed), model.n_kv_heads)
             v = split_heads(parts.W_v(normed), model.n_kv_heads)
+            if repeat == "twice":                   # repeated for the query heads before caching, too
+                k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             if cache is not None:
                 k, v = torch.cat([cache[layer][0], k], dim=-2), torch.cat([cache[layer][1], v], dim=-2)
             kept.append((k, v))
@@ -191,6 +193,41 @@ def test_sizes_from_the_wrong_axis_are_said_in_plain_words():
     heads = check_decoding_step(_written_step(repeat=False))
     assert heads.bug is None and "query heads met" in heads.headline and "key/value heads" in heads.headline
     assert "repeat_interleave" in heads.fix and "enable_gqa=True" in heads.fix
+    # repeated before caching and again to attend: 6 query heads meet 18 key/value heads
+    twice = check_decoding_step(_written_step(repeat="twice"))
+    assert twice.bug == "cache_holds_repeated_heads", twice
+    assert "6 query heads met 18 key/value heads" in repr(twice)
+    assert "once before they were cached" in repr(twice)
+
+
+def test_a_step_that_caches_the_tokens_and_recomputes_is_told_it_caches_no_keys_or_values():
+    """Right logits from the pieces, but the 'cache' is the token history: no KV cache at all."""
+    from attnviz.mha import merge_heads, split_heads
+
+    def recompute_from_tokens(model, tokens, cache):
+        seen = tokens if cache is None else torch.cat([cache, tokens], dim=1)
+        group = model.n_heads // model.n_kv_heads
+        x = model.embed(seen, 0)
+        for block in model.blocks:
+            normed, parts = block.norm_attention(x), block.attention
+            q = split_heads(parts.W_q(normed), model.n_heads)
+            k = split_heads(parts.W_k(normed), model.n_kv_heads).repeat_interleave(group, dim=1)
+            v = split_heads(parts.W_v(normed), model.n_kv_heads).repeat_interleave(group, dim=1)
+            heads = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            x = x + parts.W_o(merge_heads(heads))
+            x = x + block.mlp(block.norm_mlp(x))
+        return model.unembed(x)[:, -tokens.shape[1]:], seen
+
+    result = check_decoding_step(recompute_from_tokens)
+    assert not result.passed and result.bug is None, result
+    assert "holds no keys or values" in result.headline
+    assert "a tensor of shape (2, 4) of int64" in repr(result) and result.fix.startswith("new_cache.append")
+    # the same step, its tokens kept in a list beside a float tensor: not said (it may be a cache)
+    def beside_floats(model, tokens, cache):
+        logits, seen = recompute_from_tokens(model, tokens, None if cache is None else cache[0])
+        return logits, [seen, torch.zeros(1)]
+
+    assert "holds no keys or values" not in check_decoding_step(beside_floats).headline
 
 
 # ---- what happened, in the headline --------------------------------------------------------------

@@ -850,7 +850,8 @@ _ENTRIES = [
         "caching): n_heads of them instead of n_kv_heads.",
         "The logits can still be right, but the cache takes n_heads / n_kv_heads times the memory it "
         "needs, the very saving grouped-query attention is for; joined with new keys that are not "
-        "repeated, torch.cat refuses (sizes n_heads and n_kv_heads).",
+        "repeated, torch.cat refuses (sizes n_heads and n_kv_heads), and repeated once more to attend, "
+        "they are too many for the query heads.",
         "new_cache.append((key, value))   # the n_kv_heads heads; repeat_interleave(group, dim=1) only to "
         "attend",
     ),

@@ -253,6 +253,22 @@ def _summary(cache, truth):
     return out
 
 
+def _holds_no_floats(obj, depth=0):
+    """Whether ``obj`` is plainly free of floating-point tensors: None, a number, a string, an integer
+    tensor, or lists, tuples and dicts of those. Any other object counts as unknown (False)."""
+    if depth > 5:
+        return False
+    if obj is None or isinstance(obj, (bool, int, str)):
+        return True
+    if isinstance(obj, torch.Tensor):
+        return not (obj.is_floating_point() or obj.is_complex())
+    if type(obj) in (list, tuple):
+        return len(obj) <= 64 and all(_holds_no_floats(item, depth + 1) for item in obj)
+    if type(obj) is dict:
+        return len(obj) <= 64 and all(_holds_no_floats(item, depth + 1) for item in obj.values())
+    return False
+
+
 def _describe_value(value):
     if value is None:
         return "None"
@@ -297,6 +313,9 @@ def _steps(fn, setup):
                 return out
             state[probe.name] = value[1]
             snapshots[probe.name] = _snapshot(value[1])
+            out["cache_floats"] = 0 if _holds_no_floats(value[1]) else None
+            dtype = f" of {str(value[1].dtype)[6:]}" if isinstance(value[1], torch.Tensor) else ""
+            out["cache_is"] = _describe_value(value[1]) + dtype
             out["value"] = to_plain(value[0])
             if probe.kind in ("prefill", "cached") and not probe.facts["batch_one"]:
                 out["summary"] = _summary(value[1], truth)
@@ -322,7 +341,8 @@ def _read(step, probe):
     logits = rebuild(value["value"])
     tensor = logits if isinstance(logits, torch.Tensor) else None
     ans = Answer(output=tensor, modified=tuple(value["modified"]),
-                 extra={"summary": value.get("summary"), "given_changed": value.get("given_changed")})
+                 extra={"summary": value.get("summary"), "given_changed": value.get("given_changed"),
+                        "cache_floats": value.get("cache_floats"), "cache_is": value.get("cache_is")})
     if not isinstance(logits, torch.Tensor):
         what = logits.what if isinstance(logits, Odd) else f"a {type(logits).__name__}"
         ans.complaint = (f"returned the logits as {what}, not a torch.Tensor: return (logits, cache) with "
@@ -543,6 +563,14 @@ def _sizes_met(t):
                  "causal mask. With a batch of one such a step may run, and be wrong."],
                 fix="batch, n_new = tokens.shape   # n_new = tokens.shape[1]; tokens.shape[0] is the batch",
             )
+        if met == {n_heads, n_heads * (n_heads // n_kv)}:
+            group = n_heads // n_kv
+            return t.bug("cache_holds_repeated_heads", f"{t.spec.subject} raised {ans.error['type']} on "
+                         f"{probe.name}", [
+                             t.describe(probe, ans),
+                             f"{n_heads} query heads met {n_heads * group} key/value heads: the model's "
+                             f"{n_kv} key/value heads were repeated twice ({group} times each time), once "
+                             f"before they were cached and again to attend."])
         if met == {n_heads, n_kv}:
             return t.problem(
                 f"{t.spec.subject} raised {ans.error['type']} on {probe.name}: {n_heads} query heads met "
@@ -592,6 +620,24 @@ def _repeated_heads(t):
     return None
 
 
+def _nothing_cached(t):
+    """Every piece right, but every cache the step returned is plainly free of floating-point tensors
+    (:func:`_holds_no_floats`): it keeps the tokens (or nothing) and runs the whole text through the
+    model on every call."""
+    extras = [(p, a.extra or {}) for p, a in t.pairs() if p.kind in ("prefill", "cached")]
+    if not extras or any(extra.get("cache_floats") != 0 for _, extra in extras):
+        return None
+    probe, extra = extras[0]
+    return t.problem(
+        "every piece's logits are right, but the cache your step returns holds no keys or values.",
+        [f"After {probe.name}, your step returned as its cache {extra['cache_is']}: no floating-point "
+         "tensor, so no layer's keys and values. Each call then runs the whole text through the model "
+         "again: right, but no faster than having no cache, which is what a KV cache is there to avoid."],
+        fix="new_cache.append((key, value))   # each layer's keys and values, (batch, n_kv_heads, positions, "
+            "d_head); only the new tokens go through the blocks",
+    )
+
+
 def _passed(t):
     return _verdict.passed(NAME, "every piece's logits equal a full recomputation.", [_PASSED] + t.notes)
 
@@ -606,6 +652,7 @@ CACHED_RULES = (
     Rule("no_known_bug", "wrong", no_known_bug),
     Rule("cache_modified_in_place", "right", _branch),
     Rule("cache_holds_repeated_heads", "right", _repeated_heads),
+    Rule("nothing_cached", "right", _nothing_cached),
     Rule("passed", "right", _passed),
 )
 """The second stage's rules (main probes: the cached steps)."""
