@@ -230,6 +230,17 @@ def causal_when_no_mask(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def causal_added_to_mask(q, k, v, mask=None):
+    """A causal triangle of its own on every call (nanoGPT's buffer), and the mask given on top."""
+    scores = _scaled_scores(q, k)
+    causal = torch.ones(scores.shape[-2:], dtype=torch.bool).tril()
+    scores = scores.masked_fill(_blocked(causal), torch.finfo(scores.dtype).min)   # BUG: only a given mask
+    if mask is not None:
+        scores = scores.masked_fill(_blocked(mask), torch.finfo(scores.dtype).min)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def additive_mask_wrong(q, k, v, mask=None):
     """The bool mask is added as numbers (1 where allowed), which blocks nothing."""
     scores = _scaled_scores(q, k)
@@ -368,6 +379,7 @@ ATTENTION_BUGS = {
         gradient_blocked, dtype_changed, batch_one_only, squeeze_drops_batch, output_and_weights_swapped,
         mask_transposed, mask_axis_misplaced, weights_transposed, softmax_sum_not_kept, mask_boolean_indexed,
         key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked, causal_when_no_mask,
+        causal_added_to_mask,
     )
 }
 """Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the

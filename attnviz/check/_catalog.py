@@ -447,6 +447,15 @@ _ENTRIES = [
         "   # no mask: nothing blocked",
     ),
     Bug(
+        "causal_added_to_mask",
+        "A causal triangle of your own is always applied, and the mask you are given on top of it (a "
+        "causal buffer as in nanoGPT's attention, registered once and used on every call).",
+        "Right for a causal mask; with no mask each query also loses the keys after it, and with any "
+        "other mask (padding, a key vector) it loses them on top of what that mask blocks.",
+        "if mask is not None: scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"
+        "   # only the mask you are given: no causal triangle of your own",
+    ),
+    Bug(
         "mask_ignored",
         "The mask is accepted but never applied to the scores.",
         "The output equals attention without a mask: every query attends to every key, blocked "

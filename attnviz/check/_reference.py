@@ -94,6 +94,14 @@ def _scaled(scale):
     return lambda q, k, v, mask: _finish(q @ _t(k) * scale(q, k, v), mask, v)[0]
 
 
+def _causal_and(dead):
+    """Attention under a causal triangle of its own and the given mask together; ``dead``: what a row
+    they block entirely gives (see :func:`_finish`)."""
+    def attend(q, k, v, m):
+        return attention(q, k, v, causal(q.shape[-2], k.shape[-2]) & (True if m is None else m), dead=dead)[0]
+    return attend
+
+
 def _fills(make):
     """The same variant with a -inf fill (a fully masked row NaN, or zero as PyTorch's fused function
     gives) and a finite finfo.min fill (a fully masked row uniform)."""
@@ -247,6 +255,9 @@ ATTENTION_VARIANTS = {
     ],
     "causal_when_no_mask": [
         lambda q, k, v, m: attention(q, k, v, causal(q.shape[-2], k.shape[-2]) if m is None else m)[0]
+    ],
+    "causal_added_to_mask": [       # a causal buffer of its own (nanoGPT's), and the mask given on top;
+        _causal_and(dead) for dead in ("uniform", "zero", "nan")   # the rows the two block together
     ],
     "mask_after_softmax": [
         _after_softmax(lambda w, m: w * m),
@@ -639,7 +650,7 @@ PREFILL_VARIANTS = {
     bug_id: [_step(attend=fn) for fn in fns] + _STEP_ONLY.get(bug_id, [])
     for bug_id, fns in ATTENTION_VARIANTS.items()
     # with no mask argument, a step that never masks is causal_mask_missing; a causal mask is right here
-    if bug_id not in ("mask_ignored", "mask_replaced_by_causal")
+    if bug_id not in ("mask_ignored", "mask_replaced_by_causal", "causal_added_to_mask")
 } | {
     "heads_split_without_transpose": [
         _step(split=_split_no_transpose),

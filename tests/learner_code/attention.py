@@ -968,6 +968,20 @@ def causal_by_default(q, k, v, mask=None):
     return weights @ v, weights
 
 
+_TRIANGLE = torch.tril(torch.ones(64, 64)).view(1, 1, 64, 64)   # like a GPT's registered buffer
+
+
+def gpt_buffer_and_mask(q, k, v, mask=None):
+    """A causal buffer built once (nanoGPT style), sliced to the scores, then the given mask too."""
+    T, S = q.size(-2), k.size(-2)
+    att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+    att = att.masked_fill(_TRIANGLE[0, 0, :T, :S] == 0, torch.finfo(att.dtype).min)
+    if mask is not None:
+        att = att.masked_fill(mask.logical_not(), torch.finfo(att.dtype).min)
+    att = F.softmax(att, dim=-1)
+    return att @ v, att
+
+
 def fused_causal_without_mask(q, k, v, mask=None):
     """F.scaled_dot_product_attention with is_causal=True whenever no mask is passed."""
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
@@ -1222,6 +1236,7 @@ CASES = [
     Case("own_tril_when_masked", own_tril_when_masked, "mask_replaced_by_causal"),
     Case("causal_by_default", causal_by_default, "causal_when_no_mask"),
     Case("fused_causal_without_mask", fused_causal_without_mask, "causal_when_no_mask"),
+    Case("gpt_buffer_and_mask", gpt_buffer_and_mask, "causal_added_to_mask"),
     Case("all_true_by_default", all_true_by_default, PASS),
     Case("rows_over_the_keys", rows_over_the_keys, FAIL),
     # correct

@@ -1055,6 +1055,22 @@ class BertAdditiveMask(Linears):
         return self.W_o(context.transpose(1, 2).reshape(b, t, dm))
 
 
+class CausalBufferToo(Linears):
+    """A GPT block's attention: a causal buffer registered in __init__, combined with the mask given."""
+
+    def __init__(self, d_model, n_heads, block_size=32):
+        super().__init__(d_model, n_heads)
+        self.register_buffer("tri", torch.ones(block_size, block_size, dtype=torch.bool).tril())
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        allowed = self.tri[:t, :t] if mask is None else self.tri[:t, :t] & mask
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+        return self.W_o(out.transpose(1, 2).reshape(b, t, dm))
+
+
 class HandSoftmaxMaxFirst(Linears):
     """A softmax by hand, stable by the row's max, with the mask as a 0/1 factor on the exps."""
 
@@ -1190,6 +1206,7 @@ CASES = [
     Case("additive_half_min", AdditiveHalfMin, PASS),
     Case("bert_additive_mask", BertAdditiveMask, "additive_mask_too_small"),
     Case("hand_softmax_max_first", HandSoftmaxMaxFirst, "softmax_max_over_blocked"),
+    Case("causal_buffer_too", CausalBufferToo, "causal_added_to_mask"),
     Case("hand_softmax_masked_first", HandSoftmaxMaskedFirst, PASS),
     Case("additive_dtype_min", AdditiveDtypeMin, "fill_overflows_float16",
          note="float16's minimum plus a score below -16 is -inf: a fully masked position is NaN"),
