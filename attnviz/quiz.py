@@ -74,6 +74,16 @@ def quiz_text(notebook, answers: bool = False) -> str:
 _CDN = "https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-svg.js"
 
 
+def _lettered(questions):
+    """The questions with each option headed a), b), c), ... as in :func:`quiz_text`'s answer key, so a
+    room can be asked "who picks c?" whatever the grid the options are laid out in."""
+    def headed(options):
+        return [{**option, "answer": f"{letter}) {option['answer']}"}
+                for letter, option in zip("abcdefgh", options, strict=False)]
+
+    return [{**question, "answers": headed(question["answers"])} for question in questions]
+
+
 def quiz_javascript_and_html(notebook, *, shuffle_answers: bool = False):
     """The (html, javascript) pair that :func:`show_quiz` displays; kept separate so it can be tested."""
     import random
@@ -84,7 +94,8 @@ def quiz_javascript_and_html(notebook, *, shuffle_answers: bool = False):
 
     div_id = "".join(random.choice(string.ascii_letters) for _ in range(12))
     colours = {**_DEFAULT_COLOURS, **_COLOURS}
-    prefix, static, url = load_questions_script(list(_bank(notebook)), div_id)
+    questions = list(_bank(notebook)) if shuffle_answers else _lettered(_bank(notebook))
+    prefix, static, url = load_questions_script(questions, div_id)
     page = render_div(div_id, False, shuffle_answers, False, 1_000_000, 760, 10, "left")
     page += build_styles(div_id, colours)
     script = "var MathJax;\n" + build_script(prefix, static, url, div_id, True).replace(_CDN, "")
@@ -94,9 +105,9 @@ def quiz_javascript_and_html(notebook, *, shuffle_answers: bool = False):
 def show_quiz(notebook, *, shuffle_answers: bool = False):
     """Display the auto-marked quiz for notebook ``"01"`` .. ``"06"`` (an int works too).
 
-    Options appear in a fixed order unless ``shuffle_answers`` (so a teacher
-    projecting it can say "option 2"). Without jupyterquiz the questions are
-    printed as text.
+    Options appear in a fixed order, headed a), b), c), ... as in ``quiz_text(notebook, answers=True)``
+    (so a teacher projecting it can ask "who picks c?"), unless ``shuffle_answers`` (then without
+    letters). Without jupyterquiz the questions are printed as text.
     """
     _bank(notebook)
     try:

@@ -247,8 +247,9 @@ QUIZZES = {
             ("Each head looks at its own stretch of the sequence.", False,
              "Every head sees every position; heads differ in which features they compare.")),
         _mc("Why are heads nearly free?",
-            ("All heads share one set of projection weights, so they add no parameters.", False,
-             "Each head has its own slice of W_q, W_k and W_v."),
+            ("All heads use the same rows of W_q, W_k and W_v, so one head's work serves them all.", False,
+             "Each head has its own slice of W_q, W_k and W_v, so the heads compute different patterns; "
+             "together the slices are one d_model x d_model matrix, which is why heads add no parameters."),
             ("Each head works in d_model / n_heads features: together they cost about one full head.", True,
              "The width is split, not multiplied."),
             ("Only the most confident head is run at inference time.", False, "All heads run, every time."),

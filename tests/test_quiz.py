@@ -137,3 +137,17 @@ def test_the_right_answer_is_not_given_away_by_its_length():
             right = max(len(a["answer"]) for a in question["answers"] if a["correct"])
             longest_wrong = max(len(a["answer"]) for a in question["answers"] if not a["correct"])
             assert right <= 1.3 * longest_wrong, (notebook, question["question"])
+
+
+def test_projected_options_carry_the_answer_keys_letters_unless_shuffled():
+    """jupyterquiz lays options out in a grid, so "the second one" is ambiguous: each option is headed
+    with the letter quiz_text's answer key gives it."""
+    page, script = quiz.quiz_javascript_and_html("05")
+    key = quiz.quiz_text("05", answers=True)
+    for question in QUIZZES["05"]:
+        for letter, option in zip("abcd", question["answers"], strict=False):
+            assert f"{letter}) {option['answer']}" in script, option["answer"]
+            assert f"{letter}) {quiz._plain(option['answer'])}" in key
+    _, shuffled = quiz.quiz_javascript_and_html("05", shuffle_answers=True)
+    first = QUIZZES["05"][0]["answers"][0]["answer"]
+    assert f"a) {first}" not in shuffled and first in shuffled
