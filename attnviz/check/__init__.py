@@ -15,7 +15,9 @@ every definition made there; see :mod:`._sandbox`), killed when the check's
 checkers compare with their own private reference math (:mod:`._reference`),
 not with :mod:`attnviz.core`, and name a bug by which hypothesis (the
 reference with one thing done wrong, in several styles) reproduces the
-learner's outputs on every probe. Every bug id is documented in
+learner's outputs on every probe. When a cell run after the one that defined the code checked
+also defines its name and failed (a SyntaxError, say), the verdict says which cell it checked
+(:mod:`._stale`). Every bug id is documented in
 ``docs/checkers.md`` (generated from :mod:`._catalog`), which also says how to
 add one.
 

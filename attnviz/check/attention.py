@@ -20,6 +20,7 @@ from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
+from ._stale import with_stale_note
 
 __all__ = ["check_attention"]
 
@@ -379,6 +380,7 @@ SPEC = Spec(
 )
 
 
+@with_stale_note
 @in_neutral
 def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     """Check a learner's scaled dot-product attention ``fn(q, k, v, mask=None)``.

@@ -43,6 +43,7 @@ from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, n
 from ._rules import hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
 from ._sandbox import to_plain
+from ._stale import with_stale_note
 
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
@@ -681,6 +682,7 @@ SPEC = Spec(
 the pass."""
 
 
+@with_stale_note
 @in_neutral
 def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(model, tokens, cache) -> (logits, cache)`` against full recomputation.

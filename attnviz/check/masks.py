@@ -21,6 +21,7 @@ from ._engine import Probe, Rule, Spec, dtype_name, run_check
 from ._reference import causal, in_neutral, padding
 from ._rules import rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
+from ._stale import with_stale_note
 
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
@@ -325,6 +326,7 @@ CAUSAL = Spec(
 )
 
 
+@with_stale_note
 @in_neutral
 def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(n) -> (n, n)`` bool causal mask: query i may attend to keys j <= i (True = may attend).
@@ -385,6 +387,7 @@ PADDING = Spec(
 )
 
 
+@with_stale_note
 @in_neutral
 def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(lengths, n)`` -> bool padding mask, True for real tokens (may attend).

@@ -21,6 +21,7 @@ from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, mul
 from ._rules import rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
+from ._stale import with_stale_note
 
 __all__ = ["check_multi_head"]
 
@@ -518,6 +519,7 @@ SPEC = Spec(
 )
 
 
+@with_stale_note
 @in_neutral
 def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     """Check a learner's multi-head attention class.

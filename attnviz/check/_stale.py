@@ -1,0 +1,71 @@
+"""Whether the code a check is handed is the learner's latest: a note when a newer cell failed.
+
+A learner fixes an exercise cell, runs it, gets a SyntaxError (or any error before the ``def``
+finishes), and runs the check cell: the name still holds the *previous* definition, so the verdict is
+about code no longer on screen. IPython keeps every cell's text in the list ``In`` in the kernel's
+``__main__`` namespace, and every cell's code in :mod:`linecache` under the file name its functions
+carry; comparing the two says which cell made the object checked and whether a later cell tried to
+define the same name. Read without importing IPython (the checkers' layer must not); outside a kernel
+(plain Python, pytest) there is no ``In`` and no note.
+"""
+
+from __future__ import annotations
+
+import functools
+import linecache
+import re
+import sys
+import types
+
+__all__ = ["stale_note", "with_stale_note"]
+
+
+def _name_and_code(obj):
+    """``(name, code)``: a plain function's, or a class's and the code of its first own method; (None,
+    None) for anything else. Read without calling the learner's code: no ``getattr`` on an object
+    whose class the learner wrote (its ``__getattr__`` could hang the kernel)."""
+    if type(obj) is types.FunctionType:
+        return obj.__name__, obj.__code__
+    if issubclass(type(obj), type):
+        name = type.__dict__["__name__"].__get__(obj, type(obj))
+        for member in type.__dict__["__dict__"].__get__(obj, type(obj)).values():
+            if type(member) is types.FunctionType:
+                return name, member.__code__
+    return None, None
+
+
+def stale_note(obj) -> str | None:
+    """Words for the verdict when a cell run after the one that defined ``obj`` also defines its name
+    (so that run did not finish defining it); None when ``obj`` is the latest, or when it cannot tell."""
+    try:
+        history = getattr(sys.modules.get("__main__"), "In", None)
+        name, code = _name_and_code(obj)
+        if type(history) is not list or code is None or not name.isidentifier():
+            return None
+        made_by = "".join(linecache.getlines(code.co_filename)).strip()
+        if not made_by:
+            return None
+        defines = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE)
+        cells = [(i, text) for i, text in enumerate(history) if isinstance(text, str)]
+        made = [i for i, text in cells if text.strip() == made_by]
+        tried = [i for i, text in cells if defines.search(text)]
+        if not made or not tried or tried[-1] <= made[-1]:
+            return None
+        return (f"This checked the {name} your cell [{made[-1]}] defined. Cell [{tried[-1]}], run after it, "
+                f"also defines {name} but did not finish (an error under that cell?): fix it, run it "
+                f"again, then run this check.")
+    except Exception:  # noqa: BLE001 - a note is a courtesy; never let it break a verdict
+        return None
+
+
+def with_stale_note(check):
+    """Decorator for a public checker: the verdict's first observation is :func:`stale_note`'s words,
+    when there are any."""
+    @functools.wraps(check)
+    def wrapper(fn, *args, **kwargs):
+        result = check(fn, *args, **kwargs)
+        note = stale_note(fn)
+        if note and hasattr(result, "observed"):
+            result.observed.insert(0, note)
+        return result
+    return wrapper

@@ -1,0 +1,88 @@
+"""A verdict says so when the code it checked is not the learner's latest: a newer cell that defines
+the same name failed (a SyntaxError, say), so the name still holds the older definition."""
+
+import linecache
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+import torch
+from nbclient import NotebookClient
+
+from attnviz.check import check_causal_mask, check_multi_head
+from attnviz.check._stale import stale_note
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _define(text, filename, space):
+    """Run ``text`` as IPython runs a cell: compiled under a file name whose lines linecache holds."""
+    linecache.cache[filename] = (len(text), None, text.splitlines(True), filename)
+    exec(compile(text, filename, "exec"), space)                # noqa: S102 - the test's own cell
+
+
+@pytest.fixture
+def cells(monkeypatch):
+    """A fake kernel history: ``In`` on __main__, as IPython keeps it."""
+    history = [""]
+    monkeypatch.setattr(sys.modules["__main__"], "In", history, raising=False)
+    yield history
+    for key in [k for k in linecache.cache if k.startswith("<cell-")]:
+        del linecache.cache[key]
+
+
+OLD = "def my_causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril(-1)\n"
+BROKEN = "def my_causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril(\n"
+
+
+def test_a_failed_newer_cell_is_named_and_the_verdict_says_which_cell_it_checked(cells):
+    space = {"torch": torch}
+    _define(OLD, "<cell-1>", space)
+    cells.append(OLD)
+    cells.append(BROKEN)                                        # cell [2]: SyntaxError, nothing defined
+    note = stale_note(space["my_causal_mask"])
+    assert note.startswith("This checked the my_causal_mask your cell [1] defined. Cell [2], run after it")
+    result = check_causal_mask(space["my_causal_mask"])
+    assert result.bug == "causal_excludes_self" and result.observed[0] == note
+
+
+def test_no_note_when_the_latest_cell_defined_it_or_outside_a_kernel(cells, monkeypatch):
+    space = {"torch": torch}
+    cells.append(BROKEN)
+    _define(OLD, "<cell-2>", space)                            # the broken cell, then a good one
+    cells.append(OLD)
+    assert stale_note(space["my_causal_mask"]) is None
+    cells.append("print(my_causal_mask(3))")                  # a later cell that only uses it
+    assert stale_note(space["my_causal_mask"]) is None
+    assert stale_note(lambda n: n) is None and stale_note(torch.tril) is None
+    monkeypatch.delattr(sys.modules["__main__"], "In")
+    assert stale_note(space["my_causal_mask"]) is None
+
+
+def test_a_class_is_followed_through_its_methods(cells):
+    text = ("class MyMultiHeadAttention(torch.nn.Module):\n"
+            "    def __init__(self, d_model, n_heads):\n"
+            "        super().__init__()\n")
+    space = {"torch": torch}
+    _define(text, "<cell-1>", space)
+    cells.extend([text, "class MyMultiHeadAttention(torch.nn.Module)\n    pass\n"])
+    cls = space["MyMultiHeadAttention"]
+    assert "MyMultiHeadAttention your cell [1] defined. Cell [2]" in stale_note(cls)
+    assert check_multi_head(cls).observed[0] == stale_note(cls)
+
+
+@pytest.mark.slow
+def test_in_a_real_kernel_the_check_after_a_syntax_error_says_so():
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell(source) for source in (
+        "import torch\nfrom attnviz.check import check_causal_mask",
+        OLD,
+        BROKEN,
+        "check_causal_mask(my_causal_mask)",
+    )]
+    NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3").execute(cwd=str(ROOT))
+    assert nb.cells[2].outputs[0]["ename"] == "SyntaxError"
+    verdict = nb.cells[3].outputs[0]["data"]["text/plain"]
+    assert "causal excludes self" in verdict
+    assert "This checked the my_causal_mask your cell [2] defined. Cell [3], run after it" in verdict
