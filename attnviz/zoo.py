@@ -963,6 +963,14 @@ class StepCausalOffsetNegated(_Attend):
         return mask
 
 
+class StepMaskCachedColumnsLast(_Attend):
+    def mask(self, n_new, n_all):
+        triangle = torch.ones(n_new, n_new, dtype=torch.bool).tril()           # the new tokens' own
+        cached = torch.ones(n_new, n_all - n_new, dtype=torch.bool)              # every cached position
+        mask = torch.cat([triangle, cached], dim=1)                              # BUG: the cached ones first
+        return mask
+
+
 class StepNoCausalMask(_Attend):
     def mask(self, n_new, n_all):
         mask = torch.ones(n_new, n_all, dtype=torch.bool)                    # BUG: no causal triangle
@@ -1280,6 +1288,7 @@ DECODING_BUGS = {
     "cache_prepended": StepCachePrepended(),
     "last_position_only": StepLastPositionOnly(),
     "causal_offset_negated": StepCausalOffsetNegated(),
+    "mask_cached_columns_last": StepMaskCachedColumnsLast(),
     "keys_not_appended": StepKeysNotAppended(),
     "values_not_appended": StepValuesNotAppended(),
     "cache_wrong_axis": StepCacheWrongAxis(),

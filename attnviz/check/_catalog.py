@@ -797,6 +797,17 @@ _ENTRIES = [
         _BOTTOM_RIGHT,
     ),
     Bug(
+        "mask_cached_columns_last",
+        "The mask for new tokens after a cache is joined from two pieces in the wrong order: the new "
+        "tokens' causal triangle first, then the cached positions' columns, though the keys hold the "
+        "cached positions first (torch.cat([past_keys, key])).",
+        "Right on the prefill and for one new token at a time (its triangle is one allowed cell); in a "
+        "chunk of several new tokens after a cache, a new query is blocked from some cached positions "
+        "and sees new tokens after itself.",
+        "mask = torch.cat([torch.ones(n_new, n_all - n_new, dtype=torch.bool), torch.ones(n_new, n_new, "
+        "dtype=torch.bool).tril()], dim=1)   # the cached positions' columns first, as in the keys",
+    ),
+    Bug(
         "keys_not_appended",
         "The new values are appended to the cache but the new keys are not.",
         "The cache holds more values than keys, so the next step's weights @ values fails or pairs each "

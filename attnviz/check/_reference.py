@@ -499,6 +499,7 @@ def _decoding_mask(how, n_new, n_all, cached):
         "excludes_self": lambda: ones.tril(past - 1),
         "future_visible": lambda: ones.triu(past),
         "offset_negated": lambda: ones.tril(-past),                  # tril(n_new - n_all)
+        "cached_last": lambda: torch.cat([ones[:, :n_new].tril(), ones[:, n_new:]], dim=1),  # pieces swapped
     }
     return masks[how]()
 
@@ -701,5 +702,6 @@ CACHED_VARIANTS = {
     "values_from_cached_keys": [_step(values_from="keys")],
     "cache_layer_mixed_up": [_step(layer_read=how) for how in ("first", "last", "reversed")],
     "causal_offset_negated": _masks("offset_negated"),
+    "mask_cached_columns_last": [_step(causal_mask="cached_last")],
 }
 """Bugs that show only once there is a cache (the prefill is right)."""

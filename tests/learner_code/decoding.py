@@ -1633,6 +1633,54 @@ def stack_of_one_slot(model, tokens, cache):
     return model.unembed(x), store
 
 
+def hf_style_mask_order(model, tokens, cache):
+    """Tuples per layer and a Hugging Face style additive mask: the causal block, then zeros for the
+    past (the order of the two pieces swapped)."""
+    past = 0 if cache is None else cache[0][0].size(-2)
+    t = tokens.size(1)
+    causal = torch.full((t, t), float("-inf")).triu(1)
+    attn_bias = torch.cat([causal, torch.zeros(t, past)], dim=-1) if past else causal
+    x = model.embed(tokens, past)
+    present = []
+    for i, block in enumerate(model.blocks):
+        hid = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(hid), model.n_heads)
+        k = split_heads(block.attention.W_k(hid), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(hid), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[i][0], k], dim=-2), torch.cat([cache[i][1], v], dim=-2)
+        present.append((k, v))
+        o = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_bias, enable_gqa=True)
+        x = x + block.attention.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), tuple(present)
+
+
+def bool_mask_new_then_old(model, tokens, cache):
+    """A dict cache; the bool mask stacks the new tokens' triangle left of the cached columns."""
+    n_new = tokens.shape[1]
+    old = 0 if cache is None else cache["keys"][0].shape[2]
+    x = model.embed(tokens, old)
+    mask = torch.hstack([torch.tril(torch.ones(n_new, n_new)).bool(), torch.ones(n_new, old).bool()])
+    keys, values = [], []
+    g = model.n_heads // model.n_kv_heads
+    for layer, block in enumerate(model.blocks):
+        a = block.norm_attention(x)
+        q = _heads(block.attention.W_q(a), model.n_heads)
+        k = _heads(block.attention.W_k(a), model.n_kv_heads)
+        v = _heads(block.attention.W_v(a), model.n_kv_heads)
+        if cache is not None:
+            k = torch.cat((cache["keys"][layer], k), 2)
+            v = torch.cat((cache["values"][layer], v), 2)
+        keys.append(k)
+        values.append(v)
+        s = q @ k.repeat_interleave(g, 1).transpose(-1, -2) / math.sqrt(q.shape[-1])
+        p = s.masked_fill(~mask, torch.finfo(s.dtype).min).softmax(-1)
+        x = x + block.attention.W_o(_unheads(p @ v.repeat_interleave(g, 1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), {"keys": keys, "values": values}
+
+
 _POSITIONS = {"next": 0}
 
 
@@ -2311,6 +2359,8 @@ CASES = [
     Case("first_block_sliced", first_block_sliced, "first_block_only"),
     Case("one_counter_for_all_layers", one_counter_for_all_layers, "cache_layer_not_advanced"),
     Case("stack_of_one_slot", stack_of_one_slot, "cache_layer_not_advanced"),
+    Case("hf_style_mask_order", hf_style_mask_order, "mask_cached_columns_last"),
+    Case("bool_mask_new_then_old", bool_mask_new_then_old, "mask_cached_columns_last"),
     Case("positions_in_a_global", positions_in_a_global, "state_outside_cache"),
     Case("positions_on_the_function", positions_on_the_function, "state_outside_cache"),
     Case("aliased_layer_slots", aliased_layer_slots, "cache_layer_mixed_up"),
