@@ -62,7 +62,7 @@ LESSONS = {
             ("cell-021", "the leak, trained live (3 seeds x 2 runs)"),
             ("cell-022", "its loss chart"),
             ("cell-036", "the inverted causal mask: NaN gradient"),
-            ("cell-045", "-1e9 in float16: the error"),
+            ("cell-045", "-1e9 in float16: -inf (additive mask, where)"),
             ("cell-053", "mask explorer"),
             ("cell-058", "check_causal_mask on the learner's code"),
         ],
