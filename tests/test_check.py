@@ -371,6 +371,30 @@ def test_multi_head_a_float_head_width_is_said_in_plain_words():
     assert result.fix.startswith("self.d_k = d_model // n_heads")
 
 
+def test_multi_head_layers_of_its_own_are_told_the_projections_go_unused():
+    """The Annotated Transformer's four clones(nn.Linear) beside the exercise's W_q..W_o: forward uses
+    its own, which the checker never set, so every output is off; a backward pass shows which go
+    unused."""
+    class OwnLinears(_Split):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads)
+            self.linears = nn.ModuleList(nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+
+        def forward(self, x, mask=None):
+            self.W_q, self.W_k, self.W_v, self.W_o, saved = *self.linears, (self.W_q, self.W_k, self.W_v,
+                                                                            self.W_o)
+            try:
+                return super().forward(x, mask)
+            finally:
+                self.W_q, self.W_k, self.W_v, self.W_o = saved
+
+    result = check_multi_head(OwnLinears)
+    assert not result.passed and result.bug is None, repr(result)
+    assert "never uses self.W_q, self.W_k, self.W_v, self.W_o: in a backward pass they got no gradient" \
+        in result.headline
+    assert result.fix.startswith("q, k, v = self.W_q(x)")
+
+
 def test_multi_head_keys_projected_with_w_q_get_a_fix_that_names_w_k():
     class KeysFromWq(_Split):
         def forward(self, x, mask=None):

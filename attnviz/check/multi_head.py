@@ -380,6 +380,31 @@ def _blocked_far(t, named_only=False):
                      "the positions a query may see.", seen)
 
 
+_PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
+
+
+def projections_unused(t):
+    """Wrong outputs, and a backward pass left some of W_q, W_k, W_v, W_o without a gradient: forward
+    computes with layers of its own (the Annotated Transformer's self.linears, nanoGPT's c_attn), not
+    the ones the checker set to known weights."""
+    if all(t.right(p, a) for p, a in t.main):
+        return None
+    for _probe, ans in t.pairs():
+        unused = (ans.extra or {}).get("unused") if isinstance(ans.extra, dict) else None
+        if unused:
+            names = ", ".join(f"self.{name}" for name in unused)
+            pronoun = "they" if len(unused) > 1 else "it"
+            return t.problem(
+                f"{t.spec.subject} never uses {names}: in a backward pass {pronoun} got no gradient.",
+                [t.describe(*t.first_wrong()),
+                 "The checker sets W_q, W_k, W_v and W_o to known weights and compares with multi-head "
+                 "attention through them; layers of your own (a list of linears, one c_attn layer for "
+                 "q, k and v) hold other weights, so every output differs."],
+                fix="q, k, v = self.W_q(x), self.W_k(x), self.W_v(x); ...; return self.W_o(merged)",
+            )
+    return None
+
+
 def _backward_step(key, probe, cotangent, state):
     x, mask = probe.args["x"], probe.args["mask"]
 
@@ -397,10 +422,13 @@ def _backward_step(key, probe, cotangent, state):
         if output.grad_fn is None:
             return {"value": to_plain(value), "modified": [], "extra": {"grad": "none"}}
         (output.to(torch.float64) * cotangent).sum().backward()
+        layers = {name: getattr(module, name, None) for name in _PROJECTIONS}
+        unused = [name for name, layer in layers.items() if type(layer) is nn.Linear
+                  and layer.weight.requires_grad and layer.weight.grad is None]
         return {
             "value": to_plain(value),
             "modified": [],
-            "extra": {"grad": {"x": None if leaf.grad is None else to_plain(leaf.grad)}},
+            "extra": {"grad": {"x": None if leaf.grad is None else to_plain(leaf.grad)}, "unused": unused},
         }
 
     return step
@@ -512,7 +540,8 @@ SPEC = Spec(
     rules=rules(before={"nondeterministic": [Rule("weights_changed", "always", _weights_changed)],
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
                         "passed": [Rule("blocked_far", "right", _blocked_far)],
-                        "matmul_everywhere": [Rule("linear_wrong_width", "wrong", linear_wrong_width),
+                        "matmul_everywhere": [Rule("projections_unused", "wrong", projections_unused),
+                                              Rule("linear_wrong_width", "wrong", linear_wrong_width),
                                               Rule("head_width_fixed", "wrong", head_width_fixed),
                                               Rule("head_width_float", "wrong", head_width_float),
                                               Rule("sizes_fixed", "wrong", sizes_fixed)]}),
