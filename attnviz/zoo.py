@@ -315,6 +315,14 @@ def batch_one_only(q, k, v, mask=None):
 
 
 
+def three_dims_only(q, k, v, mask=None):
+    """d2l's torch.bmm: right for (batch, n, d) inputs only."""
+    scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(q.shape[-1])   # BUG: @ and transpose(-2, -1)
+    scores = _finite(scores, mask)
+    weights = torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def squeeze_drops_batch(q, k, v, mask=None):
     """A bare .squeeze() on the output: a batch of one loses its batch dimension."""
     weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
@@ -376,7 +384,8 @@ ATTENTION_BUGS = {
         missing_key_transpose, scale_multiplied, mask_ignored, mask_replaced_by_causal, additive_mask_wrong,
         fill_overflows_float16,
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
-        gradient_blocked, dtype_changed, batch_one_only, squeeze_drops_batch, output_and_weights_swapped,
+        gradient_blocked, dtype_changed, batch_one_only, three_dims_only, squeeze_drops_batch,
+        output_and_weights_swapped,
         mask_transposed, mask_axis_misplaced, weights_transposed, softmax_sum_not_kept, mask_boolean_indexed,
         key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked, causal_when_no_mask,
         causal_added_to_mask,

@@ -55,7 +55,8 @@ LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_
              "softmax_max_over_blocked", "causal_last_row_blocked", "padding_left_aligned",
              "causal_when_no_mask", "padding_lengths_as_pad_counts", "padding_combined_with_causal",
              "mlp_skipped", "first_block_only", "state_outside_cache",
-             "cache_layer_not_advanced", "causal_added_to_mask", "mask_cached_columns_last"}
+             "cache_layer_not_advanced", "causal_added_to_mask", "mask_cached_columns_last",
+             "three_dims_only"}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -534,6 +534,15 @@ _ENTRIES = [
         "return weights @ v   # no .double(): constants with dtype=q.dtype, torch.finfo(scores.dtype)",
     ),
     Bug(
+        "three_dims_only",
+        "The code works only for inputs with exactly one batch dimension, (batch, n, d): torch.bmm, or "
+        "transpose(1, 2) and other dimensions counted from the front (as in d2l's DotProductAttention).",
+        "Inputs of shape (batch, n, d) are right; unbatched (n, d) inputs and (batch, heads, n, d) ones "
+        "raise or go wrong.",
+        "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # @ and dimensions from the end: "
+        "any number of batch dimensions",
+    ),
+    Bug(
         "batch_one_only",
         "The code only works without batch/head dimensions in front (or for batch 1).",
         "Unbatched inputs (or a batch of one) are right; with more in the batch the call fails or mixes "

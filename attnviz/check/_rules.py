@@ -318,6 +318,26 @@ def batch_one(t):
     return None
 
 
+def three_dims(t):
+    """Right on every (batch, n, d) input, and wrong (or raised) on every input with another number of
+    dimensions: torch.bmm, or transpose(1, 2), counting dimensions from the front (d2l's style)."""
+    def dims(probe):
+        q = probe.args.get("q") if isinstance(probe.args, dict) else None
+        return q.dim() if isinstance(q, torch.Tensor) else None
+
+    main = [(p, a) for p, a in t.main if dims(p) is not None]
+    batched = [(p, a) for p, a in main if dims(p) == 3]
+    others = [(p, a) for p, a in main if dims(p) != 3]
+    if not batched or not others or not all(t.right(p, a) for p, a in batched):
+        return None
+    if any(t.right(p, a) for p, a in others):
+        return None
+    probe, ans = next((p, a) for p, a in others)
+    shown = sorted({f"{dims(p)}-D" for p, _ in others})
+    return t.bug("three_dims_only", f"{t.spec.subject} is right on (batch, n, d) inputs and wrong on "
+                 f"{' and '.join(shown)} ones", [t.describe(probe, ans)])
+
+
 def batch_of_one_dropped(t):
     """Every input right but those with a batch of one, where the output lost its batch dimension or
     the code raised: a bare squeeze()."""
@@ -475,6 +495,7 @@ RULES = (
     Rule("mask_indexed", "wrong", mask_indexed),
     Rule("hypothesis", "wrong", hypothesis),
     Rule("batch_one", "wrong", batch_one),
+    Rule("three_dims", "wrong", three_dims),
     Rule("batch_of_one_dropped", "wrong", batch_of_one_dropped),
     Rule("inputs_modified_too", "wrong", inputs_modified),
     Rule("matmul_everywhere", "wrong", matmul_everywhere),

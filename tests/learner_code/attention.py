@@ -968,6 +968,25 @@ def causal_by_default(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def d2l_bmm(q, k, v, mask=None):
+    """d2l's DotProductAttention: torch.bmm for the scores and for the blend."""
+    d = q.shape[-1]
+    scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(d)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, _fill(scores))
+    attention_weights = F.softmax(scores, dim=-1)
+    return torch.bmm(attention_weights, v), attention_weights
+
+
+def einsum_three_letters(q, k, v, mask=None):
+    """einsum with the batch letter spelled out: 'bqd,bkd->bqk'."""
+    s = torch.einsum("bqd,bkd->bqk", q, k) / math.sqrt(q.size(-1))
+    if mask is not None:
+        s = s.masked_fill(mask.logical_not(), _fill(s))
+    w = s.softmax(-1)
+    return torch.einsum("bqk,bkv->bqv", w, v), w
+
+
 _TRIANGLE = torch.tril(torch.ones(64, 64)).view(1, 1, 64, 64)   # like a GPT's registered buffer
 
 
@@ -1237,6 +1256,8 @@ CASES = [
     Case("causal_by_default", causal_by_default, "causal_when_no_mask"),
     Case("fused_causal_without_mask", fused_causal_without_mask, "causal_when_no_mask"),
     Case("gpt_buffer_and_mask", gpt_buffer_and_mask, "causal_added_to_mask"),
+    Case("d2l_bmm", d2l_bmm, "three_dims_only"),
+    Case("einsum_three_letters", einsum_three_letters, "three_dims_only"),
     Case("all_true_by_default", all_true_by_default, PASS),
     Case("rows_over_the_keys", rows_over_the_keys, FAIL),
     # correct
