@@ -98,6 +98,10 @@ def quiz_javascript_and_html(notebook, *, shuffle_answers: bool = False):
     prefix, static, url = load_questions_script(questions, div_id)
     page = render_div(div_id, False, shuffle_answers, False, 1_000_000, 760, 10, "left")
     page += build_styles(div_id, colours)
+    # code in an option keeps the option's own light look: JupyterLab Dark's rule for code in an output
+    # (a dark box) is more specific than jupyterquiz's "inherit", and left dark text on a dark box
+    page += (f"<style>#{div_id} .MCButton code {{background-color: rgba(0, 0, 0, 0.07) !important; "
+             f"color: #1f1f1f !important;}}</style>")
     script = "var MathJax;\n" + build_script(prefix, static, url, div_id, True).replace(_CDN, "")
     return page, script
 

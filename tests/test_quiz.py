@@ -151,3 +151,12 @@ def test_projected_options_carry_the_answer_keys_letters_unless_shuffled():
     _, shuffled = quiz.quiz_javascript_and_html("05", shuffle_answers=True)
     first = QUIZZES["05"][0]["answers"][0]["answer"]
     assert f"a) {first}" not in shuffled and first in shuffled
+
+
+def test_code_in_an_option_keeps_a_light_box_in_dark_themes():
+    """JupyterLab Dark's rule for code in an output is more specific than jupyterquiz's 'inherit' and
+    painted dark text on a dark box inside the light option buttons (seen in a screenshot)."""
+    page, _ = quiz.quiz_javascript_and_html("05")
+    div_id = re.search(r'<div id="(\w+)"', page).group(1)
+    assert f"#{div_id} .MCButton code {{background-color: rgba(0, 0, 0, 0.07) !important; " \
+           "color: #1f1f1f !important;}" in page
