@@ -171,7 +171,8 @@ QUIZZES = {
             "divided by?",
             ("√512 ≈ 22.6", False,
              "That divides by √d_model. A head's dot products run over its own 64 features, so their "
-             "spread is √64; dividing by √512 makes the weights too flat."),
+             "spread is √64; dividing by √512 leaves a spread of 1/√8 ≈ 0.35, set by the number of heads, "
+             "and the weights start nearly flat."),
             ("64", False, "That divides by d_k instead of √d_k, which flattens the weights."),
             ("√64 = 8", True, "Each head works in d_k = 512 / 8 = 64 features, so it divides by √64."),
             ("Nothing: the heads are small enough not to need it.", False,

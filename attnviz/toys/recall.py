@@ -12,8 +12,10 @@ The model. One attention layer and nothing else:
     scores = query · keysᵀ · scale,   scale = 1/√d_k  or  1  (the ablation)
     weights = softmax(scores over the slots);  logits = (weights @ values) W_out
 Embeddings have unit-variance entries and W_q, W_k have variance 1/d_model, so
-``query`` and ``keys`` start with unit-variance entries: exactly the setting of
-the variance argument, where unscaled scores have standard deviation √d_k.
+``query`` starts with unit-variance entries, but a slot adds two embeddings, so
+``keys`` start with entries of variance about 2. The scores therefore start with a
+standard deviation of about √(2·d_k) unscaled (about 11 at d_k = 64, not the
+variance argument's √d_k = 8) and about √2 after ÷√d_k, not 1.
 
 Torch only. Everything is seeded: the same seed gives the same data, the same
 initial weights and the same curves.
@@ -82,7 +84,8 @@ class RecallAttention(nn.Module):
         self.W_v = nn.Linear(d_model, d_k, bias=False)
         self.W_out = nn.Linear(d_k, n_values)
         for layer in (self.W_q, self.W_k, self.W_v):
-            # variance 1/d_model: unit-variance embeddings give unit-variance queries and keys
+            # variance 1/d_model: unit-variance inputs give unit-variance outputs (a slot, the sum of
+            # two embeddings, has variance 2, so its keys and values have variance about 2)
             nn.init.normal_(layer.weight, std=1.0 / math.sqrt(d_model))
 
     def forward(self, pair_keys, pair_values, query_key):
