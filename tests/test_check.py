@@ -460,6 +460,17 @@ def test_causal_mask_problems():
     # a triangle sliced from a fixed 8 x 8 one: named, with the size where it stops
     fixed = check_causal_mask(lambda n: torch.ones(8, 8, dtype=torch.bool).tril()[:n, :n])
     assert fixed.bug == "mask_fixed_size" and "Right for every n up to 8" in repr(fixed)
+    # an optional second parameter that is not a size (device, diagonal) is left alone: a right mask
+    # passes (round 10 of unseen code: (3, 5) went in as device=5 and raised)
+    def with_device(n, device="cpu"):
+        idx = torch.arange(n, device=device)
+        return idx[None, :] <= idx[:, None]
+
+    assert check_causal_mask(with_device).passed
+    assert check_causal_mask(lambda n, diagonal=0: torch.ones(n, n, dtype=torch.bool).tril(diagonal)).passed
+    rectangle = check_causal_mask(lambda n, n_k=None: torch.ones(n, n if n_k is None else n_k,
+                                                                   dtype=torch.bool).tril())
+    assert rectangle.passed and "(n_q, n_k) = (3, 5), (5, 3)" in rectangle.headline
     # nanoGPT's buffer of 256 positions, sliced: n = 300 finds it
     buffer = torch.ones(256, 256, dtype=torch.bool).tril()
     nanogpt = check_causal_mask(lambda n: buffer[:n, :n])

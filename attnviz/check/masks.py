@@ -11,6 +11,7 @@ function that changes ``lengths`` is named.
 from __future__ import annotations
 
 import inspect
+import re
 
 import torch
 
@@ -285,12 +286,22 @@ MASK_RULES = rules(
 )
 
 
+_KEYS = re.compile(r"^(n_?k|nk|n_?keys?|num_keys?|keys?|k|kv.*|n_?kv.*|len_?k.*|key_?len.*|m|n_?cols?|cols?|"
+                   r"n_?2|n_?k?_?len|width)$", re.IGNORECASE)
+
+
 def _takes_two(fn):
+    """Whether ``fn`` takes (n_q, n_k): a second size it needs, or an optional one named like the keys'
+    count. An optional second parameter of another name (device, dtype, diagonal) is left alone."""
     try:
-        inspect.signature(fn).bind(3, 5)
-        return True
+        bound = inspect.signature(fn).bind(3, 5)
     except (TypeError, ValueError):
         return False
+    names = list(bound.arguments)
+    if len(names) < 2:                   # (3, 5) went into *args
+        return True
+    second = inspect.signature(fn).parameters[names[1]]
+    return second.default is inspect.Parameter.empty or bool(_KEYS.match(second.name))
 
 
 def _steps(fn, probes):
