@@ -133,6 +133,51 @@ def test_two_bugs_both_in_every_input_get_observations_not_a_wrong_name():
     assert "matches no known bug" in repr(result) and "Wrong on every one of these" in repr(result)
 
 
+def _tiled(rescale_sum=True, tile=32):
+    """Attention over key tiles with an online softmax (as FlashAttention does it), by hand."""
+    def attention(q, k, v, mask=None):
+        scale = 1 / math.sqrt(q.shape[-1])
+        top = torch.full(q.shape[:-1] + (1,), -math.inf, dtype=q.dtype)
+        total = torch.zeros_like(top)
+        out = torch.zeros(q.shape[:-1] + v.shape[-1:], dtype=q.dtype)
+        for start in range(0, k.shape[-2], tile):
+            s = q @ k[..., start:start + tile, :].transpose(-2, -1) * scale
+            if mask is not None:
+                s = s.masked_fill(~mask[..., start:start + tile], torch.finfo(s.dtype).min)
+            new_top = torch.maximum(top, s.amax(-1, keepdim=True))
+            e = (s - new_top).exp()
+            shrink = (top - new_top).exp()
+            total = (total * shrink if rescale_sum else total) + e.sum(-1, keepdim=True)
+            out = out * shrink + e @ v[..., start:start + tile, :]
+            top = new_top
+        return out / total
+    return attention
+
+
+def test_attention_written_in_tiles_is_tried_past_one_tile():
+    """An online softmax is exact within one tile: only many keys show a rescaling mistake."""
+    assert check_attention(_tiled()).passed
+    forgot = check_attention(_tiled(rescale_sum=False))
+    assert not forgot.passed and forgot.bug is None
+    assert forgot.headline.endswith("is right on short inputs (up to 6 keys), wrong with 300 keys.")
+    assert "exp(old maximum - new maximum)" in repr(forgot)
+
+
+def test_a_nan_gradient_through_a_fully_masked_row_passes_with_a_note():
+    """A -inf fill and nan_to_num on the output keep the output finite, and the NaN of the softmax still
+    reaches the gradient: the exercise asks for finite outputs, so it passes, with a note for training."""
+    def wiped(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return torch.nan_to_num(torch.softmax(scores, dim=-1) @ v, nan=0.0)
+
+    result = check_attention(wiped)
+    assert result.passed and any(line.startswith("A note for training") for line in result.observed)
+    plain = check_attention(attnviz.scaled_dot_product_attention)
+    assert plain.passed and not any("A note for training" in line for line in plain.observed)
+
+
 def test_in_place_change_of_inputs_is_the_bug():
     def divides_q_in_place(q, k, v, mask=None):
         q /= math.sqrt(q.shape[-1])

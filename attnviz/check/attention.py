@@ -44,6 +44,48 @@ def _partial_mask(n_q, n_k, generator, dead_row=None, full_row=None):
     return mask
 
 
+_LONG = 300   # keys in the long probe: past tiles of 32, 64, 128 and 256, with a partial last tile
+
+
+def _long_keys(t):
+    """Right on every short input, wrong with many keys: code that walks the keys in tiles."""
+    probe, ans = t.one("long")
+    if probe is None or ans.error is None and isinstance(ans.output, torch.Tensor) \
+            and ans.output.shape == probe.expected.shape \
+            and agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-4):
+        return None
+    return t.problem(
+        f"{t.spec.subject} is right on short inputs (up to 6 keys), wrong with {_LONG} keys.",
+        [t.describe(probe, ans),
+         "If it walks the keys in tiles with a running (online) softmax: whenever a tile raises the "
+         "row's running maximum, both the running sum and the output so far are multiplied by "
+         "exp(old maximum - new maximum); the maximum starts at -inf; the division by the sum comes "
+         "once, after the last tile; and the last tile may be shorter than the others."],
+        fix="scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]); mask; softmax over dim=-1; "
+            "weights @ v   # or check each tile's rescaling against this on long inputs",
+    )
+
+
+def _dead_row_gradient(t):
+    """Right outputs, but a backward pass through a fully masked row gives NaN or inf gradients (a -inf
+    fill whose NaN was wiped from the output with nan_to_num): the exercise asks for finite outputs
+    only, so the verdict still passes, with a note, since in training that NaN reaches the weights."""
+    probe, ans = t.one("backward_dead")
+    grads = (ans.extra or {}).get("grad") if probe is not None and ans.error is None else None
+    if not isinstance(grads, dict):
+        return None
+    bad = [name for name, grad in grads.items()
+           if grad is not None and not torch.isfinite(torch.from_numpy(grad["array"])).all()]
+    if bad:
+        t.notes.append(
+            f"A note for training: {probe.where} the output is finite, but the gradient of "
+            f"{' and '.join(bad)} holds NaN. A NaN made on the way and wiped from the output later "
+            "(the softmax of a row of -inf, then nan_to_num) still goes through autograd, and in "
+            "training it reaches the weights. A finite fill, scores.masked_fill(~mask, "
+            "torch.finfo(scores.dtype).min), makes none.")
+    return None
+
+
 def _probe(name, q, k, v, mask, kind="main", **facts):
     """One call ``fn(q, k, v[, mask])``; ``live`` marks query rows with at least one key."""
     args = {"q": q, "k": k, "v": v} if mask is None else {"q": q, "k": k, "v": v, "mask": mask}
@@ -95,6 +137,8 @@ def _probes():
     padded = torch.Generator().manual_seed(61)     # its own draws: the other probes stay as they were
     far = torch.Generator().manual_seed(62)        # the same for the blocked key far above
     more = torch.Generator().manual_seed(63)       # the same for more queries than keys
+    long = torch.Generator().manual_seed(64)       # the same for many keys
+    dead = torch.Generator().manual_seed(65)       # the same for a backward pass through a dead row
 
     def randn(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float32)
@@ -189,6 +233,13 @@ def _probes():
         ),
         _negative_float16_probe(randn),
         _blocked_far_above_probe(lambda *shape: torch.randn(*shape, generator=far, dtype=torch.float32)),
+        _probe(   # code that walks the keys in tiles (an online softmax) is tried past one tile
+            f"5 queries, {_LONG} keys, a mask",
+            *(torch.randn(n, d, generator=long, dtype=torch.float32)
+              for n, d in ((5, d_k), (_LONG, d_k), (_LONG, 3))),
+            torch.rand(5, _LONG, generator=long) > 0.3,
+            kind="long",
+        ),
         Probe("the 5-query input again", five.args, kind="repeat", same_as=five.name, live=five.live,
               shapes=five.shapes),
         _probe(
@@ -198,6 +249,13 @@ def _probes():
             randn(2, 6, 5),
             _partial_mask(4, 6, g),
             kind="backward",
+        ),
+        _probe(   # the same shapes (and cotangent) as the backward pass, with query 3 fully masked
+            "a backward pass, query 3 fully masked",
+            *(torch.randn(2, n, d, generator=dead, dtype=torch.float32)
+              for n, d in ((4, d_k), (6, d_k), (6, 5))),
+            _partial_mask(4, 6, dead, dead_row=3),
+            kind="backward_dead",
         ),
     ]
     return probes
@@ -248,7 +306,7 @@ def _expected():
 def _steps(fn, probes, cotangent):
     steps = []
     for probe in probes:
-        if probe.kind == "backward":
+        if probe.kind in ("backward", "backward_dead"):
             steps.append(_backward_step(fn, probe, cotangent))
         else:
             steps.append(lambda probe=probe: guarded_call(fn, probe.args, _POSITIONAL))
@@ -352,7 +410,7 @@ def _passed(t):
         [
             "n_q ≠ n_k, a batch of heads, masks that are not symmetric, a fully masked query row (your "
             "result there is finite, as it should be), large scores, a blocked key scoring far above the "
-            "allowed ones, float64 and float16 inputs, and "
+            f"allowed ones, {_LONG} keys, float64 and float16 inputs, and "
             "the gradients of a backward pass."
         ]
         + t.notes,
@@ -373,7 +431,9 @@ SPEC = Spec(
         "batch_one_headline": "is right on inputs without batch dimensions, wrong (or raised) with batch or "
         "head dimensions in front",
     },
-    rules=rules(before={"passed": [Rule("blocked_far", "right", _blocked_far),
+    rules=rules(before={"passed": [Rule("long_keys", "right", _long_keys),
+                                   Rule("dead_row_gradient", "right", _dead_row_gradient),
+                                   Rule("blocked_far", "right", _blocked_far),
                                    Rule("weights_returned", "right", _weights_returned)],
                         "hypothesis": [Rule("swapped_return", "wrong", _swapped_return)],
                         "no_known_bug": [Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
