@@ -980,6 +980,17 @@ class StepMaskCachedColumnsLast(_Attend):
         return mask
 
 
+class StepStaticBufferWholeAttended(_Attend):
+    """Keys and values in a preallocated buffer of max_len positions, zeros where nothing is written."""
+
+    def attend(self, model, query, key, value):
+        filled = key.shape[-2]                                                 # positions written so far
+        key_buffer = F.pad(key, (0, 0, 0, model.max_len - filled))             # the rest of the buffer: 0
+        value_buffer = F.pad(value, (0, 0, 0, model.max_len - filled))
+        key, value = key_buffer, value_buffer                                  # BUG: [:, :, :filled]
+        return super().attend(model, query, key, value)
+
+
 class StepNoCausalMask(_Attend):
     def mask(self, n_new, n_all):
         mask = torch.ones(n_new, n_all, dtype=torch.bool)                    # BUG: no causal triangle
@@ -1298,6 +1309,7 @@ DECODING_BUGS = {
     "last_position_only": StepLastPositionOnly(),
     "causal_offset_negated": StepCausalOffsetNegated(),
     "mask_cached_columns_last": StepMaskCachedColumnsLast(),
+    "static_buffer_whole_attended": StepStaticBufferWholeAttended(),
     "keys_not_appended": StepKeysNotAppended(),
     "values_not_appended": StepValuesNotAppended(),
     "cache_wrong_axis": StepCacheWrongAxis(),

@@ -737,6 +737,17 @@ _ENTRIES = [
         "for layer, block in enumerate(model.blocks):   # each block appends to its own entry: cache[layer]",
     ),
     Bug(
+        "static_buffer_whole_attended",
+        "With keys and values kept in a preallocated buffer of max_len positions, the new queries attend "
+        "to the whole buffer: its empty slots (zeros) as well as the filled ones, under a mask aligned to "
+        "the buffer's end.",
+        "Every position's logits are off, on the prefill already: the zero keys of the empty slots take "
+        "weight (a score of 0), and a mask aligned to the buffer's end lets each new query see every "
+        "filled position, later ones too.",
+        "key, value = key_buffer[:, :, :filled], value_buffer[:, :, :filled]   # only the positions "
+        "filled so far (past + n_new), then the bottom-right mask over them",
+    ),
+    Bug(
         "first_block_only",
         "Only the first block runs: the return statement sits inside the loop over the blocks (one "
         "indent too deep), or the loop goes over model.blocks[:1].",

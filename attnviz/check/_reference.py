@@ -514,7 +514,7 @@ def _expand(how, tensor, group):
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
-           values_from="values", layer_read="own", kept_in=None, norms="own", blocks=None):
+           values_from="values", layer_read="own", kept_in=None, norms="own", blocks=None, buffer=False):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -542,6 +542,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     (every layer reads the last layer's entry: a cache list built as [[None, None]] * n_layers, one
     list aliased) and 'reversed' (layer i reads layer n_layers - 1 - i's: entries read back with pop());
     ``blocks``: None (every block), or the bug of a number of blocks (1: a return inside the loop);
+    ``buffer``: False, or the bug of attending to a whole preallocated buffer: the keys and values
+    padded with zeros to ``model.max_len`` positions, the bottom-right mask over all of them;
     ``kept_in``: None, or the bug of a lower precision (torch.bfloat16, torch.float16) that this
     step's keys and values are rounded to as they are made;
     ``norms``: 'own', or the bugs 'mlp_for_attention' (norm_mlp before attention), 'attention_for_mlp'
@@ -588,6 +590,9 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         kept.append({"appended": (key_all, value_all), "given": given, "newest": (key, value),
                      "swapped": (value_all, key_all)}[keep])
         seen_keys, seen_values = (key_all, value_all) if attend_new or cache is None else cache[read]
+        if buffer:                                                      # the empty slots: zeros
+            free = (0, 0, 0, model.max_len - seen_keys.shape[-2])
+            seen_keys, seen_values = F.pad(seen_keys, free), F.pad(seen_values, free)
         mask = _decoding_mask(causal_mask, n_new, seen_keys.shape[-2], cache is not None)
         group = h // h_kv
         heads = attend(query, _expand(expand, seen_keys, group), _expand(expand, seen_values, group), mask)
@@ -668,6 +673,7 @@ PREFILL_VARIANTS = {
     "final_norm_skipped": [_step(final_norm=False)],
     "attention_norm_skipped": [_step(projected=how) for how in ("raw", "raw_kv", "raw_q", "raw_v")],
     "first_block_only": [_step(blocks=1)],
+    "static_buffer_whole_attended": [_step(buffer=True)],
     "cache_layer_not_advanced": [_step(layer_read="shared")],
     "attention_residual_missing": [_step(residual="none")],
     "residual_from_normed": [_step(residual="normed"), _step(mlp="normed"),

@@ -1681,6 +1681,64 @@ def bool_mask_new_then_old(model, tokens, cache):
     return model.unembed(x), {"keys": keys, "values": values}
 
 
+def static_buffers_read_whole(model, tokens, cache):
+    """Preallocated buffers of max_len positions (copied before writing); attends to the whole buffer."""
+    b, n_new = tokens.shape
+    if cache is None:
+        shape = (b, model.n_kv_heads, model.max_len, model.d_head)
+        bufs, used = [(torch.zeros(shape), torch.zeros(shape)) for _ in model.blocks], 0
+    else:
+        bufs, used = [(k.clone(), v.clone()) for k, v in cache["bufs"]], cache["used"]
+    x = model.embed(tokens, used)
+    rep = model.n_heads // model.n_kv_heads
+    for (kb, vb), blk in zip(bufs, model.blocks, strict=True):
+        z = blk.norm_attention(x)
+        q = split_heads(blk.attention.W_q(z), model.n_heads)
+        kb[:, :, used:used + n_new] = split_heads(blk.attention.W_k(z), model.n_kv_heads)
+        vb[:, :, used:used + n_new] = split_heads(blk.attention.W_v(z), model.n_kv_heads)
+        allowed = _bottom_right(n_new, kb.shape[2])
+        o = F.scaled_dot_product_attention(q, kb.repeat_interleave(rep, 1), vb.repeat_interleave(rep, 1),
+                                           attn_mask=allowed)
+        x = x + blk.attention.W_o(merge_heads(o))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), {"bufs": bufs, "used": used + n_new}
+
+
+class _Slots:
+    """A static cache: one (keys, values) buffer pair per layer and the number of positions written."""
+
+    def __init__(self, keys, values, length):
+        self.keys, self.values, self.length = keys, values, length
+
+
+def static_cache_object_whole(model, tokens, cache):
+    """A small static-cache class; the scores are taken against every slot of the buffer."""
+    n = tokens.shape[1]
+    if cache is None:
+        size = (tokens.shape[0], model.n_kv_heads, model.max_len, model.d_head)
+        keys = [torch.zeros(size) for _ in range(model.n_layers)]
+        values = [torch.zeros(size) for _ in range(model.n_layers)]
+        start = 0
+    else:
+        keys, values, start = list(cache.keys), list(cache.values), cache.length
+    x = model.embed(tokens, start)
+    group = model.n_heads // model.n_kv_heads
+    for layer, block in enumerate(model.blocks):
+        a = block.attention
+        h = block.norm_attention(x)
+        q = _heads(a.W_q(h), model.n_heads)
+        keys[layer] = torch.cat([keys[layer][:, :, :start], _heads(a.W_k(h), model.n_kv_heads),
+                                 keys[layer][:, :, start + n:]], dim=2)
+        values[layer] = torch.cat([values[layer][:, :, :start], _heads(a.W_v(h), model.n_kv_heads),
+                                   values[layer][:, :, start + n:]], dim=2)
+        total = keys[layer].shape[2]
+        s = q @ keys[layer].repeat_interleave(group, 1).transpose(-2, -1) / math.sqrt(model.d_head)
+        s = s.masked_fill(~torch.ones(n, total, dtype=torch.bool).tril(total - n), torch.finfo(s.dtype).min)
+        x = x + a.W_o(_unheads(s.softmax(-1) @ values[layer].repeat_interleave(group, 1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), _Slots(keys, values, start + n)
+
+
 _POSITIONS = {"next": 0}
 
 
@@ -2361,6 +2419,8 @@ CASES = [
     Case("stack_of_one_slot", stack_of_one_slot, "cache_layer_not_advanced"),
     Case("hf_style_mask_order", hf_style_mask_order, "mask_cached_columns_last"),
     Case("bool_mask_new_then_old", bool_mask_new_then_old, "mask_cached_columns_last"),
+    Case("static_buffers_read_whole", static_buffers_read_whole, "static_buffer_whole_attended"),
+    Case("static_cache_object_whole", static_cache_object_whole, "static_buffer_whole_attended"),
     Case("positions_in_a_global", positions_in_a_global, "state_outside_cache"),
     Case("positions_on_the_function", positions_on_the_function, "state_outside_cache"),
     Case("aliased_layer_slots", aliased_layer_slots, "cache_layer_mixed_up"),
