@@ -524,6 +524,24 @@ def test_causal_mask_problems():
     assert stub.status == "not_implemented"
 
 
+def test_a_padding_mask_cached_by_its_shape_is_told_so():
+    """Round 10 of unseen code: a mask kept in a dict keyed by (batch, n) passed, since no two probes
+    shared a shape; the last probe now repeats the first one's shape with other lengths."""
+    kept = {}
+
+    def cached(lengths, n):
+        key = (len(lengths), n)
+        if key not in kept:
+            kept[key] = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]
+        return kept[key]
+
+    result = check_padding_mask(cached)
+    assert not result.passed and result.bug is None
+    assert result.headline.endswith("for lengths=[5, 1, 3, 2], n=5, the mask of an earlier call with the "
+                                    "same shape.")
+    assert "It is the right mask for lengths=[2, 5, 1, 3], n=5" in repr(result)
+
+
 def test_padding_mask_problems():
     flat = check_padding_mask(lambda lengths, n: torch.arange(n)[None, :] < lengths[:, None])  # (batch, n)
     assert flat.bug == "padding_query_axis_misplaced" and "mask[:, None, :]" in repr(flat)

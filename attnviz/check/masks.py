@@ -29,7 +29,9 @@ __all__ = ["check_causal_mask", "check_padding_mask"]
 _CAUSAL_SIZES = (4, 1, 6, 40, 300)  # 4 first (a verdict's example); 40 and 300: longer than a triangle
                                     # built once at a fixed size and sliced (nanoGPT's buffer is often 256)
 _RECTANGLES = ((3, 5), (5, 3))  # tried when the function takes (n_q, n_k)
-_PADDING_CASES = (([2, 5, 1, 3], 5), ([4, 0], 4), ([2, 3, 1], 6))  # batch != n; the last max(lengths) < n
+# batch != n; [2, 3, 1] with n = 6: max(lengths) < n; the last, the first's shape with other lengths (a mask
+# cached by its shape)
+_PADDING_CASES = (([2, 5, 1, 3], 5), ([4, 0], 4), ([2, 3, 1], 6), ([5, 1, 3, 2], 5))
 _CAUSAL_FIX = "torch.ones(n, n, dtype=torch.bool).tril()"
 _PADDING_FIX = "(torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # True = real token"
 
@@ -273,6 +275,36 @@ def _rectangles(t):
     return None
 
 
+def _earlier_mask(t):
+    """Wrong only where an earlier call had the same shape, and the mask returned is that call's: a mask
+    kept from before (functools.cache, a dict keyed by the shape) and handed out again."""
+    answered = []
+    for probe, ans in t.main:
+        out = ans.output
+        if not t.right(probe, ans) and isinstance(out, torch.Tensor):
+            try:                                   # as the scores see it: broadcast to (batch, n_q, n_k)
+                seen = torch.broadcast_to(out.bool(), probe.expected.shape)
+            except RuntimeError:
+                seen = None
+            for before in answered:
+                if seen is not None and before.expected.shape == seen.shape \
+                        and torch.equal(seen, before.expected.bool()) \
+                        and not torch.equal(before.expected, probe.expected):
+                    def case(p):
+                        return p.where.removeprefix("For ").rstrip(":")
+
+                    return t.problem(
+                        f"{t.spec.subject} returned, for {case(probe)}, the mask of an earlier call with the "
+                        "same shape.",
+                        [_differences(probe, ans),
+                         f"It is the right mask for {case(before)}: a mask kept from an earlier call "
+                         "(functools.cache, a dict keyed by the shape) and handed out again. Key it by every "
+                         "argument (the lengths themselves), or build it anew each call: it is cheap."],
+                    )
+        answered.append(probe)
+    return None
+
+
 MASK_RULES = rules(
     replace={"returned_odd": Rule("complaint", "always", _complaint)},
     before={
@@ -280,6 +312,7 @@ MASK_RULES = rules(
                          Rule("shape_named", "always", _shape_named)],
         "nondeterministic": [Rule("not_bool", "always", _dtype_note)],
         "passed": [Rule("rectangles", "right", _rectangles)],
+        "hypothesis": [Rule("earlier_mask", "wrong", _earlier_mask)],
     },
     drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "main_dtype", "other_dtypes",
           "large_scores_wrong", "contiguous_error", "matmul_everywhere"),
@@ -374,8 +407,8 @@ def _padding_passed(t):
     return _verdict.passed(
         "check_padding_mask", "correct: padding keys are blocked for every query.",
         [
-            "lengths [3] with n=5 (a batch of one), [2, 5, 1, 3] with n=5, [4, 0] with n=4, and [2, 3, 1] "
-            "with n=6 (longer than any sequence)."
+            "lengths [3] with n=5 (a batch of one), [2, 5, 1, 3] with n=5, [4, 0] with n=4, [2, 3, 1] "
+            "with n=6 (longer than any sequence), and [5, 1, 3, 2] with n=5 (the same shape, other lengths)."
         ],
     )
 
