@@ -163,6 +163,18 @@ def test_attention_written_in_tiles_is_tried_past_one_tile():
     assert "exp(old maximum - new maximum)" in repr(forgot)
 
 
+def test_multi_head_attention_in_tiles_is_tried_past_one_tile():
+    """The same online softmax inside multi-head attention: 130 positions, past a tile of 32."""
+    def with_tiles(rescale_sum):
+        tiled = _tiled(rescale_sum=rescale_sum)
+        return lambda d, h: zoo.MultiHeadWith(d, h, attention=lambda q, k, v, m: (tiled(q, k, v, m), None))
+
+    assert check_multi_head(with_tiles(True)).passed
+    forgot = check_multi_head(with_tiles(False))
+    assert not forgot.passed and forgot.bug is None
+    assert forgot.headline.endswith("is right on short inputs (up to 5 positions), wrong with 130 positions.")
+
+
 def test_a_nan_gradient_through_a_fully_masked_row_passes_with_a_note():
     """A -inf fill and nan_to_num on the output keep the output finite, and the NaN of the softmax still
     reaches the gradient: the exercise asks for finite outputs, so it passes, with a note for training."""

@@ -188,6 +188,26 @@ def _blocked_far_x(generator, weights, d_model, n_heads):
     return x.to(torch.float32), mask, facts
 
 
+_LONG = 130   # positions in the long probe: past tiles of 32, 64 and 128, with a partial last tile
+
+
+def _long_positions(t):
+    """Right on every short input, wrong with many positions: code that walks the keys in tiles."""
+    probe, ans = t.one("long")
+    if probe is None or ans.error is None and isinstance(ans.output, torch.Tensor) \
+            and ans.output.shape == probe.expected.shape \
+            and agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-4):
+        return None
+    return t.problem(
+        f"{t.spec.subject} is right on short inputs (up to 5 positions), wrong with {_LONG} positions.",
+        [t.describe(probe, ans),
+         "If it walks the keys in tiles with a running (online) softmax: each tile takes the mask's "
+         "columns for its keys (mask[..., start:stop], the last axis); whenever a tile raises a row's "
+         "running maximum, the running sum and the output so far are both multiplied by "
+         "exp(old maximum - new maximum); the last tile may be shorter than the others."],
+    )
+
+
 def _probe(name, config, x, mask, kind="main", same_as="", **facts):
     """One call ``module(x, mask=mask)`` on the module built for ``config``."""
     args = {"x": x} if mask is None else {"x": x, "mask": mask}
@@ -238,6 +258,10 @@ def _probes():
     far_name = (f"{tag}: batch 1, 5 positions, position 4 blocked and scored 20000 above the positions "
                 "position 0 may see (head 1)")
     calls.append(_probe(far_name, 0, far_x, far_mask, kind="blocked_far", **far))
+    long = torch.Generator().manual_seed(53)       # its own draws: the other probes stay as they were
+    long_mask = (torch.rand(_LONG, _LONG, generator=long) > 0.3) | torch.eye(_LONG, dtype=torch.bool)
+    calls.append(_probe(f"{tag}: batch 1, {_LONG} positions, a mask", 0, _x(long, 1, _LONG, d_model),
+                        long_mask, kind="long"))
     backward = _probe("a backward pass", 1, _x(g, 2, 5, CONFIGS[1][0]), _mask(_M5), kind="backward")
     return calls, backward, weights
 
@@ -515,8 +539,8 @@ def _passed(t):
         [
             "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
             "no mask, a mask that is not symmetric, a fully masked position, large scores, a blocked "
-            "position scoring far above the allowed ones, float64 and float16 modules, a repeated call and "
-            "the gradients of a backward pass."
+            f"position scoring far above the allowed ones, {_LONG} positions, float64 and float16 modules, a "
+            "repeated call and the gradients of a backward pass."
         ]
         + t.notes,
     )
@@ -539,7 +563,8 @@ SPEC = Spec(
     },
     rules=rules(before={"nondeterministic": [Rule("weights_changed", "always", _weights_changed)],
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
-                        "passed": [Rule("blocked_far", "right", _blocked_far)],
+                        "passed": [Rule("long_positions", "right", _long_positions),
+                                   Rule("blocked_far", "right", _blocked_far)],
                         "matmul_everywhere": [Rule("projections_unused", "wrong", projections_unused),
                                               Rule("linear_wrong_width", "wrong", linear_wrong_width),
                                               Rule("head_width_fixed", "wrong", head_width_fixed),
