@@ -338,6 +338,26 @@ def three_dims(t):
                  f"{' and '.join(shown)} ones", [t.describe(probe, ans)])
 
 
+_TILES = ("If it walks the keys in tiles with a running (online) softmax: each tile takes the mask's columns "
+          "for its keys (mask[..., start:stop], the last axis); whenever a tile raises a row's running "
+          "maximum, both the running sum and the output so far are multiplied by exp(old maximum - new "
+          "maximum); the maximum starts at -inf; the division by the sum comes once, after the last tile; "
+          "and the last tile may be shorter than the others.")
+
+
+def long_inputs(t):
+    """Right on every short input, wrong on the probe of kind 'long' (many keys): code that walks the keys
+    in tiles. ``words["long"]``: (what the short inputs hold, what the long one holds), as words."""
+    probe, ans = t.one("long")
+    if probe is None or ans.error is None and isinstance(ans.output, torch.Tensor) \
+            and ans.output.shape == probe.expected.shape \
+            and agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-4):
+        return None
+    short, long = t.spec.words["long"]
+    return t.problem(f"{t.spec.subject} is right on short inputs ({short}), wrong with {long}.",
+                     [t.describe(probe, ans), _TILES], fix=t.spec.words.get("long_fix", ""))
+
+
 def batch_of_one_dropped(t):
     """Every input right but those with a batch of one, where the output lost its batch dimension or
     the code raised: a bare squeeze()."""

@@ -17,7 +17,7 @@ from ._compare import agrees
 from ._diagnose import Hypotheses, matching_bug
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
-from ._rules import rules
+from ._rules import long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
 from ._stale import with_stale_note
@@ -45,25 +45,6 @@ def _partial_mask(n_q, n_k, generator, dead_row=None, full_row=None):
 
 
 _LONG = 300   # keys in the long probe: past tiles of 32, 64, 128 and 256, with a partial last tile
-
-
-def _long_keys(t):
-    """Right on every short input, wrong with many keys: code that walks the keys in tiles."""
-    probe, ans = t.one("long")
-    if probe is None or ans.error is None and isinstance(ans.output, torch.Tensor) \
-            and ans.output.shape == probe.expected.shape \
-            and agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-4):
-        return None
-    return t.problem(
-        f"{t.spec.subject} is right on short inputs (up to 6 keys), wrong with {_LONG} keys.",
-        [t.describe(probe, ans),
-         "If it walks the keys in tiles with a running (online) softmax: whenever a tile raises the "
-         "row's running maximum, both the running sum and the output so far are multiplied by "
-         "exp(old maximum - new maximum); the maximum starts at -inf; the division by the sum comes "
-         "once, after the last tile; and the last tile may be shorter than the others."],
-        fix="scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]); mask; softmax over dim=-1; "
-            "weights @ v   # or check each tile's rescaling against this on long inputs",
-    )
 
 
 def _dead_row_gradient(t):
@@ -430,8 +411,11 @@ SPEC = Spec(
         "raised_fix": "run your function by hand on tensors of these shapes and read the error's last line",
         "batch_one_headline": "is right on inputs without batch dimensions, wrong (or raised) with batch or "
         "head dimensions in front",
+        "long": ("up to 6 keys", f"{_LONG} keys"),
+        "long_fix": "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]); mask; softmax over dim=-1; "
+        "weights @ v   # or check each tile's rescaling against this on long inputs",
     },
-    rules=rules(before={"passed": [Rule("long_keys", "right", _long_keys),
+    rules=rules(before={"passed": [Rule("long_keys", "right", long_inputs),
                                    Rule("dead_row_gradient", "right", _dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far),
                                    Rule("weights_returned", "right", _weights_returned)],

@@ -18,7 +18,7 @@ from ._compare import agrees
 from ._diagnose import Answer, Hypotheses, answer
 from ._engine import Probe, Rule, Spec, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
-from ._rules import rules
+from ._rules import long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
 from ._stale import with_stale_note
@@ -189,23 +189,6 @@ def _blocked_far_x(generator, weights, d_model, n_heads):
 
 
 _LONG = 130   # positions in the long probe: past tiles of 32, 64 and 128, with a partial last tile
-
-
-def _long_positions(t):
-    """Right on every short input, wrong with many positions: code that walks the keys in tiles."""
-    probe, ans = t.one("long")
-    if probe is None or ans.error is None and isinstance(ans.output, torch.Tensor) \
-            and ans.output.shape == probe.expected.shape \
-            and agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-4):
-        return None
-    return t.problem(
-        f"{t.spec.subject} is right on short inputs (up to 5 positions), wrong with {_LONG} positions.",
-        [t.describe(probe, ans),
-         "If it walks the keys in tiles with a running (online) softmax: each tile takes the mask's "
-         "columns for its keys (mask[..., start:stop], the last axis); whenever a tile raises a row's "
-         "running maximum, the running sum and the output so far are both multiplied by "
-         "exp(old maximum - new maximum); the last tile may be shorter than the others."],
-    )
 
 
 def _probe(name, config, x, mask, kind="main", same_as="", **facts):
@@ -560,10 +543,11 @@ SPEC = Spec(
         "size.",
         "extra_dims": "The heads are not merged back: transpose (batch, heads, n, d_k) to "
         "(batch, n, heads, d_k), reshape it to (batch, n, d_model), then apply W_o.",
+        "long": ("up to 5 positions", f"{_LONG} positions"),
     },
     rules=rules(before={"nondeterministic": [Rule("weights_changed", "always", _weights_changed)],
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
-                        "passed": [Rule("long_positions", "right", _long_positions),
+                        "passed": [Rule("long_positions", "right", long_inputs),
                                    Rule("blocked_far", "right", _blocked_far)],
                         "matmul_everywhere": [Rule("projections_unused", "wrong", projections_unused),
                                               Rule("linear_wrong_width", "wrong", linear_wrong_width),
