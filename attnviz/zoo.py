@@ -991,6 +991,73 @@ class StepStaticBufferWholeAttended(_Attend):
         return super().attend(model, query, key, value)
 
 
+class StepCounterAdvancedPerLayer(_Attend):
+    """The causal mask's rows sliced from one max_len x max_len mask at a counter that every block
+    advances (one counter shared by the blocks)."""
+
+    def __call__(self, model, tokens, cache):
+        self.row = None                                                        # set by the first block
+        self.causal = torch.ones(model.max_len, model.max_len, dtype=torch.bool).tril()
+        return super().__call__(model, tokens, cache)
+
+    def mask(self, n_new, n_all):
+        past, causal = n_all - n_new, self.causal
+        if self.row is None:                                                   # the counter starts at past
+            self.row = past
+        rows = causal[self.row:self.row + n_new, :n_all]                      # BUG: past, in every block
+        self.row += n_new                                                      # advanced by every block
+        return rows
+
+
+class StepCounterAdvancedBeforeWrite(DecodeStep):
+    """Keys and values in preallocated buffers of max_len positions, and the count of slots filled."""
+
+    def __call__(self, model, tokens, cache):
+        batch, n_new = tokens.shape
+        if cache is None:
+            empty = (batch, model.n_kv_heads, model.max_len, model.d_head)
+            cache = [torch.zeros(empty) for _ in model.blocks], [torch.zeros(empty) for _ in model.blocks], 0
+        k_bufs = [k.clone() for k in cache[0]]                           # copies: the given cache stays
+        v_bufs = [v.clone() for v in cache[1]]
+        past = cache[2]
+        x = self.embed(model, tokens, past)
+        filled = past + n_new                                                  # the count, advanced first
+        for k_buf, v_buf, block in zip(k_bufs, v_bufs, model.blocks, strict=True):
+            attention, block_input = block.attention, x
+            normed = self.norm_attention(block, x)
+            query = self.split(attention.W_q(normed), model.n_heads)
+            key = self.split(attention.W_k(normed), model.n_kv_heads)
+            value = self.split(attention.W_v(normed), model.n_kv_heads)
+            k_buf[:, :, filled:filled + n_new], v_buf[:, :, filled:filled + n_new] = key, value  # BUG
+            key, value = k_buf[:, :, :filled], v_buf[:, :, :filled]  # the slots filled so far
+            key, value = self.share(key, value, model.n_heads // model.n_kv_heads)
+            heads = self.attend(model, query, key, value)
+            x = self.add_attention(x, attention, self.merge(heads))
+            x = self.add_mlp(x, block, block_input)
+        return self.unembed(model, x), (k_bufs, v_bufs, filled)
+
+
+class StepPrefillPiecesIsolated(_Attend):
+    """A prompt longer than 4 tokens prefilled 4 tokens at a time, so that each score matrix stays small."""
+
+    start = 0                                                                  # the piece's first position
+
+    def __call__(self, model, tokens, cache):
+        if cache is not None or tokens.shape[1] <= 4:
+            return super().__call__(model, tokens, cache)
+        logits = []
+        for self.start in range(0, tokens.shape[1], 4):                        # the cache grows each piece
+            out, cache = super().__call__(model, tokens[:, self.start:self.start + 4], cache)
+            logits.append(out)
+        self.start = 0
+        return torch.cat(logits, dim=1), cache
+
+    def mask(self, n_new, n_all):
+        own = torch.arange(n_all) >= self.start                                # this piece's columns
+        mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new) & own  # BUG
+        return mask
+
+
 class StepNoCausalMask(_Attend):
     def mask(self, n_new, n_all):
         mask = torch.ones(n_new, n_all, dtype=torch.bool)                    # BUG: no causal triangle
@@ -1310,6 +1377,9 @@ DECODING_BUGS = {
     "causal_offset_negated": StepCausalOffsetNegated(),
     "mask_cached_columns_last": StepMaskCachedColumnsLast(),
     "static_buffer_whole_attended": StepStaticBufferWholeAttended(),
+    "counter_advanced_per_layer": StepCounterAdvancedPerLayer(),
+    "counter_advanced_before_write": StepCounterAdvancedBeforeWrite(),
+    "prefill_pieces_isolated": StepPrefillPiecesIsolated(),
     "keys_not_appended": StepKeysNotAppended(),
     "values_not_appended": StepValuesNotAppended(),
     "cache_wrong_axis": StepCacheWrongAxis(),

@@ -748,6 +748,39 @@ _ENTRIES = [
         "filled so far (past + n_new), then the bottom-right mask over them",
     ),
     Bug(
+        "counter_advanced_per_layer",
+        "One position counter is shared by every layer and advanced inside the loop over the blocks (as "
+        "LLMs-from-scratch's ptr_current_pos would be if one counter served every attention module), so "
+        "a later block thinks its n_new positions start n_new further along for each block before it.",
+        "The first block is right; from the second on, every position's logits are off, on the prefill "
+        "already: the block takes its causal mask's rows from too far down (rows that hide nothing), or "
+        "writes its keys and values past empty slots of zeros that its queries then attend to; and the "
+        "counter the step returns has grown n_layers times as fast as the text.",
+        "rows = causal[past:past + n_new, :n_all]   # the same rows in every block: advance a shared "
+        "counter once per step, after the loop (or keep one per layer)",
+    ),
+    Bug(
+        "counter_advanced_before_write",
+        "With keys and values kept in a preallocated buffer, the counter of filled slots is advanced "
+        "before this step's keys and values are written, so they go n_new slots further along than the "
+        "slots the new queries read.",
+        "Every position's logits are off, on the prefill already: the slots attended still hold zeros, "
+        "so every block's attention adds nothing (W_o of zeros) and the prompt's tokens never meet; "
+        "after it, the queries read slots shifted n_new along, zeros among them.",
+        "k_buf[:, :, past:past + n_new], v_buf[:, :, past:past + n_new] = key, value   # the slots from "
+        "the count before this step (past); advance the count after writing",
+    ),
+    Bug(
+        "prefill_pieces_isolated",
+        "A long prompt is prefilled a piece at a time (to keep each score matrix small), and each piece "
+        "attends only to its own keys and values, not to the earlier pieces' (is_causal=True within the "
+        "piece, or the cache appended only after attending).",
+        "The first piece of a prompt is right, and so is a step after the prefill; from the second "
+        "piece on, the prompt's tokens never see the pieces before them, so their logits are off.",
+        _BOTTOM_RIGHT + "   # over every key so far: each piece's queries see the pieces before it "
+        "too (append to the cache first, then attend)",
+    ),
+    Bug(
         "first_block_only",
         "Only the first block runs: the return statement sits inside the loop over the blocks (one "
         "indent too deep), or the loop goes over model.blocks[:1].",

@@ -514,7 +514,8 @@ def _expand(how, tensor, group):
 def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, project_out=True,
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
-           values_from="values", layer_read="own", kept_in=None, norms="own", blocks=None, buffer=False):
+           values_from="values", layer_read="own", kept_in=None, norms="own", blocks=None, buffer=False,
+           counter=None, piece=None):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -548,6 +549,15 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     step's keys and values are rounded to as they are made;
     ``norms``: 'own', or the bugs 'mlp_for_attention' (norm_mlp before attention), 'attention_for_mlp'
     (norm_attention before the MLP) and 'swapped' (both).
+
+    On a prefill only (``cache`` None; these bugs are named from the prefills):
+    ``counter``: None, or the bugs of a position counter shared by the layers and advanced inside
+    their loop, 'mask_rows' (layer i slices its causal mask's rows from i * n_new, out of a
+    max_len x max_len mask) and 'slots' (layer i writes to and reads from a buffer of zeros from
+    slot i * n_new on, the slots before it empty), and of a counter advanced before the write,
+    'before_write' (the slots attended hold zeros: this step's keys and values went after them);
+    ``piece``: None, or the bug of a prompt prefilled ``piece`` tokens at a time, each piece
+    attending to its own keys and values only.
     """
     if attend is None:
         def attend(q, k, v, m):
@@ -594,6 +604,9 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
             free = (0, 0, 0, model.max_len - seen_keys.shape[-2])
             seen_keys, seen_values = F.pad(seen_keys, free), F.pad(seen_values, free)
         mask = _decoding_mask(causal_mask, n_new, seen_keys.shape[-2], cache is not None)
+        if cache is None and (counter or piece):
+            seen_keys, seen_values, mask = _prefill_bug(counter, piece, layer, model.max_len,
+                                                        seen_keys, seen_values, mask)
         group = h // h_kv
         heads = attend(query, _expand(expand, seen_keys, group), _expand(expand, seen_values, group), mask)
         mixed = merge(heads)                                            # (batch, n_new, d_model)
@@ -603,6 +616,27 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     if layer_read == "shared":                                          # one entry, every layer's in it
         kept = kept[-1:]
     return (model.unembed(x) if final_norm else model.unembedding(x)), kept
+
+
+def _prefill_bug(counter, piece, layer, max_len, keys, values, mask):
+    """What a prefill's queries attend to with one of :func:`decode`'s prefill-only bugs."""
+    n_new = keys.shape[-2]
+    if counter == "before_write":                                       # the slots read: still empty
+        return torch.zeros_like(keys), torch.zeros_like(values), mask
+    if counter == "mask_rows":                                          # rows layer * n_new on
+        causal = torch.ones(max_len, max_len, dtype=torch.bool).tril()
+        rows = causal[layer * n_new:(layer + 1) * n_new, :n_new]
+        if rows.shape[0] != n_new:
+            raise IndexError("the mask's rows ran past max_len")
+        return keys, values, rows
+    if counter == "slots":                                              # zeros, then this layer's own
+        empty = (0, 0, layer * n_new, 0)
+        if (layer + 1) * n_new > max_len:
+            raise IndexError("the slots ran past max_len")
+        ones = torch.ones(n_new, (layer + 1) * n_new, dtype=torch.bool)
+        return F.pad(keys, empty), F.pad(values, empty), ones.tril(layer * n_new)
+    where = torch.arange(n_new) // piece                                # each position's piece
+    return keys, values, mask & (where[:, None] == where[None, :])
 
 
 def _add_mlp(how, mlp, norm, x, block_input):
@@ -675,6 +709,8 @@ PREFILL_VARIANTS = {
     "first_block_only": [_step(blocks=1)],
     "static_buffer_whole_attended": [_step(buffer=True)],
     "cache_layer_not_advanced": [_step(layer_read="shared")],
+    "counter_advanced_per_layer": [_step(counter="mask_rows"), _step(counter="slots")],
+    "counter_advanced_before_write": [_step(counter="before_write")],
     "attention_residual_missing": [_step(residual="none")],
     "residual_from_normed": [_step(residual="normed"), _step(mlp="normed"),
                              _step(residual="normed", mlp="normed")],
@@ -690,6 +726,8 @@ PREFILL_VARIANTS = {
     "causal_off_by_one": _masks("off_by_one"),
     "causal_future_visible": _masks("future_visible"),
     "causal_excludes_self": _masks("excludes_self"),  # last: with a -inf fill it gives NaN, as others do
+    # after the masks: a piece of one token attends to itself alone, as a mask's diagonal would
+    "prefill_pieces_isolated": [_step(piece=size) for size in (4, 3, 2, 5, 1)],
 }
 """Bugs that show on a prefill (no cache yet): each attention bug inside the step, the structural
 multi-head bugs, the causal mask of the prompt, grouped-query heads shared in the wrong order, the

@@ -2313,10 +2313,243 @@ def expanded_dict_cache(model, tokens, cache):
     return model.unembed(x), out
 
 
+def shared_ptr_mask_rows(model, tokens, cache):
+    """LLMs-from-scratch's ptr_current_pos, one for the whole model in a dict, advanced by every block."""
+    state = {"k": [], "v": [], "pos": 0, "ptr": 0} if cache is None else dict(cache, k=[], v=[])
+    b, n = tokens.shape
+    x = model.embed(tokens, state["pos"])
+    state["pos"] += n
+    blocked = torch.triu(torch.ones(model.max_len, model.max_len, dtype=torch.bool), diagonal=1)
+    rep = model.n_heads // model.n_kv_heads
+    for i, blk in enumerate(model.blocks):
+        a, y = blk.attention, blk.norm_attention(x)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache["k"][i], k], dim=2), torch.cat([cache["v"][i], v], dim=2)
+        state["k"].append(k)
+        state["v"].append(v)
+        s = split_heads(a.W_q(y), model.n_heads) @ k.repeat_interleave(rep, 1).transpose(2, 3)
+        s = s.masked_fill(blocked[state["ptr"]:state["ptr"] + n, :k.shape[2]], -torch.inf)
+        state["ptr"] += n
+        w = torch.softmax(s / math.sqrt(model.d_head), dim=-1)
+        x = x + a.W_o(merge_heads(w @ v.repeat_interleave(rep, 1)))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), state
+
+
+class _Static:
+    def __init__(self, k, v, length):
+        self.k, self.v, self.length = k, v, length
+
+
+def static_length_bumped_per_block(model, tokens, cache):
+    """A static cache whose length goes up after each block's write, inside the loop over the blocks."""
+    b, n = tokens.shape
+    if cache is None:
+        shape = (b, model.n_kv_heads, model.max_len, model.d_head)
+        st = _Static([torch.zeros(shape) for _ in model.blocks], [torch.zeros(shape) for _ in model.blocks],
+                     0)
+    else:
+        st = _Static([t.clone() for t in cache.k], [t.clone() for t in cache.v], cache.length)
+    x = model.embed(tokens, st.length)
+    g = model.n_heads // model.n_kv_heads
+    for i, blk in enumerate(model.blocks):
+        y = blk.norm_attention(x)
+        where = torch.arange(st.length, st.length + n)
+        st.k[i].index_copy_(2, where, _heads(blk.attention.W_k(y), model.n_kv_heads))
+        st.v[i].index_copy_(2, where, _heads(blk.attention.W_v(y), model.n_kv_heads))
+        st.length += n
+        keys, values = st.k[i][:, :, :st.length], st.v[i][:, :, :st.length]
+        o = _sdpa(_heads(blk.attention.W_q(y), model.n_heads), keys.repeat_interleave(g, 1),
+                  values.repeat_interleave(g, 1), n, st.length, model)
+        x = x + blk.attention.W_o(_unheads(o))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), st
+
+
+def static_count_bumped_first(model, tokens, cache):
+    """Preallocated buffers in a dict; the count goes up on entry, then each block writes at the count."""
+    b, n = tokens.shape
+    if cache is None:
+        z = torch.zeros(model.n_layers, b, model.n_kv_heads, model.max_len, model.d_head)
+        cache = {"K": z, "V": z.clone(), "count": 0}
+    K, V, start = cache["K"].clone(), cache["V"].clone(), cache["count"]
+    count = start + n
+    x = model.embed(tokens, start)
+    for i, blk in enumerate(model.blocks):
+        y = blk.norm_attention(x)
+        K[i, :, :, count:count + n] = _heads(blk.attention.W_k(y), model.n_kv_heads)
+        V[i, :, :, count:count + n] = _heads(blk.attention.W_v(y), model.n_kv_heads)
+        keys = K[i, :, :, :count].repeat_interleave(model.n_heads // model.n_kv_heads, dim=1)
+        vals = V[i, :, :, :count].repeat_interleave(model.n_heads // model.n_kv_heads, dim=1)
+        q = _heads(blk.attention.W_q(y), model.n_heads)
+        s = (q @ keys.transpose(-1, -2)) / model.d_head ** 0.5
+        s = s.masked_fill(~_bottom_right(n, count), float("-inf"))
+        x = x + blk.attention.W_o(_unheads(s.softmax(-1) @ vals))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), {"K": K, "V": V, "count": count}
+
+
+def ring_buffer_cursor_moved_early(model, tokens, cache):
+    """Buffers in a tuple with a cursor; the cursor is moved past the new tokens before they are stored."""
+    b, n = tokens.shape
+    if cache is None:
+        shape = (b, model.n_kv_heads, model.max_len, model.d_head)
+        keys, values, cursor = [torch.zeros(shape) for _ in model.blocks], [torch.zeros(shape)
+                                                                         for _ in model.blocks], 0
+    else:
+        keys, values, cursor = [k.clone() for k in cache[0]], [v.clone() for v in cache[1]], cache[2]
+    x = model.embed(tokens, cursor)
+    cursor += n
+    for layer, block in enumerate(model.blocks):
+        att, y = block.attention, block.norm_attention(x)
+        keys[layer][:, :, cursor:cursor + n] = split_heads(att.W_k(y), model.n_kv_heads)
+        values[layer][:, :, cursor:cursor + n] = split_heads(att.W_v(y), model.n_kv_heads)
+        heads = F.scaled_dot_product_attention(
+            split_heads(att.W_q(y), model.n_heads), keys[layer][:, :, :cursor], values[layer][:, :, :cursor],
+            attn_mask=_bottom_right(n, cursor), enable_gqa=True)
+        x = x + att.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), (keys, values, cursor)
+
+
+def prefill_in_pairs(model, tokens, cache):
+    """A prompt prefilled two tokens at a time with is_causal=True, appended to the cache after."""
+    if cache is None and tokens.shape[1] > 2:
+        outs = []
+        for i in range(0, tokens.shape[1], 2):
+            out, cache = prefill_in_pairs(model, tokens[:, i:i + 2], cache if i else None)
+            outs.append(out)
+        return torch.cat(outs, dim=1), cache
+    past = 0 if cache is None else cache[0][0].shape[2]
+    n = tokens.shape[1]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        att, y = block.attention, block.norm_attention(x)
+        q = split_heads(att.W_q(y), model.n_heads)
+        k, v = split_heads(att.W_k(y), model.n_kv_heads), split_heads(att.W_v(y), model.n_kv_heads)
+        if n > 1:      # several new tokens: they only need each other
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], 2), torch.cat([cache[layer][1], v], 2)
+        if n == 1:
+            o = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+        new.append((k, v))
+        x = x + att.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def prompt_in_chunks_of_three(model, tokens, cache, chunk=3):
+    """Long prompts in chunks of 3; each chunk's scores are taken against the chunk's own keys."""
+    b, n_total = tokens.shape
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    layers = None if cache is None else [list(kv) for kv in cache]
+    outs = []
+    size = chunk if cache is None else n_total
+    for lo in range(0, n_total, size):
+        part = tokens[:, lo:lo + size]
+        n = part.shape[1]
+        x = model.embed(part, past + lo)
+        for layer, block in enumerate(model.blocks):
+            att, y = block.attention, block.norm_attention(x)
+            q = _heads(att.W_q(y), model.n_heads)
+            k, v = _heads(att.W_k(y), model.n_kv_heads), _heads(att.W_v(y), model.n_kv_heads)
+            if cache is not None:          # a step after the prompt: the cached positions too
+                k, v = torch.cat([layers[layer][0], k], -2), torch.cat([layers[layer][1], v], -2)
+            g = model.n_heads // model.n_kv_heads
+            s = q @ k.repeat_interleave(g, 1).transpose(-2, -1) / math.sqrt(model.d_head)
+            s = s.masked_fill(~_bottom_right(n, k.shape[-2]), -1e9)
+            x = x + att.W_o(_unheads(s.softmax(-1) @ v.repeat_interleave(g, 1)))
+            x = x + block.mlp(block.norm_mlp(x))
+            if cache is not None:
+                layers[layer] = [k, v]
+            elif layers is None or len(layers) <= layer:
+                layers = (layers or []) + [[k, v]]
+            else:
+                layers[layer] = [torch.cat([layers[layer][0], k], -2), torch.cat([layers[layer][1], v], -2)]
+        outs.append(model.unembed(x))
+    return torch.cat(outs, dim=1), [tuple(kv) for kv in layers]
+
+
+def prefill_in_chunks_right(model, tokens, cache, chunk=3):
+    """A long prompt in chunks of 3, each chunk appended to the cache before it attends."""
+    if cache is None and tokens.shape[1] > chunk:
+        outs = []
+        for lo in range(0, tokens.shape[1], chunk):
+            out, cache = prefill_in_chunks_right(model, tokens[:, lo:lo + chunk], cache)
+            outs.append(out)
+        return torch.cat(outs, dim=1), cache
+    past = 0 if cache is None else cache[0][0].shape[2]
+    n = tokens.shape[1]
+    x = model.embed(tokens, past)
+    new = []
+    for layer, block in enumerate(model.blocks):
+        att, y = block.attention, block.norm_attention(x)
+        k, v = split_heads(att.W_k(y), model.n_kv_heads), split_heads(att.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], 2), torch.cat([cache[layer][1], v], 2)
+        new.append((k, v))
+        o = F.scaled_dot_product_attention(split_heads(att.W_q(y), model.n_heads), k, v,
+                                           attn_mask=_bottom_right(n, k.shape[2]), enable_gqa=True)
+        x = x + att.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def static_buffers_count_after(model, tokens, cache):
+    """Preallocated buffers (copied before writing); the count goes up once, after every block wrote."""
+    b, n = tokens.shape
+    if cache is None:
+        z = torch.zeros(model.n_layers, b, model.n_kv_heads, model.max_len, model.d_head)
+        cache = {"K": z, "V": z.clone(), "count": 0}
+    K, V, start = cache["K"].clone(), cache["V"].clone(), cache["count"]
+    end = start + n
+    x = model.embed(tokens, start)
+    g = model.n_heads // model.n_kv_heads
+    for i, blk in enumerate(model.blocks):
+        y = blk.norm_attention(x)
+        K[i, :, :, start:end] = _heads(blk.attention.W_k(y), model.n_kv_heads)
+        V[i, :, :, start:end] = _heads(blk.attention.W_v(y), model.n_kv_heads)
+        s = _heads(blk.attention.W_q(y), model.n_heads) @ K[i, :, :, :end].repeat_interleave(g, 1).mT
+        s = (s / model.d_head ** 0.5).masked_fill(~_bottom_right(n, end), float("-inf"))
+        x = x + blk.attention.W_o(_unheads(s.softmax(-1) @ V[i, :, :, :end].repeat_interleave(g, 1)))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), {"K": K, "V": V, "count": end}
+
+
+def shared_ptr_advanced_once(model, tokens, cache):
+    """One ptr_current_pos for the whole model, in the state dict, advanced once after the blocks."""
+    state = {"k": [], "v": [], "ptr": 0} if cache is None else dict(cache, k=[], v=[])
+    b, n = tokens.shape
+    ptr = state["ptr"]
+    x = model.embed(tokens, ptr)
+    blocked = torch.triu(torch.ones(model.max_len, model.max_len, dtype=torch.bool), diagonal=1)
+    rep = model.n_heads // model.n_kv_heads
+    for i, blk in enumerate(model.blocks):
+        a, y = blk.attention, blk.norm_attention(x)
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache["k"][i], k], dim=2), torch.cat([cache["v"][i], v], dim=2)
+        state["k"].append(k)
+        state["v"].append(v)
+        s = split_heads(a.W_q(y), model.n_heads) @ k.repeat_interleave(rep, 1).transpose(2, 3)
+        s = s.masked_fill(blocked[ptr:ptr + n, :k.shape[2]], -torch.inf)
+        w = torch.softmax(s / math.sqrt(model.d_head), dim=-1)
+        x = x + a.W_o(merge_heads(w @ v.repeat_interleave(rep, 1)))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    state["ptr"] = ptr + n
+    return model.unembed(x), state
+
+
 CASES = [
     # correct
     Case("solution", solution, PASS),
     Case("library_pieces", library_pieces, PASS),
+    Case("prefill_in_chunks_right", prefill_in_chunks_right, PASS),
+    Case("static_buffers_count_after", static_buffers_count_after, PASS),
+    Case("shared_ptr_advanced_once", shared_ptr_advanced_once, PASS),
     Case("dict_cache", dict_cache, PASS),
     Case("kv_cache_object", kv_cache_object, PASS),
     Case("einsum_step", einsum_step, PASS),
@@ -2449,4 +2682,10 @@ CASES = [
     Case("last_position_only", last_position_only, "last_position_only"),
     Case("shares_heads_before_caching", shares_heads_before_caching, "cache_holds_repeated_heads"),
     Case("expanded_dict_cache", expanded_dict_cache, "cache_holds_repeated_heads"),
+    Case("shared_ptr_mask_rows", shared_ptr_mask_rows, "counter_advanced_per_layer"),
+    Case("static_length_bumped_per_block", static_length_bumped_per_block, "counter_advanced_per_layer"),
+    Case("static_count_bumped_first", static_count_bumped_first, "counter_advanced_before_write"),
+    Case("ring_buffer_cursor_moved_early", ring_buffer_cursor_moved_early, "counter_advanced_before_write"),
+    Case("prefill_in_pairs", prefill_in_pairs, "prefill_pieces_isolated"),
+    Case("prompt_in_chunks_of_three", prompt_in_chunks_of_three, "prefill_pieces_isolated"),
 ]
