@@ -40,7 +40,7 @@ class CheckResult:
     are the machine-readable part. ``status`` is 'passed', 'bug' (a known bug
     was recognised), 'problem' (something is wrong that matches no known bug;
     ``observed`` says what) or 'not_implemented'. ``headline``, ``what``,
-    ``shows``, ``fix`` and ``observed`` are the verdict's words.
+    ``shows``, ``fix``, ``observed`` and ``notes`` (beside the verdict) are its words.
     """
 
     passed: bool
@@ -52,6 +52,7 @@ class CheckResult:
     shows: str = ""
     fix: str = ""
     observed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def _lines(self):
         rows = []
@@ -60,8 +61,10 @@ class CheckResult:
         if self.shows:
             rows.append(("How it shows", self.shows))
         label = {"passed": "Checked", "not_implemented": "Hint"}.get(self.status, "Observed")
-        for note in self.observed:
-            rows.append((label, note))
+        for line in self.observed:
+            rows.append((label, line))
+        for note in self.notes:                     # beside a verdict, not what it checked or saw
+            rows.append(("Note", note))
         if self.fix:
             rows.append(("Fix", self.fix))
         return rows
@@ -94,8 +97,10 @@ class CheckResult:
         )
 
 
-def passed(checked: str, headline: str, observed=None) -> CheckResult:
-    return CheckResult(True, None, "passed", checked, headline, observed=list(observed or []))
+def passed(checked: str, headline: str, observed=None, notes=None) -> CheckResult:
+    """A pass: ``observed`` says what was checked, ``notes`` anything worth knowing beside it."""
+    return CheckResult(True, None, "passed", checked, headline, observed=list(observed or []),
+                       notes=list(notes or []))
 
 
 def bug_found(checked: str, bug_id: str, happened: str, observed=None, fix=None) -> CheckResult:

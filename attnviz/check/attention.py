@@ -59,7 +59,7 @@ def _dead_row_gradient(t):
            if grad is not None and not torch.isfinite(torch.from_numpy(grad["array"])).all()]
     if bad:
         t.notes.append(
-            f"A note for training: {probe.where} the output is finite, but the gradient of "
+            f"For training: {probe.where} the output is finite, but the gradient of "
             f"{' and '.join(bad)} holds NaN. A NaN made on the way and wiped from the output later "
             "(the softmax of a row of -inf, then nan_to_num) still goes through autograd, and in "
             "training it reaches the weights. A finite fill, scores.masked_fill(~mask, "
@@ -393,8 +393,8 @@ def _passed(t):
             "result there is finite, as it should be), large scores, a blocked key scoring far above the "
             f"allowed ones, {_LONG} keys, float64 and float16 inputs, and "
             "the gradients of a backward pass."
-        ]
-        + t.notes,
+        ],
+        t.notes,
     )
 
 

@@ -524,8 +524,8 @@ def _passed(t):
             "no mask, a mask that is not symmetric, a fully masked position, large scores, a blocked "
             f"position scoring far above the allowed ones, {_LONG} positions, float64 and float16 modules, a "
             "repeated call and the gradients of a backward pass."
-        ]
-        + t.notes,
+        ],
+        t.notes,
     )
 
 
