@@ -38,7 +38,7 @@ def notebook_answers(path: Path) -> tuple[str, list[tuple[str, str]]]:
     pairs = []
     for item in re.split(r"\n(?=\d+\. )", body)[1:]:
         match = ANSWER.search(item)
-        question = ANSWER.sub("", item).strip()
+        question = (item[:match.start()] if match else item).strip()   # what follows the answer is not it
         pairs.append((question, _dedent(match.group(1)).strip() if match else ""))
     return title, pairs
 
@@ -61,7 +61,9 @@ def answer_key(paths) -> str:
         out += [f"## {title}", "", f"`notebooks/{path.name}`", ""]
         for question, answer in pairs:
             number, _, text = question.partition(". ")
-            out += [f"**{number}. {_dedent(text).strip()}**", "", answer, ""]
+            text = _dedent(text).strip()
+            # bold cannot run across a blank line: a question of several paragraphs bolds its number
+            out += [f"**{number}.** {text}" if "\n\n" in text else f"**{number}. {text}**", "", answer, ""]
     return "\n".join(out).rstrip("\n") + "\n"
 
 
