@@ -153,9 +153,10 @@ def test_the_top_left_text_does_not_claim_is_causal_was_used():
     assert all("is_causal" not in line for line in lines)
 
 
-def _written_step(n_new_axis=1, repeat=True):
+def _written_step(n_new_axis=1, repeat=True, kv_split="n_kv_heads"):
     """A cached step written from the model's pieces; n_new read from ``tokens.shape[n_new_axis]``, the
-    shared key/value heads repeated or not (or "twice": before caching and again to attend)."""
+    shared key/value heads repeated or not (or "twice": before caching and again to attend), the keys
+    and values split into ``getattr(model, kv_split)`` heads."""
     from attnviz.mha import merge_heads, split_heads
 
     def step(model, tokens, cache):
@@ -166,8 +167,8 @@ def _written_step(n_new_axis=1, repeat=True):
         for layer, block in enumerate(model.blocks):
             normed, parts = block.norm_attention(x), block.attention
             q = split_heads(parts.W_q(normed), model.n_heads)
-            k = split_heads(parts.W_k(normed), model.n_kv_heads)
-            v = split_heads(parts.W_v(normed), model.n_kv_heads)
+            k = split_heads(parts.W_k(normed), getattr(model, kv_split))
+            v = split_heads(parts.W_v(normed), getattr(model, kv_split))
             if repeat == "twice":                   # repeated for the query heads before caching, too
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             if cache is not None:
@@ -198,6 +199,10 @@ def test_sizes_from_the_wrong_axis_are_said_in_plain_words():
     assert twice.bug == "cache_holds_repeated_heads", twice
     assert "6 query heads met 18 key/value heads" in repr(twice)
     assert "once before they were cached" in repr(twice)
+    # the query line copied for the keys and values: 10 features split into 6 heads raises in the view
+    split = check_decoding_step(_written_step(kv_split="n_heads"))
+    assert split.bug is None and "the keys or the values were split into 6 heads" in split.headline, split
+    assert "2 key/value heads of 5 features" in repr(split) and "model.n_kv_heads" in split.fix
 
 
 def test_a_step_that_caches_the_tokens_and_recomputes_is_told_it_caches_no_keys_or_values():

@@ -585,6 +585,32 @@ def _sizes_met(t):
     return None
 
 
+_VIEW = re.compile(r"shape '\[(\d+), (\d+), (\d+), (-?\d+)\]' is invalid for input of size (\d+)")
+
+
+def _kv_split_as_queries(t):
+    """A prefill raised where the keys or values, n_kv_heads * d_head features wide, were split into
+    n_heads heads: the query line copied for W_k and W_v. Said in plain words, with the fix."""
+    n_heads, n_kv = SIZES["n_heads"], SIZES["n_kv_heads"]
+    d_head = SIZES["d_model"] // n_heads
+    for probe, ans in t.main:
+        found = _VIEW.search((ans.error or {}).get("message", "")) if ans.error else None
+        batch, n_new = probe.args["tokens"].shape
+        if found and int(found[3]) == n_heads and int(found[5]) == batch * n_new * n_kv * d_head:
+            return t.problem(
+                f"{t.spec.subject} raised {ans.error['type']} on {probe.name}: the keys or the values were "
+                f"split into {n_heads} heads.",
+                [t.describe(probe, ans),
+                 f"This model's W_k and W_v make {n_kv} key/value heads of {d_head} features "
+                 f"({n_kv * d_head} per position), fewer than W_q's {n_heads} query heads (grouped-query "
+                 "attention): split them into model.n_kv_heads heads, cache those, and repeat them for the "
+                 "query heads only to attend."],
+                fix="key = split_heads(attention.W_k(normed), model.n_kv_heads)   # and the values the same; "
+                    "the queries into model.n_heads",
+            )
+    return None
+
+
 def _branch(t):
     """Every cached step right, but a cache used a second time (from the prefill's cache another token
     4; then token 5 again from token 4's cache, which the steps since may have overwritten) is not."""
@@ -673,7 +699,8 @@ SPEC = Spec(
         before={"setup_failed": [Rule("delegated", "always", _delegated)],
                 "contiguous_error": [Rule("last_position_only", "wrong", _last_only)],
                 "raised": [Rule("kv_head_index", "wrong", _kv_head_index),
-                           Rule("sizes_met", "wrong", _sizes_met)]},
+                           Rule("sizes_met", "wrong", _sizes_met),
+                           Rule("kv_split_as_queries", "wrong", _kv_split_as_queries)]},
         drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "other_dtypes",
               "large_scores_wrong", "matmul_everywhere"),
     ),
