@@ -330,6 +330,17 @@ def test_head_explorer_picks_and_enlarges():
     assert ex.canvas.scene["selected"] == "L1 H1"
 
 
+def test_head_explorer_lists_every_query_of_a_short_sequence():
+    """07's sequences have 24 positions, and the induction stripe is in the last 12: every query's
+    most-attended key is listed up to 32 queries (two columns past 12); longer ones say how many more."""
+    weights = torch.eye(24).roll(-1, dims=1).tril().expand(1, 2, 24, 24) + 1e-3
+    ex = head_explorer(weights / weights.sum(-1, keepdim=True), tokens=[f"{i}:t{i}" for i in range(24)])
+    assert "23:t23 → 22:t22" in ex._text.value and "more queries" not in ex._text.value
+    assert "attnviz-columns" in ex._text.value
+    long = head_explorer(torch.full((1, 40, 40), 1 / 40))
+    assert "… 8 more queries" in long._text.value and "31 → 0 (0.03)" in long._text.value
+
+
 def test_head_explorer_accepts_numpy_and_three_dimensions():
     ex = head_explorer(np.full((2, 3, 5), 0.2))
     assert ex.controls["layer"].disabled and ex.weights.shape == (1, 2, 3, 5)

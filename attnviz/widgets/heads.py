@@ -13,6 +13,9 @@ from .canvas import heatmap_panel
 __all__ = ["head_explorer", "HeadExplorer"]
 
 
+_LISTED = 32   # the side panel lists each query's most-attended key up to this many queries
+
+
 def _slider_layout(count: int) -> w.Layout:
     return w.Layout(width="280px", display="none" if count == 1 else None)
 
@@ -103,18 +106,22 @@ class HeadExplorer(Explorer):
         weights, top, nan_rows = state["weights"].numpy(), state["top"].numpy(), state["nan_rows"].numpy()
         keys = state["key_labels"] or [str(j) for j in range(weights.shape[-1])]
         queries = state["query_labels"] or [str(i) for i in range(weights.shape[0])]
+        shown = len(queries) if len(queries) <= _LISTED else _LISTED     # every query of a short sequence
         lines = []
-        for i in range(min(len(queries), 12)):
+        for i in range(shown):
             j = int(top[i])
             if nan_rows[i]:
                 lines.append(f"{html.escape(queries[i])} → NaN (this row's weights are NaN)")
             else:
                 lines.append(f"{html.escape(queries[i])} → {html.escape(keys[j])} ({weights[i, j]:.2f})")
-        more = "" if len(queries) <= 12 else f"<br>… {len(queries) - 12} more queries"
+        more = "" if shown == len(queries) else f"<br>… {len(queries) - shown} more queries"
+        listing = "<br>".join(lines)
+        if shown > 12:                                  # two columns, queries running down the first
+            listing = f"<div class='attnviz-columns'>{listing}</div>"
         table = metrics_table(["", "this head"], [["entropy (nats)", m["entropy"]],
                                                   ["max_weight", m["max_weight"]]])
         return (note(f"<b>layer {state['layer']}, head {state['head']}</b>") + table
-                + note("Where each query looks most:<br>" + "<br>".join(lines) + more))
+                + note("Where each query looks most:<br>" + listing + more))
 
 
 def head_explorer(weights, tokens=None) -> HeadExplorer:
