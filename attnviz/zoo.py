@@ -33,6 +33,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from .gpt import PiecesOnlyError, StepModel
+
 __all__ = [
     "ATTENTION_BUGS",
     "MULTI_HEAD_BUGS",
@@ -795,6 +797,9 @@ class DecodeStep:
     """
 
     def __call__(self, model, tokens, cache):
+        if type(self) is DecodeStep and isinstance(model, StepModel):   # the zoo's right step, handed in
+            raise PiecesOnlyError("attnviz.zoo.decode_step is the course's own answer to this exercise; "
+                                  "write the step yourself from the model's pieces.")
         past = 0 if cache is None else cache[0][0].shape[-2]
         x = self.embed(model, tokens, past)                          # (batch, n_new, d_model)
         new_cache = self.start_cache(cache)

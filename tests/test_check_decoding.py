@@ -43,11 +43,26 @@ def _solution():
     return space["decode_step"]
 
 
-@pytest.mark.parametrize("step", [reference_decode_step, zoo.decode_step, _solution()],
-                         ids=["reference", "zoo", "notebook_solution"])
+class _RecipeStep(zoo.DecodeStep):
+    """The zoo's right step, as a learner who wrote the recipe's methods would have it."""
+
+
+@pytest.mark.parametrize("step", [_RecipeStep(), _solution()], ids=["recipe", "notebook_solution"])
 def test_right_steps_pass(step):
     result = check_decoding_step(step)
     assert result.passed and result.status == "passed" and result.bug is None, result
+
+
+@pytest.mark.parametrize("step", [reference_decode_step, zoo.decode_step,
+                                  lambda model, tokens, cache: reference_decode_step(model, tokens, cache)],
+                         ids=["reference", "zoo", "wrapped"])
+def test_the_courses_own_answer_handed_in_is_refused(step):
+    """Notebook 08 imports reference_decode_step two sections before the exercise: handed in (or called
+    from a step) on the exercise's view of the model it refuses, as the model's own forward does."""
+    result = check_decoding_step(step)
+    assert not result.passed and result.bug is None, result
+    assert result.headline == "your step hands the work to the library instead of doing it."
+    assert "own answer to this exercise" in repr(result)
 
 
 def test_the_zoo_has_a_step_for_every_bug_class():
@@ -253,13 +268,13 @@ def test_a_step_that_exits_or_returns_a_list_says_exactly_that():
     assert "exit code 3" in repr(exited)
 
     def as_list(model, tokens, cache):
-        logits, cache = zoo.decode_step(model, tokens, cache)
+        logits, cache = _RecipeStep()(model, tokens, cache)
         return logits.tolist(), cache
 
     listed = check_decoding_step(as_list)
     assert listed.bug is None and listed.headline.startswith("your step returned the logits as a list")
     assert "tuple of two" not in listed.headline
-    single = check_decoding_step(lambda m, t, c: zoo.decode_step(m, t, c)[0])
+    single = check_decoding_step(lambda m, t, c: _RecipeStep()(m, t, c)[0])
     assert "return (logits, cache), a tuple of two" in single.headline
 
 
@@ -268,7 +283,7 @@ def test_a_timeout_says_the_child_was_stopped_not_restart_the_kernel():
 
     def stuck(model, tokens, cache):
         release.wait(10)
-        return zoo.decode_step(model, tokens, cache)
+        return _RecipeStep()(model, tokens, cache)
 
     result = check_decoding_step(stuck, time_limit=0.5)
     release.set()

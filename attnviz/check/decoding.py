@@ -35,7 +35,7 @@ from dataclasses import replace
 import torch
 
 from .._threads import one_thread
-from ..gpt import TinyGPT
+from ..gpt import PiecesOnlyError, StepModel, TinyGPT
 from . import _verdict
 from ._diagnose import RAISED, Answer, Hypotheses, error_kind
 from ._engine import Probe, Rule, Spec, Trial, decide, run_check
@@ -60,7 +60,15 @@ _PASSED = ("A prefill of 4 tokens, three single tokens and a chunk of 3 (batch 2
 
 
 def reference_decode_step(model, tokens, cache):
-    """The correct cached step (the checker's own): cache None or a list of (keys, values) per layer."""
+    """The correct cached step (the checker's own): cache None or a list of (keys, values) per layer.
+
+    On the exercise's view of a model (``model.pieces()``, what the checker hands a learner's step) it
+    refuses: handing it in, or calling it from a step, is not writing the step."""
+    if isinstance(model, StepModel):
+        raise PiecesOnlyError("reference_decode_step(...) is the checker's own answer to this exercise; "
+                              "write the step yourself from model.embed(tokens, past), each block's "
+                              "norm_attention, attention.W_q, W_k, W_v and W_o, norm_mlp and mlp, then "
+                              "model.unembed(x).")
     return decode(model, tokens, cache)
 
 
