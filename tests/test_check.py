@@ -710,3 +710,15 @@ def test_a_headline_names_the_bug_in_words_with_sizes_spelled_as_in_code():
     assert bug_words("scale_by_d_model") == "scale by d_model"
     result = check_multi_head(zoo.MULTI_HEAD_BUGS["scale_by_d_model"])
     assert result.headline.endswith("It looks like the known bug \"scale by d_model\"."), result.headline
+
+
+def test_a_name_not_defined_says_to_run_the_cells_above():
+    """After a kernel restart the notebook's imports are gone: a NameError says which name, and to run
+    the cell that defines or imports it (or Run All), in every checker."""
+    def my_attention(q, k, v, mask=None):
+        return softmax_of(q @ k.transpose(-2, -1)) @ v  # noqa: F821 - the name a restart left undefined
+
+    result = check_attention(my_attention)
+    assert result.headline.startswith("your function raised NameError"), result
+    assert "softmax_of is not defined where your code runs" in repr(result)
+    assert "Run All Cells" in result.fix and "softmax_of" in result.fix

@@ -17,7 +17,7 @@ from attnviz import gpt, zoo
 from attnviz.check import BUGS, check_decoding_step
 from attnviz.check._catalog import DECODING
 from attnviz.check._verdict import NOT_WRITTEN, bug_words
-from attnviz.check.decoding import DECODING_BUGS, reference_decode_step
+from attnviz.check.decoding import DECODING_BUGS, _models_read, reference_decode_step
 from attnviz.mha import merge_heads, split_heads
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -424,3 +424,20 @@ def test_a_step_wrong_only_on_the_batch_one_token_gets_a_verdict_not_a_traceback
 
     result = check_decoding_step(WrongOnBatchOneToken())
     assert not result.passed and "token 6 after it, batch 1" in " ".join(result.observed), result
+
+
+torch.manual_seed(0)
+m = gpt.TinyGPT(16, 28, 4, 2, 24, n_kv_heads=2).eval()     # notebook 08's section 2 calls its model m
+
+
+def test_a_step_that_reads_the_notebooks_model_says_so():
+    """Section 2's step by hand uses the notebook's m: a student who copies it into decode_step reads
+    another model's sizes. The verdict says so first, whatever else went wrong."""
+    def copied(model, tokens, cache):
+        x = model.embed(tokens, 0)
+        return split_heads(model.blocks[0].attention.W_q(x), m.n_heads), cache
+
+    result = check_decoding_step(copied)
+    assert not result.passed and result.observed[0].startswith("Your step reads m, a model of your notebook")
+    assert "never m" in result.fix
+    assert not _models_read(_RecipeStep.__call__) and _models_read(copied) == ["m"]

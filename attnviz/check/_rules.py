@@ -440,15 +440,24 @@ def mask_none_raised(t):
     )
 
 
+_UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+
+
 def raised(t):
     errors = [(p, a) for p, a in t.main if a.error is not None]
     if errors:
         probe, ans = next(iter(errors))
-        return t.problem(
-            f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.",
-            [t.describe(probe, ans), f"It raised on {len(errors)} of the {len(t.main)} {t.inputs()}."],
-            fix=t.spec.words.get("raised_fix", ""),
-        )
+        lines = [t.describe(probe, ans), f"It raised on {len(errors)} of the {len(t.main)} {t.inputs()}."]
+        fix = t.spec.words.get("raised_fix", "")
+        message = ans.error.get("message", "")
+        undefined = _UNDEFINED.search(message) if ans.error["type"] == "NameError" else None
+        if undefined:                     # often a restarted kernel: the imports above were not run again
+            name = undefined[1]
+            lines.append(f"{name} is not defined where your code runs. If a cell above defines or imports "
+                         f"it, run that cell (after a kernel restart none has run: Run > Run All Cells); "
+                         f"if none does, define or import {name} yourself.")
+            fix = f"run the cell that defines or imports {name} (after a kernel restart: Run All Cells)"
+        return t.problem(f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.", lines, fix=fix)
     return None
 
 

@@ -717,6 +717,36 @@ SPEC = Spec(
 the pass."""
 
 
+def _models_read(fn):
+    """The global names ``fn``'s code reads (nested functions included) that hold a tiny GPT."""
+    code, found = getattr(fn, "__code__", None), []
+    todo = [code] if code is not None else []
+    while todo:
+        code = todo.pop()
+        todo += [c for c in code.co_consts if hasattr(c, "co_names")]
+        for name in code.co_names:
+            value = getattr(fn, "__globals__", {}).get(name)
+            if isinstance(value, (TinyGPT, StepModel)) and name not in found:
+                found.append(name)
+    return found
+
+
+def _with_models_read(fn, result):
+    """A failed verdict says first when the step read a model from the notebook (08's step by hand
+    uses ``m``) instead of the one it is given."""
+    names = [] if result.passed else _models_read(fn)
+    if names:
+        value = fn.__globals__[names[0]]
+        result.observed.insert(0, (
+            f"Your step reads {names[0]}, a model of your notebook (vocabulary {value.vocab_size}, "
+            f"{value.n_heads} query heads), not the model it is given (vocabulary {SIZES['vocab_size']}, "
+            f"{SIZES['n_heads']} query heads sharing {SIZES['n_kv_heads']} key/value heads): inside the "
+            "step, use its argument, model, everywhere."))
+        if result.status == "problem":
+            result.fix = f"model.n_heads, model.blocks, ...   # the argument, never {names[0]}"
+    return result
+
+
 @with_stale_note
 @in_neutral
 def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
@@ -734,4 +764,5 @@ def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
                                 ["Pass the function itself: check_decoding_step(decode_step)."])
     setup = _setup()
     spec = replace(SPEC, hypotheses=setup["prefill"])
-    return run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")
+    result = run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")
+    return _with_models_read(fn, result)
