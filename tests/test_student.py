@@ -405,3 +405,38 @@ def test_the_02_exercise_gives_its_hint_once():
                 if c["cell_type"] == "code" and "def my_attention" in src)
     assert cell.count("finfo") == 1 and cell.count("# hint:") == 1, cell
     assert 'raise NotImplementedError("write your code here")' in cell
+
+
+def _opened_and_saved(path):
+    """What JupyterLab's autosave makes of a notebook only opened (and run): sources as lists of
+    lines, the kernel's language_info, an output; not one character a learner typed."""
+    nb = json.loads(path.read_text())
+    nb["metadata"]["language_info"] = {"name": "python", "version": "3.11.9"}
+    for cell in nb["cells"]:
+        cell["source"] = cell["source"].splitlines(keepends=True) if isinstance(cell["source"], str) \
+            else cell["source"]
+        if cell["cell_type"] == "code":
+            cell["outputs"], cell["execution_count"] = [{"output_type": "stream", "name": "stdout",
+                                                         "text": ["1\n"]}], 1
+    path.write_text(json.dumps(nb, indent=1))
+    return path.read_bytes()
+
+
+def test_a_notebook_only_opened_and_saved_is_not_the_learners_work(tmp_path):
+    """JupyterLab saves a notebook two minutes after it is opened: that must not hold back a course
+    update as if the learner had written in it (a teacher met it before lesson 4)."""
+    source, out = _course(tmp_path), tmp_path / "student"
+    make_student.make_student(source, out)
+    saved = _opened_and_saved(out / "01_demo.ipynb")
+    same = make_student.make_student(source, out)                       # nothing new in the course
+    assert (out / "01_demo.ipynb").read_bytes() == saved and same.kept == []   # left as it is
+    _course(tmp_path, body="x = 2  # the course was updated")
+    update = make_student.make_student(source, out)
+    assert "x = 2" in (out / "01_demo.ipynb").read_text() and update.kept == []
+    assert not (out / "01_demo.new.ipynb").exists()
+    # saved again, then edited: from then on it is the learner's, kept byte for byte
+    _opened_and_saved(out / "01_demo.ipynb")
+    mine = _learner_edits(out / "01_demo.ipynb")
+    _course(tmp_path, body="x = 3")
+    make_student.make_student(source, out)
+    assert (out / "01_demo.ipynb").read_bytes() == mine and "x = 3" in (out / "01_demo.new.ipynb").read_text()

@@ -19,11 +19,14 @@ that is not tagged ``solution``, unbalanced markers, or an exercise with no chec
 errors: the learner's edition must never leak a solution or leave an exercise unchecked.
 
 **Nothing a learner writes is lost.** ``OUT_DIR/.edition.json`` records a hash of every file this
-tool wrote. On a rebuild, a file still as it was written is brought up to date; a file the learner
-changed (edited, or just run and saved) is kept byte for byte, and if the course's version of it
-changed meanwhile, the new version is written beside it as ``NAME.new.ipynb`` (also kept once the
-learner edits it). Files the tool never wrote are left alone; nothing is deleted. A notebook that is
-missing is written afresh: to get a fresh copy of one exercise, rename your notebook and rebuild.
+tool wrote, and of what a learner writes in each notebook (its cells' types and sources). On a
+rebuild, a file still as it was written is brought up to date, and so is a notebook only opened, run
+or saved (its outputs and metadata changed, not a cell's source: running it again gives the outputs
+back); a file the learner changed (a cell edited, added or deleted) is kept byte for byte, and if the
+course's version of it changed meanwhile, the new version is written beside it as ``NAME.new.ipynb``
+(also kept once the learner edits it). Files the tool never wrote are left alone; nothing is
+deleted. A notebook that is missing is written afresh: to get a fresh copy of one exercise, rename
+your notebook and rebuild.
 """
 
 from __future__ import annotations
@@ -152,6 +155,19 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _written(data: bytes) -> str | None:
+    """A digest of what a learner writes in a notebook: each cell's type and source (none of its
+    outputs, execution counts or metadata, which running and saving change), or None for a file that
+    is not a readable notebook."""
+    try:
+        cells = json.loads(data)["cells"]
+        text = [(c["cell_type"], "".join(c["source"]) if isinstance(c["source"], list) else c["source"])
+                for c in cells]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return _digest(json.dumps(text).encode("utf-8"))
+
+
 def _notebook_bytes(nb: dict) -> bytes:
     return (json.dumps(nb, indent=1, sort_keys=True, ensure_ascii=False) + "\n").encode("utf-8")
 
@@ -206,25 +222,31 @@ def make_student(source_dir, out_dir) -> Rebuild:
     files = _editions(source_dir)
     manifest_path = out_dir / MANIFEST
     try:
-        generated = json.loads(manifest_path.read_text(encoding="utf-8"))["generated"]
-    except (OSError, ValueError, KeyError, TypeError):
-        generated = {}
+        record = json.loads(manifest_path.read_text(encoding="utf-8"))
+        generated, typed = record["generated"], record.get("cells", {})
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        generated, typed = {}, {}
     done = Rebuild()
     for rel, data in files.items():
         target, digest = out_dir / rel, _digest(data)
+        notebook = rel.suffix == ".ipynb"
         if not target.exists():
             action = "write"
         else:
-            current = _digest(target.read_bytes())
-            if current == digest:
-                action = "unchanged"
-            elif current == generated.get(str(rel)):
-                action = "write"            # still as this tool wrote it: bring it up to date
+            held = target.read_bytes()
+            current, written = _digest(held), _written(held) if notebook else None
+            untyped = written is not None and written == typed.get(str(rel))
+            if current == digest or (written is not None and written == _written(data)):
+                action = "unchanged"        # the same, or only opened, run or saved: left as it is
+            elif current == generated.get(str(rel)) or untyped:
+                action = "write"            # nothing typed since this tool wrote it: bring it up to date
             else:
                 action = "keep"             # the learner's work
         if action == "unchanged":
             done.unchanged.append(rel)
             generated[str(rel)] = digest
+            if notebook:
+                typed[str(rel)] = _written(data)
             continue
         if action == "keep":
             done.kept.append(rel)
@@ -242,9 +264,11 @@ def make_student(source_dir, out_dir) -> Rebuild:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         generated[str(rel)] = digest
+        if notebook:
+            typed[str(rel)] = _written(data)
     out_dir.mkdir(parents=True, exist_ok=True)
-    manifest_path.write_text(json.dumps({"generated": generated, "source": str(source_dir)}, indent=1,
-                                        sort_keys=True) + "\n", encoding="utf-8")
+    manifest_path.write_text(json.dumps({"generated": generated, "cells": typed, "source": str(source_dir)},
+                                        indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return done
 
 
