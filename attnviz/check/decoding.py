@@ -732,8 +732,8 @@ def _models_read(fn):
 
 
 def _with_models_read(fn, result):
-    """A failed verdict says first when the step read a model from the notebook (08's step by hand
-    uses ``m``) instead of the one it is given."""
+    """A failed verdict says first when the step read a model of the notebook (a global, say ``m``:
+    a line copied from a cell that used one) instead of the one it is given."""
     names = [] if result.passed else _models_read(fn)
     if names:
         value = fn.__globals__[names[0]]
