@@ -37,13 +37,22 @@ def code(number):
 
 
 def asserted(number, claim):
-    """The code cells of notebook `number` in which an assert follows a comment matching `claim`."""
+    """The code cells of notebook `number` in which an assert follows a comment matching `claim`.
+
+    The comment is the run of ``#`` lines directly above the assert, read as one text: a claim wrapped
+    over two lines to fit a projector (about 95 characters) is still the comment above its assert.
+    """
     found = []
     for source in code(number):
         lines = source.splitlines()
         for i, line in enumerate(lines):
-            if line.lstrip().startswith("assert") and i and re.search(claim, lines[i - 1], re.I) \
-                    and lines[i - 1].lstrip().startswith("#"):
+            if not line.lstrip().startswith("assert"):
+                continue
+            start = i
+            while start and lines[start - 1].lstrip().startswith("#"):
+                start -= 1
+            comment = " ".join(lines[j].strip().lstrip("#").strip() for j in range(start, i))
+            if comment and re.search(claim, comment, re.I):
                 found.append(source)
     return found
 
