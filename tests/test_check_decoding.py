@@ -441,3 +441,20 @@ def test_a_step_that_reads_the_notebooks_model_says_so():
     assert not result.passed and result.observed[0].startswith("Your step reads m, a model of your notebook")
     assert "never m" in result.fix
     assert not _models_read(_RecipeStep.__call__) and _models_read(copied) == ["m"]
+
+
+def test_a_callable_object_is_not_read_for_the_models_it_uses():
+    """The kernel reads no attribute of an object the learner wrote (its __getattr__ could hang it):
+    the note on a notebook's model looks into plain functions only."""
+    asked = []
+
+    class Step:
+        def __getattr__(self, name):
+            asked.append(name)
+            raise AttributeError(name)
+
+        def __call__(self, model, tokens, cache):
+            return m(tokens)[0], cache
+
+    result = check_decoding_step(Step())
+    assert not result.passed and asked == [], asked

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import copy
 import re
+import types
 from dataclasses import replace
 
 import torch
@@ -718,15 +719,17 @@ the pass."""
 
 
 def _models_read(fn):
-    """The global names ``fn``'s code reads (nested functions included) that hold a tiny GPT."""
-    code, found = getattr(fn, "__code__", None), []
-    todo = [code] if code is not None else []
+    """The global names ``fn``'s code reads (nested functions included) that hold a tiny GPT; only for
+    a plain function (no attribute of an object the learner wrote is read in the kernel, as in
+    :mod:`._stale`: its ``__getattr__`` could hang it)."""
+    if type(fn) is not types.FunctionType:
+        return []
+    todo, found = [fn.__code__], []
     while todo:
         code = todo.pop()
-        todo += [c for c in code.co_consts if hasattr(c, "co_names")]
+        todo += [c for c in code.co_consts if type(c) is types.CodeType]
         for name in code.co_names:
-            value = getattr(fn, "__globals__", {}).get(name)
-            if isinstance(value, (TinyGPT, StepModel)) and name not in found:
+            if isinstance(fn.__globals__.get(name), (TinyGPT, StepModel)) and name not in found:
                 found.append(name)
     return found
 
