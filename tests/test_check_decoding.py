@@ -438,8 +438,15 @@ def test_a_step_that_reads_the_notebooks_model_says_so():
         return split_heads(model.blocks[0].attention.W_q(x), m.n_heads), cache
 
     result = check_decoding_step(copied)
-    assert not result.passed and result.observed[0].startswith("Your step reads m, a model of your notebook")
-    assert "never m" in result.fix
+    assert not result.passed and result.observed[0].startswith("Your step reads m, the notebook's model")
+    assert "its first argument model" in result.observed[0] and "never the notebook's m" in result.fix
+    # 08's own model is now called model: a step that names its argument otherwise is told which is which
+
+    def renamed(given, tokens, cache):
+        return m.unembed(m.embed(tokens, 0)), cache
+
+    named = check_decoding_step(renamed)
+    assert "its first argument given" in named.observed[0] and named.fix.startswith("given.n_heads")
     assert not _models_read(_RecipeStep.__call__) and _models_read(copied) == ["m"]
 
 

@@ -739,14 +739,16 @@ def _with_models_read(fn, result):
     a line copied from a cell that used one) instead of the one it is given."""
     names = [] if result.passed else _models_read(fn)
     if names:
-        value = fn.__globals__[names[0]]
+        value, code = fn.__globals__[names[0]], fn.__code__
+        given = code.co_varnames[0] if code.co_argcount else "model"     # the step's name for its model
         result.observed.insert(0, (
-            f"Your step reads {names[0]}, a model of your notebook (vocabulary {value.vocab_size}, "
-            f"{value.n_heads} query heads), not the model it is given (vocabulary {SIZES['vocab_size']}, "
-            f"{SIZES['n_heads']} query heads sharing {SIZES['n_kv_heads']} key/value heads): inside the "
-            "step, use its argument, model, everywhere."))
+            f"Your step reads {names[0]}, the notebook's model (vocabulary {value.vocab_size}, "
+            f"{value.n_heads} query heads), not the model it is given, its first argument {given} "
+            f"(vocabulary {SIZES['vocab_size']}, {SIZES['n_heads']} query heads sharing "
+            f"{SIZES['n_kv_heads']} key/value heads): inside the step, use {given} everywhere."))
         if result.status == "problem":
-            result.fix = f"model.n_heads, model.blocks, ...   # the argument, never {names[0]}"
+            result.fix = (f"{given}.n_heads, {given}.blocks, ...   # the step's own argument, never the "
+                          f"notebook's {names[0]}")
     return result
 
 
