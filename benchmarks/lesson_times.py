@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -52,7 +53,7 @@ LESSONS = {
             ("cell-003", "std of q.k against sqrt(d_k)"),
             ("cell-006", "largest weight and entropy against d_k"),
             ("cell-012", "the softmax's gradient against d_k"),
-            ("cell-023", "saturation explorer"),
+            ("cell-025", "saturation explorer"),
         ],
     }),
     2: ("04-05: masks and multi-head attention", {
@@ -138,7 +139,8 @@ def _cpu_seconds(pid: int) -> float:
 
 
 def check_plans(lessons=LESSONS) -> list[str]:
-    """Plain-words problems with the plans: missing notebooks or cell ids."""
+    """Plain-words problems with the plans: missing notebooks or cell ids, and a row that says it
+    times an explorer (or the calculator) at a cell that does not draw one."""
     problems = []
     for number, (_, notebooks) in lessons.items():
         for stem, cells in notebooks.items():
@@ -146,9 +148,15 @@ def check_plans(lessons=LESSONS) -> list[str]:
             if not path.exists():
                 problems.append(f"lesson {number}: no notebook {path.name}")
                 continue
-            ids = {cell.get("id") for cell in json.loads(path.read_text())["cells"]}
-            problems += [f"lesson {number}: {path.name} has no cell {cell_id!r} ({what})"
-                         for cell_id, what in cells if cell_id not in ids]
+            sources = {cell.get("id"): "".join(cell["source"])
+                       for cell in json.loads(path.read_text())["cells"]}
+            for cell_id, what in cells:
+                if cell_id not in sources:
+                    problems.append(f"lesson {number}: {path.name} has no cell {cell_id!r} ({what})")
+                elif (re.fullmatch(r"[\w ]*(explorer|calculator)( on .*)?", what)
+                      and "_explorer(" not in sources[cell_id]):
+                    problems.append(f"lesson {number}: {path.name}'s {cell_id} draws no explorer, "
+                                    f"but the plan times it as the {what}")
     return problems
 
 

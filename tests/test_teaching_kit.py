@@ -152,6 +152,15 @@ def test_the_plan_checker_names_a_missing_cell():
         "lesson 9: 01_soft_lookup.ipynb has no cell 'cell-nope' (a cell that is not there)"]
 
 
+def test_the_plan_checker_names_an_explorer_row_at_a_cell_without_one():
+    # 03's cell-023 checks PyTorch's docstring; the saturation explorer is drawn two cells later
+    plans = {9: ("test", {"03_why_sqrt_dk": [("cell-023", "saturation explorer"),
+                                              ("cell-025", "saturation explorer")]})}
+    assert lesson_times.check_plans(plans) == [
+        "lesson 9: 03_why_sqrt_dk.ipynb's cell-023 draws no explorer, but the plan times it as the "
+        "saturation explorer"]
+
+
 def _machine_numbers(text):
     """Numbers the kit quotes as measurements: in 'Machine time' paragraphs and the hub tables."""
     quoted = []

@@ -83,8 +83,9 @@ SETTINGS = {
         ("saturation_5_cold", "saturation_explorer(d_k=4096, scaled=True, temperature=0.05)",
          "d_k = 4096, scaled, temperature 0.05 (its lowest; the slider shows 0.0501): the scaled side "
          "sharpens too."),
-        ("saturation_6_hot", "saturation_explorer(d_k=4096, scaled=True, temperature=20)",
-         "Temperature 20 (its highest): the rows flatten to an even spread."),
+        ("saturation_6_hot", "saturation_explorer(d_k=64, scaled=True, temperature=20)",
+         "d_k back at 64 (as the notebook's step 4 says), scaled, temperature 20 (its highest): the "
+         "scaled rows flatten to an even spread."),
     ]),
     "mask": ("04_masking", "from attnviz.widgets import mask_explorer", [
         ("mask_1_padding_inf", 'mask_explorer(mask="padding", fill="-inf", dtype="float32")',

@@ -265,11 +265,20 @@ class Explorer:
 
     # -- display ---------------------------------------------------------------------------------
     def _box(self, controls: w.Widget, head: w.Widget) -> w.Widget:
-        """Heading, controls, the problem line, then the canvas with the text beside it (wrapping)."""
-        side = w.VBox([self._text, self._footnote],
-                      layout=w.Layout(width="300px", min_width="240px", margin="4px 0 0 8px"))
+        """Heading, controls, the problem line, then the canvas with the text beside it.
+
+        Where the row is too narrow for both (a projector at 150%, the file browser open), the text
+        goes above the canvas, right under the controls, its footnote beside it: the verdict and the
+        numbers stay in sight while a control moves ("wrap-reverse" puts the line that wraps on top;
+        "flex-end" then aligns to the top)."""
+        for part in (self._text, self._footnote):
+            part.layout = w.Layout(flex="0 1 300px", min_width="240px", margin="0 24px 4px 0")
+        side = w.Box([self._text, self._footnote],
+                     layout=w.Layout(flex="1 1 300px", flex_flow="row wrap", align_items="flex-start",
+                                     margin="4px 0 0 8px"))
         body = w.HBox([self.canvas, side],
-                      layout=w.Layout(flex_flow="row wrap", align_items="flex-start", max_width="100%"))
+                      layout=w.Layout(flex_flow="row wrap-reverse", align_items="flex-end",
+                                      max_width="100%"))
         box = w.VBox([head, controls, self._problem, body], layout=w.Layout(max_width="100%"))
         return box.add_class("attnviz-explorer")   # the canvas finds its controls by it (js/keys.js)
 
