@@ -334,9 +334,11 @@ def mask_state(mask="none", fill="-inf", dtype="float32", seed=0) -> dict:
 # The KV cache.
 
 def binary_unit(n_bytes) -> tuple[str, int]:
-    """The largest binary unit that ``n_bytes`` fills, and its size: ``('GiB', 1024**3)`` down to
-    ``('B', 1)``."""
-    for unit, power in (("GiB", 3), ("MiB", 2), ("KiB", 1)):
+    """The largest binary unit that ``n_bytes`` fills, and its size: ``('ZiB', 1024**7)`` down to
+    ``('B', 1)``. Up to ZiB, so that the KV-cache explorer's largest settings still read in at most
+    four digits (a chart's axis labels then fit beside its title)."""
+    for unit, power in (("ZiB", 7), ("EiB", 6), ("PiB", 5), ("TiB", 4), ("GiB", 3), ("MiB", 2),
+                        ("KiB", 1)):
         if n_bytes >= 1024**power:
             return unit, 1024**power
     return "B", 1

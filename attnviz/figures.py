@@ -114,6 +114,11 @@ def _two_lines(text: str) -> str:
     return text[:cut] + "<br>" + text[cut + 1:]
 
 
+def _say_log(title: str, log: bool) -> str:
+    """An axis title that says so when its axis is on a log scale."""
+    return f"{title} (log scale)" if log and "log scale" not in title else title
+
+
 def _log_ticks(values: np.ndarray, each: bool = False) -> dict:
     """Tick settings for a log axis showing ``values``: labelled ticks a reader can use.
 
@@ -181,7 +186,7 @@ def _heatmap(weights, *, mask=None, query_labels=None, key_labels=None, value_na
     fig = Figure()
     fig.add_trace(go.Heatmap(
         z=_plain(layers["weights"]), colorscale=colorscale, zmin=zmin, zmax=zmax, name=value_name,
-        colorbar={"title": {"text": value_name}, "thickness": 14, "len": 0.8},
+        colorbar={"title": {"text": value_name, "side": "right"}, "thickness": 14, "len": 0.8},
         hovertemplate=where + "<br>" + value_name + " %{z:.6g}<extra></extra>", **common))
     for name, layer, colour, hover in (
         ("masked", "masked", MASKED_GREY, "masked: may not attend"),
@@ -267,7 +272,9 @@ def line_chart(x, series: dict, *, x_title, y_title, title="", log_x=False, log_
     """One line per entry of ``series`` (name -> y values, same length as ``x``), markers on points.
 
     Hover shows the exact x and y. ``log_x`` / ``log_y`` switch that axis to a log scale, with
-    labelled ticks (each x of a short sweep, 1-2-5 or powers of ten), never bare minor ticks.
+    labelled ticks (each x of a short sweep, 1-2-5 or powers of ten), never bare minor ticks, and
+    its title says "(log scale)" (added where the title does not say it), so that a straight line
+    reads as a power law.
     """
     x = to_numpy(x, "x", dims=1)
     if not isinstance(series, dict) or not series:
@@ -282,10 +289,11 @@ def line_chart(x, series: dict, *, x_title, y_title, title="", log_x=False, log_
         fig.add_trace(go.Scatter(
             x=x.tolist(), y=ys, mode="lines+markers", name=str(name),
             hovertemplate=f"{name}<br>{x_title} %{{x:.6g}}<br>{y_title} %{{y:.6g}}<extra></extra>"))
-    fig.update_xaxes(title_text=x_title, type="log" if log_x else "linear",
+    fig.update_xaxes(title_text=_say_log(x_title, log_x), type="log" if log_x else "linear",
                      **(_log_ticks(x, each=True) if log_x else {}))
     y_ticks = _log_ticks(np.concatenate(all_y)) if log_y else {}
-    fig.update_yaxes(title_text=_two_lines(y_title), type="log" if log_y else "linear", **y_ticks)
+    fig.update_yaxes(title_text=_two_lines(_say_log(y_title, log_y)), type="log" if log_y else "linear",
+                     **y_ticks)
     fig = style(fig, title)
     fig.update_layout(showlegend=len(series) > 1)
     return fig

@@ -38,6 +38,9 @@ _COLOURS = {
     "--jq-text-color": "#fafafa",
 }
 
+# The feedback's words on a dark page (body[data-jp-theme-light="false"])
+_DARK_FEEDBACK = {"correct": "#6fd08c", "incorrect": "#ff8a80"}
+
 
 def _bank(notebook):
     key = f"{int(notebook):02d}" if str(notebook).strip().isdigit() else str(notebook)
@@ -101,7 +104,12 @@ def quiz_javascript_and_html(notebook, *, shuffle_answers: bool = False):
     # code in an option keeps the option's own light look: JupyterLab Dark's rule for code in an output
     # (a dark box) is more specific than jupyterquiz's "inherit", and left dark text on a dark box
     page += (f"<style>#{div_id} .MCButton code {{background-color: rgba(0, 0, 0, 0.07) !important; "
-             f"color: #1f1f1f !important;}}</style>")
+             f"color: #1f1f1f !important;}}")
+    # the feedback line under a question sits on the page: on a dark theme's page the marks' own
+    # green and red read at 3.7:1 and 2.9:1, so there the words take lighter ones (over 7:1 on
+    # JupyterLab Dark's #111); the buttons keep the darker ones behind their white text
+    page += "".join(f'body[data-jp-theme-light="false"] #{div_id} .{kind} {{color: {colour};}}'
+                    for kind, colour in _DARK_FEEDBACK.items()) + "</style>"
     script = "var MathJax;\n" + build_script(prefix, static, url, div_id, True).replace(_CDN, "")
     return page, script
 

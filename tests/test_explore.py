@@ -174,6 +174,13 @@ def test_format_bytes_uses_binary_units(n, text):
 def test_binary_unit_is_the_largest_the_size_fills():
     assert binary_unit(1023) == ("B", 1) and binary_unit(1024) == ("KiB", 1024)
     assert binary_unit(2 * 1024**3 - 1) == ("GiB", 1024**3) and binary_unit(5 * 1024**2) == ("MiB", 1024**2)
+    # a 70B-like model's cache at 131072 positions, batch 8 (80 layers, 8 KV heads, d_head 128,
+    # float16) is 320 GiB; with 64 KV heads (MHA) 2.5 TiB, not "2,560.00 GiB"
+    assert format_bytes(2 * 80 * 64 * 128 * 131072 * 2 * 8) == "2.50 TiB"
+    # the explorer's largest settings stay under 1024 of the largest unit
+    largest = 2 * 1000 * 1024 * 4096 * 10_000_000 * 8 * 4096
+    unit, size = binary_unit(largest)
+    assert unit == "ZiB" and largest / size < 1024
 
 
 def test_each_word_is_aimed_at_by_its_key_angle():

@@ -134,7 +134,10 @@ def test_line_and_bar_charts():
                      x_title="d_k", y_title="max weight", log_x=True)
     assert [t.name for t in fig.data] == ["scaled", "unscaled"]
     assert fig.layout.xaxis.type == "log" and fig.layout.yaxis.type == "linear"
-    assert fig.layout.xaxis.title.text == "d_k"
+    assert fig.layout.xaxis.title.text == "d_k (log scale)"
+    assert fig.layout.yaxis.title.text == "max weight"
+    said = line_chart([1, 2], {"a": [1, 2]}, x_title="d_k (log scale)", y_title="g", log_x=True)
+    assert said.layout.xaxis.title.text == "d_k (log scale)"      # said once, not twice
     bars = bar_chart(["cat", "dog", "cat"], [0.2, 0.5, 0.3], x_title="key", y_title="weight")
     assert list(bars.data[0].y) == [0.2, 0.5, 0.3]
     assert list(bars.layout.xaxis.ticktext) == ["cat", "dog", "cat"]

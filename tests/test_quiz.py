@@ -160,3 +160,22 @@ def test_code_in_an_option_keeps_a_light_box_in_dark_themes():
     div_id = re.search(r'<div id="(\w+)"', page).group(1)
     assert f"#{div_id} .MCButton code {{background-color: rgba(0, 0, 0, 0.07) !important; " \
            "color: #1f1f1f !important;}" in page
+
+
+def test_feedback_words_are_readable_on_a_dark_page():
+    """The marks' green and red read 3.7:1 and 2.9:1 on JupyterLab Dark's page (#111, measured in a
+    screenshot); on a dark theme's page the feedback words take colours of at least 7:1 there, while
+    on the light page the marks' own colours stay (at least 4.5:1 on white)."""
+    from _a11y import contrast
+
+    def rgb(hex_colour):
+        return "rgb({}, {}, {})".format(*(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5)))
+
+    page, _ = quiz.quiz_javascript_and_html("03")
+    div_id = re.search(r'<div id="(\w+)"', page).group(1)
+    for kind in ("correct", "incorrect"):
+        rule = re.search(rf'body\[data-jp-theme-light="false"\] #{div_id} \.{kind} {{color: (#\w+);}}',
+                         page)
+        assert rule, f"no dark-page colour for .{kind}"
+        assert contrast(rgb(rule.group(1)), rgb("#111111")) >= 7, (kind, rule.group(1))
+        assert contrast(rgb(quiz._COLOURS[f"--jq-{kind}-color"]), rgb("#ffffff")) >= 4.5

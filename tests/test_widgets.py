@@ -9,6 +9,7 @@ import gzip
 import hashlib
 import math
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -539,3 +540,23 @@ def test_lookup_tie_verdict_does_not_put_the_answer_between_the_two_values():
     said = lookup_verdict({"max_weight": 0.375, "distance_to_average": 0.5}, [0.375, 0.375, 0.125, 0.125])
     assert said.startswith("A tie:") and "pulled equally towards their two values" in said
     assert "between their values" not in said
+
+
+@pytest.mark.parametrize("page, text", [("rgb(255, 255, 255)", "rgba(0, 0, 0, 0.87)"),          # Light
+                                        ("rgb(17, 17, 17)", "rgba(255, 255, 255, 0.87)")],     # Dark
+                         ids=["light", "dark"])
+def test_the_problem_line_reads_on_light_and_dark_pages(page, text):
+    """An explorer's problem line (e.g. 04's float16 fill of -1e9) was near-white on JupyterLab Dark's
+    light orange --jp-warn-color3, 1.3:1 (seen in a screenshot): its background must be one that
+    the theme's own text colour reads on, on either page (JupyterLab's ui-font-color1 on its
+    layout-color0)."""
+    from _a11y import channels, contrast
+
+    rule = re.search(r"\.attnviz-problem \{([^}]*)\}", (WIDGETS / "canvas.css").read_text()).group(1)
+    background = re.search(r"background: (rgba\([^)]*\))", rule).group(1)
+    assert "var(--jp-ui-font-color1" in rule
+    *tint, alpha = channels(background)
+    under = channels(page)[:3]
+    tinted = "rgb({}, {}, {})".format(*(alpha * x + (1 - alpha) * y                  # onto the page
+                                        for x, y in zip(tint, under, strict=True)))
+    assert contrast(text, tinted) >= 4.5, (background, page)

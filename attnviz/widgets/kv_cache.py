@@ -15,13 +15,14 @@ COLOURS = ("#3b75af", "#21918c", "#5ec962")
 
 
 def _plural(count: int, word: str) -> str:
-    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+    return f"{count:,} {word}" if count == 1 else f"{count:,} {word}s"
 
 
 def sharing_sentence(n_heads: int, n_kv_heads: int, bytes_mha: int, bytes_gqa: int) -> str:
     """How the query heads share the KV heads, and what that saves, in words."""
     per = n_heads // n_kv_heads
-    share = (f"{_plural(n_heads, 'query head')} share {_plural(n_kv_heads, 'KV head')} "
+    verb = "shares" if n_heads == 1 else "share"
+    share = (f"{_plural(n_heads, 'query head')} {verb} {_plural(n_kv_heads, 'KV head')} "
              f"({per} query head{'' if per == 1 else 's'} per KV head)")
     if bytes_gqa == 0 or bytes_mha == bytes_gqa:
         return f"{share}: the cache is the same size as full multi-head attention's."
@@ -81,7 +82,8 @@ class KVCacheExplorer(Explorer):
         labels = [f"{kind} ({_plural(n, 'KV head')})" for kind, n in zip(KINDS, kv, strict=True)]
         bars = bars_panel(
             "bytes", labels, {"KV cache": ([size / scale for size in sizes], COLOURS[1])},
-            title=(f"{v['n_layers']} layers, d_head {v['d_head']}, {v['seq_len']:,} positions, "
+            title=(f"{_plural(v['n_layers'], 'layer')}, d_head {v['d_head']}, "
+                   f"{_plural(v['seq_len'], 'position')}, "
                    f"{v['dtype']}, batch {v['batch']}"),
             x_title="attention variant (KV heads)", y_title=f"KV cache ({unit})",
             ymax=max(sizes) / scale * 1.15 if max(sizes) else 1.0,
