@@ -80,7 +80,7 @@ nbgrader: $(STAMP)
 	$(BIN)/python tools/make_nbgrader.py notebooks nbgrader_course
 
 # The README's images come from the browser test (screenshots/ is ignored; docs/screenshots/ is not).
-screenshots: $(STAMP)
+screenshots: $(STAMP) $(NODE)
 	rm -f screenshots/[0-9][0-9]_*.png
 	ATTNVIZ_REQUIRE_BROWSER=1 ATTNVIZ_RECORD_OUTSIDE=1 $(BIN)/python -m pytest tests/test_browser.py -q
 	mkdir -p docs/screenshots
