@@ -207,6 +207,17 @@ def other_dtypes(t):
                     f"{t.spec.subject} returned NaN or inf on float16 inputs",
                     [f"{probe.where} the output holds NaN or inf, although float32 and float64 are fine."],
                 )
+            if kind == "float64" and (not _finite(probe, ans) or not _dead_finite(probe, ans)):
+                return t.problem(
+                    f"{t.spec.subject} returned NaN or inf on float64 inputs, although float32 is fine",
+                    [f"{probe.where} the output holds NaN or inf.",
+                     "Somewhere the float64 scores pass through float32: softmax(..., dtype=torch.float32) "
+                     "(as Hugging Face's models do for float16), a .float(), or a float32 tensor you "
+                     "built. In float32, torch.finfo(torch.float64).min is -inf, so a fully masked row's "
+                     "softmax becomes 0/0 = NaN."],
+                    fix="keep the scores in their own dtype: torch.softmax(scores, dim=-1), with no "
+                        "dtype= and no .float()",
+                )
             tol = probe.facts.get("tolerance", 1e-4)
             if not agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=tol, rtol=tol):
                 return t.problem(

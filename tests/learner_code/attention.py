@@ -1240,6 +1240,26 @@ def stable_softmax_masked_first(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def softmax_always_float32(q, k, v, mask=None):
+    """Hugging Face's habit: the softmax always in float32, then back to the input's dtype. In float64
+    that is a downcast: finfo(float64).min becomes -inf and a fully masked row is NaN."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+    return weights @ v
+
+
+def softmax_upcast_half_only(q, k, v, mask=None):
+    """The same habit done right: only float16 and bfloat16 scores go up to float32 for the softmax."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    wide = torch.float32 if scores.dtype in (torch.float16, torch.bfloat16) else scores.dtype
+    weights = torch.softmax(scores.to(wide), dim=-1).to(q.dtype)
+    return weights @ v
+
+
 CASES = [
     Case("key_view_as_transpose", key_view_as_transpose,
          {"missing_contiguous", "key_reshaped_not_transposed"},
@@ -1399,4 +1419,7 @@ CASES = [
     Case("argmax_hard_attention", argmax_hard_attention, FAIL),
     Case("abs_scores", abs_scores, FAIL),
     Case("output_plus_query", output_plus_query, FAIL),
+    Case("softmax_always_float32", softmax_always_float32, FAIL,
+         note="right in float32; in float64 a fully masked row is NaN (said in plain words)"),
+    Case("softmax_upcast_half_only", softmax_upcast_half_only, PASS),
 ]

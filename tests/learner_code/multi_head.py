@@ -1101,6 +1101,22 @@ class HandSoftmaxMaskedFirst(Linears):
         return self.W_o((weights @ v).transpose(1, 2).reshape(b, t, dm))
 
 
+class SoftmaxAlwaysFloat32(Solution):
+    """Hugging Face's modeling code: F.softmax(..., dtype=torch.float32) whatever the module's dtype;
+    in float64 the fill finfo(float64).min becomes -inf and a fully masked position is NaN."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = torch.matmul(q, k.transpose(2, 3)) * self.d_k**-0.5
+        if mask is not None:
+            scores = torch.where(mask, scores, torch.tensor(torch.finfo(scores.dtype).min,
+                                                            dtype=scores.dtype))
+        weights = F.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
+        return self.W_o((weights @ v).transpose(1, 2).reshape(b, t, dm))
+
+
 CASES = [
     # correct
     Case("solution", Solution, PASS),
@@ -1211,4 +1227,6 @@ CASES = [
     Case("additive_dtype_min", AdditiveDtypeMin, "fill_overflows_float16",
          note="float16's minimum plus a score below -16 is -inf: a fully masked position is NaN"),
     Case("additive_where_min", AdditiveWhereMin, "fill_overflows_float16"),
+    Case("softmax_always_float32", SoftmaxAlwaysFloat32, FAIL,
+         note="right in float32; in float64 a fully masked position is NaN (said in plain words)"),
 ]
