@@ -101,8 +101,11 @@ class Explorer:
         self._last_update = 0.0
         self.computations = 0           # how many times _compute ran (coalescing is visible)
         self._problem = w.HTML(layout=w.Layout(display="none"))
-        self._text = w.HTML()
-        self._footnote = w.HTML()       # the part of the text that rarely changes (sent only then)
+        # the text beside the canvas, and the part of it that rarely changes (sent only then); _box
+        # lays them side by side when there is room
+        self._text, self._footnote = (
+            w.HTML(layout=w.Layout(flex="0 1 300px", min_width="240px", margin="0 24px 4px 0"))
+            for _ in range(2))
 
     # -- up to date on every read ------------------------------------------------------------------
     @property
@@ -271,8 +274,6 @@ class Explorer:
         goes above the canvas, right under the controls, its footnote beside it: the verdict and the
         numbers stay in sight while a control moves ("wrap-reverse" puts the line that wraps on top;
         "flex-end" then aligns to the top)."""
-        for part in (self._text, self._footnote):
-            part.layout = w.Layout(flex="0 1 300px", min_width="240px", margin="0 24px 4px 0")
         side = w.Box([self._text, self._footnote],
                      layout=w.Layout(flex="1 1 300px", flex_flow="row wrap", align_items="flex-start",
                                      margin="4px 0 0 8px"))
