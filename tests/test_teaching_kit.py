@@ -162,12 +162,13 @@ def test_the_plan_checker_names_an_explorer_row_at_a_cell_without_one():
 
 
 def _machine_numbers(text):
-    """Numbers the kit quotes as measurements: in 'Machine time' paragraphs and the hub tables."""
+    """Numbers the kit quotes as measurements: in 'Machine time' paragraphs, the tables of
+    notebooks, lessons and a real hub's class, and the sizing for 30 students."""
     quoted = []
     for paragraph in text.split("\n\n"):
-        if paragraph.startswith("**Machine time") or paragraph.startswith("| 0") \
-                or re.match(r"\| \d \(", paragraph) or paragraph.startswith("| notebook |") \
-                or paragraph.startswith("| lesson |"):
+        if paragraph.startswith(("**Machine time", "| 0", "| notebook |", "| lesson |",
+                                 "| per student |", "For 30 students")) \
+                or re.match(r"\| \d \(", paragraph):
             quoted += re.findall(r"(?<![\w.])\d+\.\d+(?![\w.])|(?<=\| )\d{3}(?= \|)", paragraph)
     return quoted
 
