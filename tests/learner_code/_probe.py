@@ -69,6 +69,9 @@ def attention_probes():
     probes.append(("a blocked key far above the others", q, k, _rand(gen, 2, 5, 3), far, {}))
     probes.append(("more queries than keys, a mask", _rand(gen, 6, 5), _rand(gen, 3, 5), _rand(gen, 3, 2),
                    _mask(gen, (), 6, 3), {}))
+    # last, so that the draws above stay as they were: code that walks the keys in tiles
+    probes.append(("40 keys, a mask", _rand(gen, 2, 3, 8), _rand(gen, 2, 40, 8), _rand(gen, 2, 40, 3),
+                   _mask(gen, (), 3, 40), {}))
     return probes
 
 

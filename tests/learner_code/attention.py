@@ -1260,6 +1260,46 @@ def softmax_upcast_half_only(q, k, v, mask=None):
     return weights @ v
 
 
+def _online_softmax(q, k, v, mask, tile, start_max, rescale_sum):
+    """FlashAttention's loop in Python: keys in tiles, a running maximum, sum and output."""
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2],
+                                  *([mask.shape[:-2]] if mask is not None else []))
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    if mask is not None:
+        mask = mask.expand(*lead, n_q, n_k)
+    top = torch.full((*lead, n_q, 1), start_max, dtype=q.dtype)
+    total = torch.zeros((*lead, n_q, 1), dtype=q.dtype)
+    out = torch.zeros((*lead, n_q, v.shape[-1]), dtype=q.dtype)
+    for first in range(0, n_k, tile):
+        scores = q @ k[..., first:first + tile, :].transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask[..., first:first + tile], torch.finfo(q.dtype).min)
+        new_top = torch.maximum(top, scores.amax(dim=-1, keepdim=True))
+        share = torch.exp(scores - new_top)
+        shrink = torch.exp(top - new_top)
+        total = (total * shrink if rescale_sum else total) + share.sum(dim=-1, keepdim=True)
+        out = out * shrink + share @ v[..., first:first + tile, :]
+        top = new_top
+    return out / total
+
+
+def online_softmax_tiles(q, k, v, mask=None):
+    """A FlashAttention fan's tiled online softmax, rescaling both running sums."""
+    return _online_softmax(q, k, v, mask, tile=4, start_max=float("-inf"), rescale_sum=True)
+
+
+def online_sum_not_rescaled(q, k, v, mask=None):
+    """The same loop, but the running sum is not rescaled when a later tile raises the maximum:
+    right while every row's maximum sits in its first tile (short inputs), wrong after."""
+    return _online_softmax(q, k, v, mask, tile=8, start_max=float("-inf"), rescale_sum=False)
+
+
+def online_max_starts_at_zero(q, k, v, mask=None):
+    """The running maximum starts at 0 (zeroed shared memory in a CUDA sketch): a row whose scores
+    are all far below 0, a fully masked one among them, underflows to 0 / 0."""
+    return _online_softmax(q, k, v, mask, tile=4, start_max=0.0, rescale_sum=True)
+
+
 CASES = [
     Case("key_view_as_transpose", key_view_as_transpose,
          {"missing_contiguous", "key_reshaped_not_transposed"},
@@ -1422,4 +1462,8 @@ CASES = [
     Case("softmax_always_float32", softmax_always_float32, FAIL,
          note="right in float32; in float64 a fully masked row is NaN (said in plain words)"),
     Case("softmax_upcast_half_only", softmax_upcast_half_only, PASS),
+    Case("online_softmax_tiles", online_softmax_tiles, PASS),
+    Case("online_sum_not_rescaled", online_sum_not_rescaled, FAIL,
+         note="right on short inputs; with 300 keys the rows are shrunk (said in plain words)"),
+    Case("online_max_starts_at_zero", online_max_starts_at_zero, "nan_on_fully_masked_row"),
 ]
