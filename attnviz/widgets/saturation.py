@@ -132,6 +132,9 @@ class SaturationExplorer(Explorer):
             title=(f"Scores: raw q·k spread ≈ √d_k = {root:.3g}; softmax input std "
                    f"{chosen['metrics']['score_std']:.3g}"),
             x_title="score", y_title="(query, key) pairs", width=340)
+        # unscaled at temperature 1 feeds the softmax the raw scores: their bars hide the grey ones
+        same = selected == "unscaled" and t == 1
+        raw_text = "raw scores q·k (the same as unscaled: under its bars)" if same else "raw scores q·k"
         last = self.n - 1
         panels["row"] = bars_panel(
             "row", [str(j) for j in range(self.n)],
@@ -143,7 +146,7 @@ class SaturationExplorer(Explorer):
             {"title": f"Attention weights: d_k = {d_k}, temperature = {t:.3g}, mask = {state['mask']}",
              "panels": ["scaled", "unscaled"]},
             {"title": "", "panels": ["scores", "row"],
-             "legend": [{"kind": "series", "colour": RAW_COLOUR, "text": "raw scores q·k"},
+             "legend": [{"kind": "series", "colour": RAW_COLOUR, "text": raw_text},
                         {"kind": "series", "colour": SCALED_COLOUR, "text": "scaled"},
                         {"kind": "series", "colour": UNSCALED_COLOUR, "text": "unscaled"}]},
         ]
