@@ -3,13 +3,15 @@
 In a temporary course folder: `nbgrader generate_assignment` for each exercise notebook (one
 assignment per notebook), then three submissions each under submitted/<student>/<assignment>/
 (the teacher's solution, the untouched student release, and the teacher's solution with a bug
-from attnviz.zoo put in place of one exercise), `nbgrader autograde`, and the scores read from
-nbgrader's gradebook: full marks, zero, and partial. Each assignment is generated and graded on its
-own, so that `make test`'s workers grade them side by side. Autograding runs each submitted notebook top
-to bottom (twelve notebooks), so the graded part is marked slow; it runs in `make test` all the same.
+from attnviz.zoo put in place of one exercise), and for 04 a fourth: the learner's edition with right
+answers, which tools/into_release.py puts into the release; `nbgrader autograde`, and the scores read
+from nbgrader's gradebook: full marks, zero, and partial. Each assignment is generated and graded on
+its own, so that `make test`'s workers grade them side by side. Autograding runs each submitted
+notebook top to bottom (thirteen notebooks), so the graded part is marked slow; it runs in
+`make test` all the same.
 
-The tool's own rules (markers, ids, locked cells) are tested on the course notebooks without
-nbgrader, in a few seconds.
+The tools' own rules (markers, ids, locked cells; into_release's placing of answers and added cells)
+are tested on the course notebooks without nbgrader, in a few seconds.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 
+import into_release  # noqa: E402
 import make_nbgrader  # noqa: E402
-from make_student import StudentEditionError  # noqa: E402
+from make_student import TAG, StudentEditionError, solution_text, student_notebook  # noqa: E402
 from nbbuild import write  # noqa: E402
 
 # assignment -> the bug put in place of one exercise: (family dict in attnviz.zoo or "module:dict",
@@ -39,7 +42,9 @@ BUGS = {
     "05_multi_head": ("MULTI_HEAD_BUGS", "heads_merged_without_transpose", "MyMultiHeadAttention"),
     "08_generation_kv_cache": ("attnviz.check.decoding:DECODING_BUGS", "values_not_appended", "decode_step"),
 }
-STUDENTS = ("teacher_solution", "untouched_release", "one_zoo_bug")
+# also handed in for this assignment: the learner's edition with right answers, put into the release
+# by tools/into_release.py (a fourth submission: full marks)
+RESCUED = "04_masking"
 # points: each exercise 1 (it runs, right shape) + 2 (its checker passes); 04 has two exercises
 MAX_SCORE = {"02_scaled_dot_product_attention": 3, "04_masking": 6, "05_multi_head": 3,
              "08_generation_kv_cache": 3}
@@ -141,6 +146,82 @@ def test_command_line(tmp_path):
     assert f"{len(BUGS)} assignments" in done.stdout and (tmp_path / "cli" / "nbgrader_config.py").is_file()
 
 
+# ---- tools/into_release.py: a hand-in from the learner's edition --------------------------------
+
+def _learners_edition_answered(assignment):
+    """The learner's edition of an assignment with the teacher's answers typed in, and a cell of the
+    learner's own after the first exercise."""
+    teacher = json.loads((ROOT / "notebooks" / f"{assignment}.ipynb").read_text())
+    answers = {c["id"]: solution_text("".join(c["source"])) for c in teacher["cells"]
+               if TAG in c["metadata"].get("tags", [])}
+    nb = student_notebook(teacher, assignment)
+    cells = []
+    for cell in nb["cells"]:
+        if cell.get("id") in answers:
+            cell["source"] = answers[cell["id"]]
+        cells.append(cell)
+        if cell.get("id") == next(iter(answers)):
+            cells.append({"cell_type": "code", "execution_count": None, "id": "learners-own",
+                          "metadata": {}, "outputs": [], "source": "my_note = 'the diagonal stays True'"})
+    return {**nb, "cells": cells}
+
+
+def test_into_release_puts_the_learners_answers_into_the_release(course):
+    out, _ = course
+    release = json.loads((out / "source" / "04_masking" / "04_masking.ipynb").read_text())
+    handin = _learners_edition_answered("04_masking")
+    assert not into_release.is_release(handin) and into_release.is_release(release)
+    nb, said = into_release.into_release(release, handin)
+    ids = [c.get("id") for c in nb["cells"]]
+    # every release cell, in order, with the learner's own cell right after the first exercise
+    release_ids = [c.get("id") for c in release["cells"]]
+    assert [i for i in ids if i != "learners-own"] == release_ids
+    assert ids[ids.index("cell-057") + 1] == "learners-own"
+    by_id = {c.get("id"): c for c in nb["cells"]}
+    for cell_id in ("cell-057", "cell-060"):       # the exercises: the learner's code, nbgrader's metadata
+        source = "".join(by_id[cell_id]["source"])
+        assert "NotImplementedError" not in source and "BEGIN SOLUTION" not in source
+        assert by_id[cell_id]["metadata"]["nbgrader"]["solution"] is True
+    assert not any("solution-shown" in c["metadata"].get("tags", []) for c in nb["cells"])
+    assert said == ["my_causal_mask: the learner's code", "my_padding_mask: the learner's code",
+                    "1 cell the learner added, carried over"]
+
+
+def test_into_release_finds_a_moved_answer_by_its_name_and_says_when_there_is_none(course):
+    out, _ = course
+    release = json.loads((out / "source" / "04_masking" / "04_masking.ipynb").read_text())
+    handin = _learners_edition_answered("04_masking")
+    for cell in handin["cells"]:
+        if cell.get("id") == "cell-057":
+            cell["id"] = "pasted-again"               # deleted, and pasted back as a new cell
+        if cell.get("id") == "cell-060":
+            cell["source"] = "# gave up"
+            cell["id"] = "my-own-cell"
+    nb, said = into_release.into_release(release, handin)
+    by_id = {c.get("id"): c for c in nb["cells"]}
+    assert "def my_causal_mask" in "".join(by_id["cell-057"]["source"])
+    assert "def my_padding_mask" in "".join(by_id["cell-060"]["source"])   # the release's stub stays
+    assert "no answer found for my_padding_mask: its stub stays" in said
+
+
+def test_into_release_command_keeps_the_handin_and_leaves_a_release_alone(course, tmp_path, capsys):
+    out, _ = course
+    release_path = out / "source" / "04_masking" / "04_masking.ipynb"
+    handin = tmp_path / "frank" / "04_masking.ipynb"
+    handin.parent.mkdir()
+    handin.write_text(json.dumps(_learners_edition_answered("04_masking")))
+    before = handin.read_bytes()
+    alice = tmp_path / "alice.ipynb"
+    alice.write_bytes(release_path.read_bytes())
+    assert into_release.main([str(release_path), str(handin), str(alice)]) == 0
+    assert (tmp_path / "frank" / "04_masking.ipynb.handed-in").read_bytes() == before
+    assert into_release.is_release(json.loads(handin.read_text()))
+    assert alice.read_bytes() == release_path.read_bytes()
+    said = capsys.readouterr().out
+    assert "rewritten as the release" in said and "already carries nbgrader's metadata" in said
+    assert into_release.main([str(handin.with_name("04_masking.ipynb.handed-in")), str(alice)]) == 2
+
+
 # ---- nbgrader's own commands -----------------------------------------------------------------
 
 def _nbgrader(course_dir, *args):
@@ -176,6 +257,9 @@ def _grade(out: Path, assignment: str) -> dict:
     solution = json.loads((out / "source" / assignment / name).read_text())
     versions = {"teacher_solution": solution, "untouched_release": release,
                 "one_zoo_bug": _with_bug(solution, family, bug_id, exercise)}
+    if assignment == RESCUED:
+        versions["learners_edition_rescued"] = into_release.into_release(
+            release, _learners_edition_answered(assignment))[0]
     for student, nb in versions.items():
         target = out / "submitted" / student / assignment / name
         target.parent.mkdir(parents=True)
@@ -186,7 +270,7 @@ def _grade(out: Path, assignment: str) -> dict:
     print(f"\nnbgrader timings, {assignment}: " + ", ".join(f"{k} {v:.1f} s" for k, v in timings.items()))
     scores = {}
     with Gradebook(f"sqlite:///{out / 'gradebook.db'}") as gradebook:
-        for student in STUDENTS:
+        for student in versions:
             sub = gradebook.find_submission(assignment, student)
             notebook = gradebook.find_submission_notebook(assignment, assignment, student)
             cells = {grade.name: (grade.score, grade.max_score) for grade in notebook.grades}
@@ -222,6 +306,8 @@ def test_nbgrader_grades_full_zero_and_partial(graded, assignment):
     partial, _, cells = scores["one_zoo_bug"]
     assert 0 < partial < maximum, scores["one_zoo_bug"]
     assert partial == maximum - 2, scores["one_zoo_bug"]     # 1 of 3, or 4 of 6 in 04
+    if assignment == RESCUED:
+        assert scores["learners_edition_rescued"][0] == maximum, scores["learners_edition_rescued"]
     _, bug_id, exercise = BUGS[assignment]
     # the buggy exercise runs and has the right shape (1 point) but its checker fails (0 of 2)
     assert cells[f"{exercise}-runs"] == (1, 1) and cells[f"{exercise}-check"] == (0, 2), cells

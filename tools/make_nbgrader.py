@@ -51,8 +51,10 @@ c = get_config()  # noqa: F821
 c.CourseDirectory.course_id = "attention-from-first-principles"
 # Each solution cell sets `hint = "..."` just above its solution: the released stub raises with it.
 c.ClearSolutions.code_stub = {{"python": {CODE_STUB!r}}}
-# Autograding runs every cell of a notebook; the slowest (03's ablation) takes up to about 20 s.
-c.Execute.timeout = 300
+# Autograding runs every cell of a notebook. The slowest cells of the assignments (04's leak
+# experiment, 08's corrupted copies) take 2-3 s of CPU: 60 s leaves room for a busy machine, and a
+# learner's loop that never ends costs 60 s of grading per cell that calls it, not 300.
+c.Execute.timeout = 60
 '''
 
 # A quick test per exercise, graded before the checker: it runs and returns the right shape.
