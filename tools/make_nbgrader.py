@@ -110,6 +110,17 @@ assert tuple(result[0].shape) == (2, 3, 11), f"logits shape {tuple(result[0].sha
 }
 
 
+def runs_source(exercise: str) -> str:
+    """RUNS' test for ``exercise``, first saying so if the name is not defined (a renamed function)."""
+    lines = RUNS[exercise].split("\n")
+    first = next(i for i, line in enumerate(lines)
+                 if exercise in line and not line.lstrip().startswith(("#", "from", "import")))
+    indent = lines[first][:len(lines[first]) - len(lines[first].lstrip())]
+    lines.insert(first, f'{indent}assert "{exercise}" in globals(), '
+                        f'"{exercise} is not defined: keep the exercise\'s name, and run its cell"')
+    return "\n".join(lines)
+
+
 def _nbgrader(cell, grade_id, *, solution=False, points=None):
     """Mark ``cell`` as an nbgrader cell: solution, autograded test (``points``) or read-only."""
     meta = {"grade": points is not None, "grade_id": grade_id, "locked": not solution,
@@ -217,7 +228,8 @@ def nbgrader_notebook(nb: dict, name: str = "notebook") -> dict | None:
             for exercise in checked:
                 if exercise in RUNS:
                     grade_id = unique(f"{exercise}-runs")
-                    out.append(_nbgrader(_code_cell(RUNS[exercise], grade_id), grade_id, points=RUNS_POINTS))
+                    out.append(_nbgrader(_code_cell(runs_source(exercise), grade_id), grade_id,
+                                         points=RUNS_POINTS))
             cell["source"] = graded_check_source(source).splitlines(keepends=True)
             out.append(_nbgrader(cell, unique(f"{'-'.join(checked)}-check"),
                                  points=CHECK_POINTS * len(checked)))
