@@ -423,13 +423,14 @@ class HubNotebookPage(NotebookPage):
         return self
 
     def wait_ready(self, timeout: float = 180.0) -> HubNotebookPage:
-        from _lab import _JS_KERNEL_READY, NotebookTimeout
+        from _lab import _JS_KERNEL_READY, NotebookTimeout, stuck_state
 
         try:
             self.page.wait_for_function(_JS_KERNEL_READY, timeout=timeout * 1000, polling=250)
         except Exception as error:
             raise NotebookTimeout(f"open notebook: {self.name}: JupyterLab did not show it with an idle "
-                                  f"kernel within {timeout:.0f} s ({error})") from None
+                                  f"kernel within {timeout:.0f} s ({error}); the page showed "
+                                  f"{stuck_state(self.page, 'hub ' + self.name)}") from None
         return self
 
     def open(self, timeout: float = 180.0) -> HubNotebookPage:

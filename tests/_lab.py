@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -217,6 +218,34 @@ _JS_KERNEL_READY = """() => {
   return !!kernel && kernel.status === 'idle' && panel.sessionContext.isReady;
 }"""
 
+_JS_STUCK = """() => {
+  const app = window.jupyterapp;
+  const panel = app && app.shell.currentWidget;
+  const context = panel && panel.sessionContext;
+  const kernel = context && context.session && context.session.kernel;
+  const dialogs = [...document.querySelectorAll('.jp-Dialog')].map((d) => d.innerText.trim());
+  return {app: !!app, tab: panel ? panel.title.label : null, session: !!(context && context.session),
+          kernel: kernel ? kernel.status : null, connection: kernel ? kernel.connectionStatus : null,
+          ready: context ? context.isReady : null, dialogs: dialogs.map((t) => t.slice(0, 300))};
+}"""
+
+
+def stuck_state(page, name: str) -> str:
+    """What a page that never became ready showed, for a timeout's message: the tab, its kernel and
+    any dialog, and a screenshot in the temporary folder named after ``name``."""
+    try:
+        state = str(page.evaluate(_JS_STUCK))
+    except Exception as error:  # noqa: BLE001 (a page that is gone says so)
+        state = f"the page could not be read ({type(error).__name__})"
+    picture = Path(tempfile.gettempdir()) / f"attnviz-stuck-{re.sub(r'[^A-Za-z0-9]+', '_', name)}.png"
+    try:
+        page.screenshot(path=str(picture))
+        state += f"; screenshot {picture}"
+    except Exception:  # noqa: BLE001, S110 (the state above is what matters)
+        pass
+    return state
+
+
 _JS_PROGRESS = """() => {
   const panel = window.jupyterapp.shell.currentWidget;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
@@ -334,8 +363,9 @@ class NotebookPage:
         try:
             self.page.wait_for_function(_JS_KERNEL_READY, timeout=timeout * 1000, polling=250)
         except Exception as error:
+            seen = stuck_state(self.page, self.name)
             raise NotebookTimeout(f"{self.name}: JupyterLab did not show the notebook with an idle kernel "
-                                  f"within {timeout:.0f} s ({error})") from None
+                                  f"within {timeout:.0f} s ({error}); the page showed {seen}") from None
         return self
 
     def progress(self) -> dict:
