@@ -11,8 +11,9 @@ the timing of its width-4 loop: what its sentences about other seeds and other r
 2. g(32)/g(2) measured as attnviz.toys.rnn.first_input_gradient measures it (one random sequence per
    length and seed, PyTorch's default initialisation, d = 32) for the notebook's RNN and for
    torch.nn.LSTM and torch.nn.GRU, over seeds 0 .. S-1.
-3. attnviz.toys.rnn.time_rnn_vs_attention (n = 256, the fastest of 9) at width 64 and width 4,
-   ``--timings`` times: the width-4 loop's time over the width-64 loop's, and attention's speed-up.
+3. attnviz.toys.rnn.time_rnn_vs_attention (n = 256, the fastest of 9, width 64) and time_rnn_widths
+   (widths 64 and 4 in turn, as notebook 01 times them), ``--timings`` times: the width-4 loop's time
+   over the width-64 loop's, and attention's speed-up.
 About 1 s of CPU per seed.
 """
 
@@ -25,7 +26,7 @@ import time
 
 import torch
 
-from attnviz.toys.rnn import first_input_gradient, time_rnn_vs_attention
+from attnviz.toys.rnn import first_input_gradient, time_rnn_vs_attention, time_rnn_widths
 
 D = 32
 LENGTHS = [2, 4, 8, 16, 32]
@@ -142,15 +143,14 @@ def main() -> None:
         print(f"  {name:>26}: median {statistics.median(ratios):.1e}, {spread(ratios, '{:.1e}')}; "
               f"under 1e-4 on {sum(x < 1e-4 for x in ratios)} of {n}", flush=True)
 
-    print(f"\n3. time_rnn_vs_attention(n = 256, repeats = 9), {args.timings} times")
+    print(f"\n3. time_rnn_vs_attention and time_rnn_widths (n = 256, repeats = 9), {args.timings} times")
     narrow_over_wide, speedups = [], []
     for i in range(args.timings):
         wide = time_rnn_vs_attention(n=256, d=64, repeats=9)
-        narrow = time_rnn_vs_attention(n=256, d=4, repeats=9)
-        narrow_over_wide.append(narrow["rnn_seconds"] / wide["rnn_seconds"])
+        loops = time_rnn_widths(n=256, widths=(64, 4), repeats=9)     # as notebook 01 times them
+        narrow_over_wide.append(loops[4] / loops[64])
         speedups.append(wide["ratio"])
-        print(f"  {i}: RNN width 64 {wide['rnn_seconds'] * 1e3:.2f} ms, "
-              f"width 4 {narrow['rnn_seconds'] * 1e3:.2f} ms"
+        print(f"  {i}: RNN width 64 {loops[64] * 1e3:.2f} ms, width 4 {loops[4] * 1e3:.2f} ms"
               f" (width 4 / width 64 = {narrow_over_wide[-1]:.2f}); attention {wide['ratio']:.1f}x faster")
     print(f"  width 4 / width 64: {spread(narrow_over_wide, '{:.2f}')}; "
           f"attention's speed-up {spread(speedups, '{:.1f}')}")

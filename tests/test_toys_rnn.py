@@ -9,6 +9,7 @@ from attnviz.toys.rnn import (
     first_input_gradient,
     sequential_depth,
     time_rnn_vs_attention,
+    time_rnn_widths,
 )
 
 
@@ -58,3 +59,12 @@ def test_timing_returns_consistent_numbers():
     result = time_rnn_vs_attention(n=8, d=4, repeats=2)
     assert result["rnn_seconds"] > 0 and result["attention_seconds"] > 0
     assert result["ratio"] == pytest.approx(result["rnn_seconds"] / result["attention_seconds"])
+
+
+def test_width_timing_gives_each_width_a_time_and_names_bad_widths():
+    result = time_rnn_widths(n=8, widths=(6, 2), repeats=2)
+    assert list(result) == [6, 2] and all(seconds > 0 for seconds in result.values())
+    with pytest.raises(ValueError, match="widths"):
+        time_rnn_widths(n=8, widths=(4, 0))
+    with pytest.raises(ValueError, match="widths"):
+        time_rnn_widths(n=8, widths=())

@@ -28,6 +28,7 @@ __all__ = [
     "first_input_gradient",
     "sequential_depth",
     "time_rnn_vs_attention",
+    "time_rnn_widths",
 ]
 
 
@@ -169,3 +170,30 @@ def time_rnn_vs_attention(n: int = 256, d: int = 64, repeats: int = 7, seed: int
         "attention_seconds": best["attention"],
         "ratio": best["rnn"] / best["attention"],
     }
+
+
+def time_rnn_widths(n: int = 256, widths=(64, 4), repeats: int = 9, seed: int = 0) -> dict:
+    """Wall-clock time of the RNN loop over ``n`` positions at each width in ``widths``.
+
+    Returns ``{width: seconds}``, each the *minimum* over ``repeats`` runs. The widths run in
+    turn inside one loop, so that other work on the machine slows them alike: comparing two
+    separate timings would also compare what else the machine was doing at the time.
+    """
+    n = require_positive_int(n, "n")
+    repeats = require_positive_int(repeats, "repeats")
+    widths = [require_positive_int(d, "widths") for d in widths]
+    if not widths:
+        raise ValueError("widths must name at least one width, got none")
+    torch.manual_seed(seed)
+    models = {d: SimpleRNN(d, d) for d in widths}
+    inputs = {d: torch.randn(1, n, d, generator=torch.Generator().manual_seed(seed)) for d in widths}
+    best = dict.fromkeys(widths, math.inf)
+    with torch.no_grad():
+        for d in widths:
+            models[d](inputs[d])  # warm up
+        for _ in range(repeats):
+            for d in widths:
+                start = time.perf_counter()
+                models[d](inputs[d])
+                best[d] = min(best[d], time.perf_counter() - start)
+    return best
