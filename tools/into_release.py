@@ -27,13 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from make_nbgrader import defined_name  # noqa: E402
-
-SHOWN = "solution-shown"   # the learner's edition's collapsed solutions (make_student.solution_cell)
-
-
-def _source(cell) -> str:
-    source = cell.get("source", "")
-    return source if isinstance(source, str) else "".join(source)
+from make_student import SHOWN_TAG, _source  # noqa: E402
 
 
 def _grade_id(cell) -> str | None:
@@ -55,7 +49,7 @@ def into_release(release: dict, handin: dict) -> tuple[dict, list[str]]:
     for cell in handin["cells"]:
         if cell.get("id") in known:
             previous = cell.get("id")
-        elif SHOWN not in cell.get("metadata", {}).get("tags", []):
+        elif SHOWN_TAG not in cell.get("metadata", {}).get("tags", []):
             added.setdefault(previous, []).append(cell)
     extra = sum(len(cells) for cells in added.values())
     out, said = added.get(None, []), []          # cells added above the first cell of the lesson

@@ -43,6 +43,7 @@ END = re.compile(r"^\s*### END SOLUTION\s*$")
 HINT = re.compile(r"^\s*# hint:\s*(.*?)\s*$", re.IGNORECASE)  # tools/make_nbgrader.py reads it
 DEFAULT_HINT = "write your code here"
 TAG = "solution"
+SHOWN_TAG = "solution-shown"   # the collapsed solution under a check (tools/into_release.py skips it)
 CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
 MANIFEST = ".edition.json"
 SOLUTION_SUMMARY = "Show one solution (try yours first: the check above names the mistake it finds)"
@@ -97,7 +98,7 @@ def solution_cell(source: str, cell_id: str) -> dict:
     fence = "````" if "```" in source else "```"
     text = (f"<details><summary>{SOLUTION_SUMMARY}</summary>\n\n{fence}python\n{solution_text(source)}\n"
             f"{fence}\n\n</details>")
-    return {"cell_type": "markdown", "id": cell_id, "metadata": {"tags": ["solution-shown"]},
+    return {"cell_type": "markdown", "id": cell_id, "metadata": {"tags": [SHOWN_TAG]},
             "source": text}
 
 

@@ -143,6 +143,21 @@ def sequential_depth(output: torch.Tensor) -> int:
     return depth[output.grad_fn]
 
 
+def _fastest(runs: dict, repeats: int) -> dict:
+    """``{name: (model, x)}`` -> ``{name: seconds}``: each model's fastest of ``repeats`` forward
+    passes without autograd, the models run in turn in one loop after one warm-up pass each."""
+    best = dict.fromkeys(runs, math.inf)
+    with torch.no_grad():
+        for model, x in runs.values():
+            model(x)  # warm up
+        for _ in range(repeats):
+            for name, (model, x) in runs.items():
+                start = time.perf_counter()
+                model(x)
+                best[name] = min(best[name], time.perf_counter() - start)
+    return best
+
+
 def time_rnn_vs_attention(n: int = 256, d: int = 64, repeats: int = 7, seed: int = 0) -> dict:
     """Wall-clock time of one forward pass over ``n`` positions: RNN loop against attention.
 
@@ -157,14 +172,7 @@ def time_rnn_vs_attention(n: int = 256, d: int = 64, repeats: int = 7, seed: int
     torch.manual_seed(seed)
     rnn, attention = SimpleRNN(d, d), SelfAttentionLayer(d)
     x = torch.randn(1, n, d, generator=torch.Generator().manual_seed(seed))
-    best = {"rnn": math.inf, "attention": math.inf}
-    with torch.no_grad():
-        rnn(x), attention(x)  # warm up
-        for _ in range(repeats):
-            for name, model in (("rnn", rnn), ("attention", attention)):
-                start = time.perf_counter()
-                model(x)
-                best[name] = min(best[name], time.perf_counter() - start)
+    best = _fastest({"rnn": (rnn, x), "attention": (attention, x)}, repeats)
     return {
         "rnn_seconds": best["rnn"],
         "attention_seconds": best["attention"],
@@ -187,13 +195,4 @@ def time_rnn_widths(n: int = 256, widths=(64, 4), repeats: int = 9, seed: int = 
     torch.manual_seed(seed)
     models = {d: SimpleRNN(d, d) for d in widths}
     inputs = {d: torch.randn(1, n, d, generator=torch.Generator().manual_seed(seed)) for d in widths}
-    best = dict.fromkeys(widths, math.inf)
-    with torch.no_grad():
-        for d in widths:
-            models[d](inputs[d])  # warm up
-        for _ in range(repeats):
-            for d in widths:
-                start = time.perf_counter()
-                models[d](inputs[d])
-                best[d] = min(best[d], time.perf_counter() - start)
-    return best
+    return _fastest({d: (models[d], inputs[d]) for d in widths}, repeats)
