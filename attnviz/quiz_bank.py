@@ -305,9 +305,9 @@ QUIZZES = {
             ("It makes attention O(n) in time instead of O(n²).", False,
              "It still does about n² multiply-adds; what it avoids is storing the n × n matrix."),
             ("When it picks a fused kernel, it skips storing the n × n matrix.", True,
-             "Same result as the six lines without materialising the scores; notebook 06 measured "
-             "that an explicit bool mask, dropout, 3-D inputs and values of another head size still pay "
-             "for n × n on this CPU (is_causal=True does not)."),
+             "Same result as section 1's explicit three lines, without storing the scores; section 4 "
+             "measured that an explicit bool mask, dropout, 3-D inputs and values of another head size "
+             "still pay for n × n on this CPU (is_causal=True does not)."),
             ("It drops the √d_k scaling, which is not needed at scale.", False,
              "Its default scale is 1/√E with E = q.size(-1), the same √d_k.")),
         _mc("Which two structural costs does attention carry?",
