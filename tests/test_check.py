@@ -722,3 +722,14 @@ def test_a_name_not_defined_says_to_run_the_cells_above():
     assert result.headline.startswith("your function raised NameError"), result
     assert "softmax_of is not defined where your code runs" in repr(result)
     assert "Run All Cells" in result.fix and "softmax_of" in result.fix
+
+
+def test_a_module_with_dropout_passes_and_its_pass_says_the_check_switched_it_off():
+    from learner_code.multi_head import DropoutLayerOnWeights, Solution
+
+    result = check_multi_head(DropoutLayerOnWeights)
+    assert result.passed
+    note = " ".join(result.notes)
+    assert "self.attention_dropout (p = 0.1)" in note and "module.eval()" in note
+    # a module without dropout gets no such note
+    assert not any("dropout" in line for line in check_multi_head(Solution).notes)

@@ -242,12 +242,45 @@ def test_a_step_that_caches_the_tokens_and_recomputes_is_told_it_caches_no_keys_
     assert not result.passed and result.bug is None, result
     assert "holds no keys or values" in result.headline
     assert "a tensor of shape (2, 4) of int64" in repr(result) and result.fix.startswith("new_cache.append")
-    # the same step, its tokens kept in a list beside a float tensor: not said (it may be a cache)
+    # the same step, its tokens kept in a list beside a float tensor: the float tensor is no layer's
+    # keys or values, which the verdict says in its own words
     def beside_floats(model, tokens, cache):
         logits, seen = recompute_from_tokens(model, tokens, None if cache is None else cache[0])
         return logits, [seen, torch.zeros(1)]
 
-    assert "holds no keys or values" not in check_decoding_step(beside_floats).headline
+    beside = check_decoding_step(beside_floats)
+    assert not beside.passed and beside.bug is None
+    assert "holds no keys or values" not in beside.headline
+    assert "no tensor in your cache holds a layer's keys or values" in beside.headline
+
+
+def test_a_step_that_caches_each_blocks_input_is_told_its_cache_holds_no_keys_or_values():
+    """d2l's decoder keeps each block's input and projects all of it through W_k and W_v at every
+    step: right logits, but none of the projections a KV cache saves is saved."""
+    def cache_block_inputs(model, tokens, cache):
+        inputs = [None] * len(model.blocks) if cache is None else cache
+        past = 0 if inputs[0] is None else inputs[0].shape[1]
+        x, n_new = model.embed(tokens, past), tokens.shape[1]
+        group = model.n_heads // model.n_kv_heads
+        kept = []
+        for block, earlier in zip(model.blocks, inputs, strict=True):
+            parts, normed = block.attention, block.norm_attention(x)
+            every = normed if earlier is None else torch.cat([earlier, normed], dim=1)
+            kept.append(every)
+            q = split_heads(parts.W_q(normed), model.n_heads)
+            k = split_heads(parts.W_k(every), model.n_kv_heads).repeat_interleave(group, dim=1)
+            v = split_heads(parts.W_v(every), model.n_kv_heads).repeat_interleave(group, dim=1)
+            mask = torch.ones(n_new, k.shape[-2], dtype=torch.bool).tril(k.shape[-2] - n_new)
+            x = x + parts.W_o(merge_heads(F.scaled_dot_product_attention(q, k, v, attn_mask=mask)))
+            x = x + block.mlp(block.norm_mlp(x))
+        return model.unembed(x), kept
+
+    result = check_decoding_step(cache_block_inputs)
+    assert not result.passed and result.bug is None, result
+    assert "no tensor in your cache holds a layer's keys or values" in result.headline
+    assert "a list of 2" in repr(result) and result.fix.startswith("new_cache.append((key, value))")
+    # the same step caching the keys and values it projects passes
+    assert check_decoding_step(_RecipeStep()).passed
 
 
 # ---- what happened, in the headline --------------------------------------------------------------

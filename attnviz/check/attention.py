@@ -179,9 +179,10 @@ def _probes():
             randn(1, 5, 3),
             _partial_mask(4, 5, g),
         ),
-        _probe(   # notebook 04's padding mask (batch, 1, n_k) on a batch of sequences, one per row of lengths
-            "batch 3, 4 queries, 5 keys, a padding mask (3, 1, 5) for lengths 5, 3, 2",
-            *(torch.randn(3, n, d, generator=padded) for n, d in ((4, d_k), (5, d_k), (5, 3))),
+        _probe(   # notebook 04's padding mask (batch, 1, n_k) on a batch of sequences, one per row of
+            # lengths; 6 queries: code that walks the queries in tiles of 4 is tried past one tile
+            "batch 3, 6 queries, 5 keys, a padding mask (3, 1, 5) for lengths 5, 3, 2",
+            *(torch.randn(3, n, d, generator=padded) for n, d in ((6, d_k), (5, d_k), (5, 3))),
             (torch.arange(5)[None, :] < torch.tensor([5, 3, 2])[:, None])[:, None, :],
         ),
         _probe(   # more queries than keys: a loop over the keys' count where the queries' belongs

@@ -15,12 +15,13 @@ This checker is its probes plus the rules that differ from the shared engine (:m
    shared rules and the prefill hypotheses, so missing scale, softmax over the wrong axis, heads
    split without the transpose, a mask off by one, ... are named as ``check_attention`` and
    ``check_multi_head`` name them;
-2. when the prefills are right, the cached steps (three single tokens, a chunk of three, a second
-   continuation from the prefill's cache): the cache the step returned is read in the child
+2. when the prefills are right, the cached steps (three single tokens, a chunk of three, a token
+   after it, a second continuation from the prefill's cache): the cache the step returned is read in the child
    (which tensors hold which layer's keys and values, for how many positions, with how many heads)
    to name keys or values not appended or concatenated on the wrong axis, then the cached hypotheses
    (positions not advanced, a top-left triangle, no mask for a chunk, the cache not appended), then
-   a cache changed in place, and a cache that keeps its key/value heads repeated for the queries.
+   a cache changed in place, a cache that keeps its key/value heads repeated for the queries, and
+   a cache that holds no layer's keys or values (the tokens, or each block's input).
 
 The checker meets the model only through its public pieces (``embed``, ``blocks[i]``, ``unembed``,
 the sizes; see :mod:`attnviz.gpt`). Torch only.
@@ -55,9 +56,10 @@ SIZES = {"vocab_size": 11, "d_model": 30, "n_heads": 6, "n_layers": 2, "max_len"
 _FIX = ("x = model.embed(tokens, past); per block: project norm_attention(x), append keys AND values along "
         "the positions (dim=-2), repeat_interleave the key/value heads, attend with a bottom-right mask, "
         "x = x + W_o(merged), then x = x + mlp(norm_mlp(x)); logits = model.unembed(x)")
-_PASSED = ("A prefill of 4 tokens, three single tokens and a chunk of 3 (batch 2), with 6 query heads "
-           "sharing 2 key/value heads; a second continuation from the prefill's cache, then token 5 again "
-           "from token 4's cache; a prefill of batch 1 and a token after it; the same prefill twice.")
+_PASSED = ("A prefill of 4 tokens, three single tokens, a chunk of 3 and a token after it (batch 2), with "
+           "6 query heads sharing 2 key/value heads; a second continuation from the prefill's cache, then "
+           "token 5 again from token 4's cache; a prefill of batch 1 and a token after it; the same prefill "
+           "twice.")
 
 
 def reference_decode_step(model, tokens, cache):
@@ -131,6 +133,8 @@ def _setup():
             other = (text[:, 4:5] + 1 + torch.randint(SIZES["vocab_size"] - 1, (2, 1), generator=g)) % 11
             short = torch.randint(SIZES["vocab_size"], (1, 7), generator=g)
             short_full = decode(exact, short, None)[0]
+            # one more token after the chunk, drawn last so the draws above stay as they were
+            text = torch.cat([text, torch.randint(SIZES["vocab_size"], (2, 1), generator=g)], dim=1)
             full, truth = decode(exact, text, None)
             branch = decode(exact, torch.cat([text[:, :4], other], dim=1), None)[0][:, 4:5]
             prefill = "the prefill, tokens 0..3"
@@ -141,6 +145,8 @@ def _setup():
                 _piece("token 6", text[:, 6:7], 6, full[:, 6:7], "cached", "token 5"),
                 _piece("the chunk of tokens 7..9, 3 new queries against 10 keys", text[:, 7:10], 7,
                        full[:, 7:10], "cached", "token 6"),
+                _piece("token 10 after the chunk", text[:, 10:11], 10, full[:, 10:11], "cached",
+                       "the chunk of tokens 7..9, 3 new queries against 10 keys"),
                 _piece("another token 4, from the prefill's cache", other, 4, branch, "branch", prefill),
                 _piece("token 5 again, from token 4's cache after that", text[:, 5:6], 5, full[:, 5:6],
                        "branch", "token 4"),
@@ -329,6 +335,9 @@ def _steps(fn, setup):
             out["value"] = to_plain(value[0])
             if probe.kind in ("prefill", "cached") and not probe.facts["batch_one"]:
                 out["summary"] = _summary(value[1], truth)
+                found = []
+                _tensors(value[1], "cache", found)
+                out["cache_shapes"] = [tuple(tensor.shape) for _, tensor in found]
             return out
 
         return step
@@ -352,7 +361,8 @@ def _read(step, probe):
     tensor = logits if isinstance(logits, torch.Tensor) else None
     ans = Answer(output=tensor, modified=tuple(value["modified"]),
                  extra={"summary": value.get("summary"), "given_changed": value.get("given_changed"),
-                        "cache_floats": value.get("cache_floats"), "cache_is": value.get("cache_is")})
+                        "cache_floats": value.get("cache_floats"), "cache_is": value.get("cache_is"),
+                        "cache_shapes": value.get("cache_shapes")})
     if not isinstance(logits, torch.Tensor):
         what = logits.what if isinstance(logits, Odd) else f"a {type(logits).__name__}"
         ans.complaint = (f"returned the logits as {what}, not a torch.Tensor: return (logits, cache) with "
@@ -674,6 +684,30 @@ def _nothing_cached(t):
     )
 
 
+def _keys_values_not_cached(t):
+    """Every piece right, the cache holds floating-point tensors, but none of them is any layer's keys
+    or values (read as :func:`_summary` reads them): it keeps something else, say each block's input,
+    and every call projects the whole text's keys and values again."""
+    read = [(p, a.extra or {}) for p, a in t.pairs()
+            if p.kind in ("prefill", "cached") and not p.facts["batch_one"]]
+    if not read or any(extra["summary"] or not extra.get("cache_shapes") for _, extra in read):
+        return None
+    # a buffer as long as the model's max_len may be keys and values written in place: not said
+    if any(SIZES["max_len"] in shape for _, extra in read for shape in extra["cache_shapes"]):
+        return None
+    probe, extra = read[0]
+    return t.problem(
+        "every piece's logits are right, but no tensor in your cache holds a layer's keys or values.",
+        [f"After {probe.name}, your step returned as its cache {extra['cache_is']}. None of its tensors "
+         "matches the keys or the values of any layer, in any layout: it keeps something else (each "
+         "block's input, say), so every call projects the keys and values of the whole text again with "
+         "W_k and W_v. The logits are right, but the projections a KV cache is there to save are done "
+         "again at every step."],
+        fix="new_cache.append((key, value))   # each layer's keys and values after W_k and W_v, "
+            "(batch, n_kv_heads, positions, d_head)",
+    )
+
+
 def _passed(t):
     return _verdict.passed(NAME, "every piece's logits equal a full recomputation.", [_PASSED], t.notes)
 
@@ -689,6 +723,7 @@ CACHED_RULES = (
     Rule("cache_modified_in_place", "right", _branch),
     Rule("cache_holds_repeated_heads", "right", _repeated_heads),
     Rule("nothing_cached", "right", _nothing_cached),
+    Rule("keys_values_not_cached", "right", _keys_values_not_cached),
     Rule("passed", "right", _passed),
 )
 """The second stage's rules (main probes: the cached steps)."""
@@ -760,8 +795,8 @@ def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     ``model`` is a :class:`attnviz.gpt.StepModel` of a tiny GPT with 6 query heads sharing 2
     key/value heads (30 features, 2 layers); ``tokens`` ``(batch, n_new)``; ``cache`` None, then
     what the previous call returned. The pieces: a prefill of 4 tokens, three single tokens, a
-    chunk of 3, another token from the prefill's cache, a prefill of batch 1 and a token after it,
-    the first prefill again, all in one child process with a time limit. Returns a
+    chunk of 3, a token after it, another token from the prefill's cache, a prefill of batch 1 and
+    a token after it, the first prefill again, all in one child process with a time limit. Returns a
     :class:`CheckResult`.
     """
     if not callable(fn):

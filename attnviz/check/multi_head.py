@@ -293,11 +293,15 @@ def _build_step(cls, key, weights, state):
         complaint = _load(module, weights[c], d_model)
         if complaint:
             return {"complaint": complaint}
+        # dropout is off after eval(), as the check wants; the pass says that it is there
+        dropout = [f"self.{name} (p = {m.p:g})" if name else f"the module (p = {m.p:g})"
+                   for name, m in module.named_modules()
+                   if isinstance(m, nn.Dropout) and m.p > 0 and module.training]
         module.eval()
         if dtype in _DTYPES:
             module.to(_DTYPES[dtype])
         state[key] = module
-        return {"complaint": ""}
+        return {"complaint": "", "dropout": dropout}
 
     return step
 
@@ -307,7 +311,8 @@ def _read_build(step):
         return Answer(error=step.error)
     if step.status != "ok":
         return Answer(complaint=step.status)
-    return Answer(complaint=step.value.get("complaint", ""))
+    return Answer(complaint=step.value.get("complaint", ""),
+                  extra={"dropout": step.value.get("dropout", [])})
 
 
 def _forward(module):
@@ -514,6 +519,17 @@ def _read(step, probe):
     return _read_build(step) if probe.kind == "setup" else answer(step)
 
 
+def _dropout_note(t) -> list:
+    """A note when the learner's module has dropout, which the check switched off with eval()."""
+    found = next((a.extra["dropout"] for _, a in t.pairs("setup") if a.extra and a.extra.get("dropout")), [])
+    if not found:
+        return []
+    return [f"Your module has dropout: {', '.join(found)}. The check ran it after module.eval(), where "
+            "dropout is off, and that is the attention asked for. A new module is in training mode: there "
+            "each call zeroes weights at random (and scales up the rest), so two calls on the same x give "
+            "different outputs. Call .eval() before you compare or generate."]
+
+
 def _passed(t):
     return _verdict.passed(
         NAME,
@@ -525,7 +541,7 @@ def _passed(t):
             f"position scoring far above the allowed ones, {_LONG} positions, float64 and float16 modules, a "
             "repeated call and the gradients of a backward pass."
         ],
-        t.notes,
+        t.notes + _dropout_note(t),
     )
 
 

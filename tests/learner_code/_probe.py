@@ -72,6 +72,11 @@ def attention_probes():
     # last, so that the draws above stay as they were: code that walks the keys in tiles
     probes.append(("40 keys, a mask", _rand(gen, 2, 3, 8), _rand(gen, 2, 40, 8), _rand(gen, 2, 40, 3),
                    _mask(gen, (), 3, 40), {}))
+    # last too: a padding mask (batch, 1, n_k) for lengths 5, 3, 2, against 6 queries (code that walks
+    # the queries in tiles slices a mask row that is not there)
+    padding = (torch.arange(5)[None, :] < torch.tensor([5, 3, 2])[:, None])[:, None, :]
+    probes.append(("6 queries, a padding mask (3, 1, 5)", _rand(gen, 3, 6, 8), _rand(gen, 3, 5, 8),
+                   _rand(gen, 3, 5, 3), padding, {}))
     return probes
 
 

@@ -67,6 +67,33 @@ def solution(model, tokens, cache):
     return model.unembedding(model.norm_final(x)), new_cache
 
 
+def counter_moves_by_one(model, tokens, cache):
+    """Keeps the position in the cache, thinking one token per call: a chunk after the prompt
+    leaves the counter behind, and the call after it embeds its token too early."""
+    if cache is None:
+        position, layers = 0, [None] * len(model.blocks)
+    else:
+        position, layers = cache["position"], cache["layers"]
+    n_new = tokens.shape[1]
+    x = model.embed(tokens, position)
+    group = model.n_heads // model.n_kv_heads
+    kept = []
+    for block, past in zip(model.blocks, layers, strict=True):
+        attention, normed = block.attention, block.norm_attention(x)
+        query = split_heads(attention.W_q(normed), model.n_heads)
+        key = split_heads(attention.W_k(normed), model.n_kv_heads)
+        value = split_heads(attention.W_v(normed), model.n_kv_heads)
+        if past is not None:
+            key, value = torch.cat([past[0], key], -2), torch.cat([past[1], value], -2)
+        kept.append((key, value))
+        heads = F.scaled_dot_product_attention(
+            query, key.repeat_interleave(group, 1), value.repeat_interleave(group, 1),
+            attn_mask=_bottom_right(n_new, key.shape[-2]))
+        x = x + attention.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), {"position": n_new if cache is None else position + 1, "layers": kept}
+
+
 def library_pieces(model, tokens, cache):
     """embed/unembed, the library's split_heads/merge_heads, decoding_mask and attention function."""
     import attnviz
@@ -2688,4 +2715,6 @@ CASES = [
     Case("ring_buffer_cursor_moved_early", ring_buffer_cursor_moved_early, "counter_advanced_before_write"),
     Case("prefill_in_pairs", prefill_in_pairs, "prefill_pieces_isolated"),
     Case("prompt_in_chunks_of_three", prompt_in_chunks_of_three, "prefill_pieces_isolated"),
+    Case("counter_moves_by_one", counter_moves_by_one, "positions_not_advanced",
+         note="right for one token at a time; the token after a chunk stands too early"),
 ]
