@@ -258,6 +258,19 @@ def _identify(t, truth):
     return None
 
 
+def _holds_their_numbers(found, truth) -> bool:
+    """Whether some tensor of the cache holds the numbers of position 0's keys or values in some layer,
+    in any layout: every one of them, within 1e-4 (a layout :func:`_layouts` does not know included)."""
+    for kind in ("keys", "values"):
+        for ref in truth[kind]:
+            wanted = ref[0, :, 0].flatten()                              # (n_kv_heads * d_head,)
+            for _, tensor in found:
+                flat = tensor.detach().flatten().to(torch.float64)
+                if flat.numel() and bool(((flat[:, None] - wanted[None]).abs().amin(0) < 1e-4).all()):
+                    return True
+    return False
+
+
 def _summary(cache, truth):
     """What the learner's cache holds: [{path, kind, layer, start, length, heads}] for every tensor found."""
     found, out = [], []
@@ -338,6 +351,7 @@ def _steps(fn, setup):
                 found = []
                 _tensors(value[1], "cache", found)
                 out["cache_shapes"] = [tuple(tensor.shape) for _, tensor in found]
+                out["cache_has_their_numbers"] = bool(found) and _holds_their_numbers(found, truth)
             return out
 
         return step
@@ -362,7 +376,8 @@ def _read(step, probe):
     ans = Answer(output=tensor, modified=tuple(value["modified"]),
                  extra={"summary": value.get("summary"), "given_changed": value.get("given_changed"),
                         "cache_floats": value.get("cache_floats"), "cache_is": value.get("cache_is"),
-                        "cache_shapes": value.get("cache_shapes")})
+                        "cache_shapes": value.get("cache_shapes"),
+                        "cache_has_their_numbers": value.get("cache_has_their_numbers")})
     if not isinstance(logits, torch.Tensor):
         what = logits.what if isinstance(logits, Odd) else f"a {type(logits).__name__}"
         ans.complaint = (f"returned the logits as {what}, not a torch.Tensor: return (logits, cache) with "
@@ -690,10 +705,10 @@ def _keys_values_not_cached(t):
     and every call projects the whole text's keys and values again."""
     read = [(p, a.extra or {}) for p, a in t.pairs()
             if p.kind in ("prefill", "cached") and not p.facts["batch_one"]]
-    if not read or any(extra["summary"] or not extra.get("cache_shapes") for _, extra in read):
+    if not read or any(extra.get("summary") or not extra.get("cache_shapes") for _, extra in read):
         return None
-    # a buffer as long as the model's max_len may be keys and values written in place: not said
-    if any(SIZES["max_len"] in shape for _, extra in read for shape in extra["cache_shapes"]):
+    # keys or values in a layout the summary does not read, or in a buffer longer than the text: not said
+    if any(extra.get("cache_has_their_numbers") is not False for _, extra in read):
         return None
     probe, extra = read[0]
     return t.problem(
