@@ -364,10 +364,11 @@ QUIZZES = {
         _mc("A one-layer attention-only model trained on the same data gets about a third of the "
             "repeated tokens right. What is it missing?",
             ("More training steps: it had the same 250 as the two-layer model.", False,
-             "Steps do not add the missing piece, a key that knows the token before it."),
+             "In one layer a key is made from its own token and position, however long it trains: "
+             "no key can know the token before it (longer runs are not measured in 07)."),
             ("A key that knows its previous token, which only an earlier layer can write there.", True,
-             "Even at best, one layer could only find the earlier copy of the current token, and that "
-             "key holds the copy itself, not the token after it."),
+             "Matching the current token, one layer can find the earlier copy itself, but that key "
+             "holds the copy, not the token after it."),
             ("The ability to attend to positions earlier than the previous one.", False,
              "One layer of attention can look at any earlier position."),
             ("A larger vocabulary, so that tokens repeat less often by chance.", False,
