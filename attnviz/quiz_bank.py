@@ -219,7 +219,8 @@ QUIZZES = {
              "Measured on the installed PyTorch in notebook 04: a natural guess is that it silently "
              "becomes −inf, but masked_fill refuses it. Use torch.finfo(scores.dtype).min."),
             ("It is silently clamped to -65504, float16's most negative value.", False,
-             "PyTorch does not clamp fill values; it refuses ones that overflow."),
+             "masked_fill does not clamp: it refuses a fill that overflows (torch.where, notebook 04 "
+             "showed, silently writes -inf instead)."),
             ("It is silently rounded to 0, so the mask does nothing.", False,
              "A value too large in magnitude is never rounded to 0.")),
         _mc("A model trained with no causal mask reaches a training loss near 0, but falls apart "
