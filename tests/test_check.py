@@ -733,3 +733,14 @@ def test_a_module_with_dropout_passes_and_its_pass_says_the_check_switched_it_of
     assert "self.attention_dropout (p = 0.1)" in note and "module.eval()" in note
     # a module without dropout gets no such note
     assert not any("dropout" in line for line in check_multi_head(Solution).notes)
+
+
+def test_a_key_padding_mask_convention_is_told_its_shape_and_its_meaning():
+    """nn.MultiheadAttention's key_padding_mask is (batch, n) and True on the padding: both differ."""
+    def key_padding_mask(lengths, n):
+        return torch.arange(n)[None, :] >= lengths[:, None]
+
+    text = repr(check_padding_mask(key_padding_mask))
+    assert "insert the query axis" in text and "key_padding_mask" in text and "inverted too" in text
+    # the right values in the (batch, n) shape: only the shape is said
+    assert "inverted too" not in repr(check_padding_mask(lambda lengths, n: ~key_padding_mask(lengths, n)))

@@ -397,6 +397,10 @@ def _padding_notes(probe, ans):
     if isinstance(value, torch.Tensor) and tuple(value.shape) == (batch, n):
         notes.append("A (batch, n) mask lines batch up with n_q when broadcast; insert the query axis: "
                      "mask[:, None, :].")
+        if value.dtype == torch.bool and torch.equal(value, ~probe.expected[:, 0, :]):
+            notes.append("Its values are inverted too: True on the padding, which is what "
+                         "nn.MultiheadAttention's key_padding_mask means. Here True = may attend (a real "
+                         "token), so compare arange(n) < length.")
     if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[-1] == int(lengths.max()) < n:
         notes.append(f"Its last dimension is max(lengths) = {int(lengths.max())}, not n = {n}: build it over "
                      f"torch.arange(n).")
