@@ -271,10 +271,10 @@ def _holds_their_numbers(found, truth) -> bool:
     return False
 
 
-def _summary(cache, truth):
-    """What the learner's cache holds: [{path, kind, layer, start, length, heads}] for every tensor found."""
-    found, out = [], []
-    _tensors(cache, "cache", found)
+def _summary(found, truth):
+    """What the learner's cache holds: [{path, kind, layer, start, length, heads}] for every tensor
+    ``found`` in it (:func:`_tensors`) that :func:`_identify` reads."""
+    out = []
     for path, tensor in found:
         seen = _identify(tensor, truth)
         if seen:
@@ -347,11 +347,11 @@ def _steps(fn, setup):
             out["cache_is"] = _describe_value(value[1]) + dtype
             out["value"] = to_plain(value[0])
             if probe.kind in ("prefill", "cached") and not probe.facts["batch_one"]:
-                out["summary"] = _summary(value[1], truth)
                 found = []
                 _tensors(value[1], "cache", found)
-                out["cache_shapes"] = [tuple(tensor.shape) for _, tensor in found]
-                out["cache_has_their_numbers"] = bool(found) and _holds_their_numbers(found, truth)
+                out["summary"] = _summary(found, truth)
+                # None: no floating-point tensor to read (that is _nothing_cached's case)
+                out["cache_has_their_numbers"] = _holds_their_numbers(found, truth) if found else None
             return out
 
         return step
@@ -376,7 +376,6 @@ def _read(step, probe):
     ans = Answer(output=tensor, modified=tuple(value["modified"]),
                  extra={"summary": value.get("summary"), "given_changed": value.get("given_changed"),
                         "cache_floats": value.get("cache_floats"), "cache_is": value.get("cache_is"),
-                        "cache_shapes": value.get("cache_shapes"),
                         "cache_has_their_numbers": value.get("cache_has_their_numbers")})
     if not isinstance(logits, torch.Tensor):
         what = logits.what if isinstance(logits, Odd) else f"a {type(logits).__name__}"
@@ -705,10 +704,10 @@ def _keys_values_not_cached(t):
     and every call projects the whole text's keys and values again."""
     read = [(p, a.extra or {}) for p, a in t.pairs()
             if p.kind in ("prefill", "cached") and not p.facts["batch_one"]]
-    if not read or any(extra.get("summary") or not extra.get("cache_shapes") for _, extra in read):
-        return None
-    # keys or values in a layout the summary does not read, or in a buffer longer than the text: not said
-    if any(extra.get("cache_has_their_numbers") is not False for _, extra in read):
+    # said only where the summary read no keys or values, and no tensor holds their numbers in another
+    # layout (or in a buffer longer than the text)
+    if not read or any(extra.get("summary") or extra.get("cache_has_their_numbers") is not False
+                       for _, extra in read):
         return None
     probe, extra = read[0]
     return t.problem(

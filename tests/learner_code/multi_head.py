@@ -76,24 +76,6 @@ class UnflattenFlatten(Linears):
         return self.W_o(out.transpose(-3, -2).flatten(-2))
 
 
-class DropoutLayerOnWeights(Linears):
-    """Dropout on the attention weights, as in many tutorials' modules: off after eval(). Not a case
-    of CASES (in training mode it is random, which _probe calls a symptom): tests/test_check.py holds
-    that check_multi_head, which calls eval(), passes it and says that it has dropout."""
-    def __init__(self, d_model, n_heads):
-        super().__init__(d_model, n_heads)
-        self.attention_dropout = nn.Dropout(0.1)
-
-    def forward(self, x, mask=None):
-        b, t, dm = x.shape
-        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
-                   for w in (self.W_q, self.W_k, self.W_v))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
-        if mask is not None:
-            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-        weights = self.attention_dropout(scores.softmax(dim=-1))
-        return self.W_o((weights @ v).transpose(1, 2).reshape(b, t, dm))
-
 class LoopOverHeads(Linears):
     def forward(self, x, mask=None):
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
@@ -764,6 +746,19 @@ class AdditiveOneMinusMaskInf(_OneLine):
 class FillMinus1e9(_OneLine):
     def apply_mask(self, scores, mask):
         return scores.masked_fill(~mask, -1e9)
+
+
+class DropoutLayerOnWeights(_OneLine):
+    """Dropout on the attention weights as a layer, as in many tutorials' modules: off after eval().
+    Not a case of CASES (in training mode it is random, which _probe calls a symptom):
+    tests/test_check.py holds that check_multi_head, which calls eval(), passes it and says so."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__(d_model, n_heads)
+        self.attention_dropout = nn.Dropout(0.1)
+
+    def after_softmax(self, weights, mask):
+        return self.attention_dropout(weights)
 
 
 class DropoutOnWeights(_OneLine):
