@@ -103,7 +103,7 @@ QUIZZES = {
              "saturated."),
             ("scores = k·qᵀ, divide by √d_k, mask, softmax over the last axis, multiply by v", False,
              "k·qᵀ has one row per key, not per query: it raises when n_q differs from n_k, and when they "
-             "are equal it runs and gives each query the blend meant for another.")),
+             "are equal it runs, but each row is one key's softmax over the queries: no query's blend.")),
         _mc("q has shape (n_q, d_k), k is (n_k, d_k) and v is (n_k, d_v). What are the shapes of the "
             "weights and of the output?",
             ("weights (n_q, n_k), output (n_q, d_v)", True,

@@ -744,3 +744,116 @@ def test_a_key_padding_mask_convention_is_told_its_shape_and_its_meaning():
     assert "insert the query axis" in text and "key_padding_mask" in text and "inverted too" in text
     # the right values in the (batch, n) shape: only the shape is said
     assert "inverted too" not in repr(check_padding_mask(lambda lengths, n: ~key_padding_mask(lengths, n)))
+
+
+# ---- round 15 of unseen learner code, and a fresh reader of 02 -------------------------------------
+
+
+def _masked_attention(scale_of, fill=None):
+    def attention(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) * scale_of(q)
+        if mask is not None:
+            scores = (fill(scores, mask) if fill else
+                      scores.masked_fill(~mask, torch.finfo(scores.dtype).min))
+        return scores.softmax(dim=-1) @ v
+    return attention
+
+
+def test_a_stale_d_k_divided_as_d_k_to_the_one_half_is_named_wrong_scale():
+    d_k = 8                                            # 02's global, read as / d_k ** 1 / 2 = / 16
+    result = check_attention(_masked_attention(lambda q: 1 / (d_k ** 1 / 2)))
+    assert result.bug == "wrong_scale" and "is the mask used" not in repr(result)
+
+
+def test_a_bool_mask_times_a_float64_minimum_says_every_row_goes_nan():
+    fill = lambda scores, mask: scores + (~mask) * torch.finfo(scores.dtype).min   # float32 0 * -inf
+    result = check_attention(_masked_attention(lambda q: q.shape[-1] ** -0.5, fill))
+    text = repr(result)
+    assert not result.passed and "0 × -inf = NaN at the allowed positions" in text
+    assert "a fully masked row's softmax" not in text
+
+
+def test_print_inside_the_learners_code_is_said_not_shown():
+    right = _masked_attention(lambda q: q.shape[-1] ** -0.5)
+
+    def chatty(q, k, v, mask=None):
+        print("DEBUG shapes", tuple(q.shape))
+        return right(q, k, v, mask)
+
+    result = check_attention(chatty)
+    assert result.passed and any("Your code printed during" in note and "DEBUG shapes" in note
+                                 for note in result.notes)
+    assert not any("printed" in note for note in check_attention(right).notes)
+
+
+def test_a_not_implemented_error_on_some_inputs_only_is_not_not_written_yet():
+    right = _masked_attention(lambda q: q.shape[-1] ** -0.5)
+
+    def no_half(q, k, v, mask=None):
+        if q.dtype == torch.float16:
+            raise NotImplementedError("no half precision")
+        return right(q, k, v, mask)
+
+    result = check_attention(no_half)
+    assert result.status == "problem" and "raised NotImplementedError on float16" in result.headline
+
+
+def test_a_def_without_the_mask_argument_gets_the_exercises_signature():
+    def three(q, k, v):
+        return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+    result = check_attention(three)
+    assert "your def takes others" in repr(result)
+    assert result.fix.startswith("def my_attention(q, k, v, mask=None)")
+
+
+def test_a_mask_tiled_over_batch_and_heads_is_caught_on_a_head_axis_padding_mask():
+    def tiled(q, k, v, mask=None):
+        lead = q.shape[:-2]
+        q3, k3, v3 = (t.reshape(-1, *t.shape[-2:]) for t in (q, k, v))
+        scores = q3 @ k3.transpose(1, 2) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            m = mask.expand(*mask.shape[:-2], q.shape[-2], k.shape[-2]).reshape(-1, q.shape[-2], k.shape[-2])
+            m = m.repeat(q3.shape[0] // m.shape[0], 1, 1)     # tiles where each entry should repeat
+            scores = scores.masked_fill(~m, torch.finfo(scores.dtype).min)
+        return (scores.softmax(-1) @ v3).reshape(*lead, q.shape[-2], v.shape[-1])
+
+    result = check_attention(tiled)
+    assert not result.passed and "mask.repeat" in repr(result)
+
+
+def test_a_running_softmax_that_forgets_to_rescale_is_not_called_batch_one_only():
+    def online(q, k, v, mask=None, block=2):
+        scale, low = q.shape[-1] ** -0.5, torch.finfo(q.dtype).min
+        if mask is not None:
+            mask = mask.broadcast_to(mask.shape[:-2] + (q.shape[-2], k.shape[-2]))
+        m = total = acc = None
+        for start in range(0, k.shape[-2], block):
+            s = q @ k[..., start:start + block, :].transpose(-2, -1) * scale
+            if mask is not None:
+                s = s.masked_fill(~mask[..., start:start + block], low)
+            new = s.amax(-1, keepdim=True) if m is None else torch.maximum(m, s.amax(-1, keepdim=True))
+            p = torch.exp(s - new)
+            part = p @ v[..., start:start + block, :]
+            if m is None:
+                total, acc = p.sum(-1, keepdim=True), part
+            else:
+                total = total * torch.exp(m - new) + p.sum(-1, keepdim=True)
+                acc = acc + part                          # not rescaled by exp(m - new)
+            m = new
+        return acc / total
+
+    result = check_attention(online)
+    assert not result.passed and result.bug != "batch_one_only"
+
+
+def test_multi_head_state_kept_between_calls_is_told_apart_from_dropout():
+    class KeepsMask(_Split):
+        def forward(self, x, mask=None):
+            if mask is not None and getattr(self, "kept", None) is None:
+                self.kept = mask                         # the first mask, used on every later call
+            return super().forward(x, getattr(self, "kept", None))
+
+    result = check_multi_head(KeepsMask)
+    assert not result.passed and result.bug != "dropout_left_on"
+    assert "stored on self" in repr(result)

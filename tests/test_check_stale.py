@@ -1,7 +1,9 @@
 """A verdict says so when the code it checked is not the learner's latest: a newer cell that defines
-the same name failed (a SyntaxError, say), so the name still holds the older definition."""
+the same name failed (a SyntaxError, say), so the name still holds the older definition; and when the
+learner wrote their code below the stub's raise line, which still runs first."""
 
 import linecache
+import math
 import sys
 from pathlib import Path
 
@@ -10,8 +12,8 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
-from attnviz.check import check_causal_mask, check_multi_head
-from attnviz.check._stale import stale_note
+from attnviz.check import check_attention, check_causal_mask, check_multi_head
+from attnviz.check._stale import below_stub, stale_note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -44,7 +46,19 @@ def test_a_failed_newer_cell_is_named_and_the_verdict_says_which_cell_it_checked
     note = stale_note(space["my_causal_mask"])
     assert note.startswith("This checked the my_causal_mask your cell [1] defined. Cell [2], run after it")
     result = check_causal_mask(space["my_causal_mask"])
-    assert result.bug == "causal_excludes_self" and result.observed[0] == note
+    assert result.bug == "causal_excludes_self" and result.warnings[0] == note
+    assert result.headline.endswith("But this was an older definition: read the warning.")
+    assert repr(result).splitlines()[1] == f"  Warning: {note}"       # the first row under the headline
+
+
+def test_a_pass_of_an_older_definition_warns_first(cells):
+    right = "def my_causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril()\n"
+    space = {"torch": torch}
+    _define(right, "<cell-1>", space)
+    cells.extend([right, BROKEN])
+    result = check_causal_mask(space["my_causal_mask"])
+    assert result.passed and result.warnings == [stale_note(space["my_causal_mask"])]
+    assert "older definition" in result.headline and "Warning:" in result._repr_html_()
 
 
 def test_no_note_when_the_latest_cell_defined_it_or_outside_a_kernel(cells, monkeypatch):
@@ -69,7 +83,31 @@ def test_a_class_is_followed_through_its_methods(cells):
     cells.extend([text, "class MyMultiHeadAttention(torch.nn.Module)\n    pass\n"])
     cls = space["MyMultiHeadAttention"]
     assert "MyMultiHeadAttention your cell [1] defined. Cell [2]" in stale_note(cls)
-    assert check_multi_head(cls).observed[0] == stale_note(cls)
+    assert check_multi_head(cls).warnings[0] == stale_note(cls)
+
+
+STUB = "def my_attention(q, k, v, mask=None):\n    raise NotImplementedError(\"write your code here\")\n"
+BELOW = STUB + ("    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+                "    return torch.softmax(scores, dim=-1) @ v\n")
+
+
+def test_code_written_below_the_stubs_raise_is_told_apart_from_no_code(cells):
+    space = {"torch": torch, "math": math}
+    _define(STUB, "<cell-1>", space)
+    cells.append(STUB)
+    untouched = check_attention(space["my_attention"])
+    assert not below_stub(space["my_attention"]) and untouched.headline.startswith("not written yet")
+    _define(BELOW, "<cell-2>", space)
+    cells.append(BELOW)
+    below = check_attention(space["my_attention"])
+    assert below_stub(space["my_attention"]) and below.status == "not_implemented"
+    assert "below the stub's line raise NotImplementedError" in below.headline
+    assert "delete that line" in below.headline
+    # a raise of the learner's own, at the end of a branch, is not the stub's
+    own = ("def my_attention(q, k, v, mask=None):\n    if q.dim() > 4:\n"
+           "        raise NotImplementedError(\"too many dims\")\n    return q\n")
+    _define(own, "<cell-3>", space)
+    assert not below_stub(space["my_attention"])
 
 
 @pytest.mark.slow

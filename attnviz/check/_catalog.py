@@ -67,8 +67,8 @@ _ENTRIES = [
     Bug(
         "scores_transposed",
         "The scores are keys times queries (k @ qᵀ) instead of queries times keys.",
-        "It breaks as soon as there are more keys than queries (or fewer); when the counts are equal, "
-        "each query gets the blend meant for another position.",
+        "It breaks as soon as there are more keys than queries (or fewer); when the counts are equal it "
+        "runs, but each row is one key's softmax over the queries, which is no query's blend.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # (n_q, n_k): one row per query",
     ),
     Bug(

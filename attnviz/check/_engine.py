@@ -245,5 +245,22 @@ def run_check(spec, probes, steps, time_limit, read=None, main_kind="main"):
         answers = [read(step, probe) for step, probe in zip(run.steps, probes, strict=True)]
     else:
         answers = [Answer() for _ in run.steps]
-    return decide(Trial(spec, probes, answers, run, time_limit, notes, main_kind=main_kind))
+    verdict = decide(Trial(spec, probes, answers, run, time_limit, notes, main_kind=main_kind))
+    said = printed_note(run)
+    if said and verdict is not None:
+        verdict.notes.append(said)
+    return verdict
+
+
+def printed_note(run):
+    """Words for a verdict when the learner's code printed: the child's output is shown nowhere else."""
+    printed = [step.printed for step in run.steps if step.printed]
+    if not printed:
+        return None
+    first = next((line.strip() for line in printed[0].splitlines() if line.strip()), "")
+    first = first if len(first) <= 100 else first[:100] + " ..."
+    quoted = f" (the first line: {first!r})" if first else ""
+    return (f"Your code printed during {len(printed)} of the check's {len(run.steps)} calls{quoted}; a "
+            "check runs it in another process and shows none of that. To see what it prints, call it "
+            "yourself in a cell.")
 

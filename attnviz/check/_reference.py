@@ -209,9 +209,12 @@ ATTENTION_VARIANTS = {
         _scaled(lambda q, k, v: 2 / q.shape[-1]),  # / (d_k ** 1/2)
         _scaled(lambda q, k, v: 1 / (2 * q.shape[-1])),  # / d_k ** 1 / 2
         _scaled(lambda q, k, v: 1 / 2),
-        _scaled(lambda q, k, v: 1 / 4),  # a stale global d_k = 4
+        _scaled(lambda q, k, v: 1 / 4),  # a stale global d_k = 4 (or √16)
+        # 02's global d_k = 8, left over: / √d_k, / d_k, and / d_k ** 1/2 (read as / d_k / 2)
         _scaled(lambda q, k, v: 1 / math.sqrt(8)),
         _scaled(lambda q, k, v: 1 / 8),
+        _scaled(lambda q, k, v: 1 / 16),
+        _scaled(lambda q, k, v: 1 / 32),  # a stale d_k = 16 the same way
     ],
     "scale_after_softmax": [
         lambda q, k, v, m: _finish(q @ _t(k), m, v)[1] / math.sqrt(q.shape[-1]) @ v,

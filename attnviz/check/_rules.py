@@ -42,6 +42,10 @@ def stopped(t):
 
 
 def not_written(t):
+    """The stub's raise ran, and nothing else did (a NotImplementedError on some inputs only is the
+    learner's own, and their code is judged as raising there)."""
+    if any(ans.error is None for probe, ans in t.pairs() if probe.kind != "setup"):
+        return None
     for ans in t.answers:
         if ans.error is not None and ans.error.get("not_implemented"):
             return _verdict.not_implemented(t.spec.name, ans.error["message"])
@@ -71,8 +75,15 @@ def returned_odd(t):
     return None
 
 
+def _same_output(one, other):
+    return (isinstance(one.output, torch.Tensor) and isinstance(other.output, torch.Tensor)
+            and one.output.shape == other.output.shape
+            and torch.equal(one.output.nan_to_num(), other.output.nan_to_num()))
+
+
 def nondeterministic(t):
-    for probe, ans in t.pairs("repeat"):
+    repeats = t.pairs("repeat")
+    for probe, ans in repeats:
         first_probe, first = t.named(probe.same_as)
         if (
             first is not None
@@ -81,6 +92,18 @@ def nondeterministic(t):
             and ans.output.shape == first.output.shape
             and not torch.equal(ans.output.nan_to_num(), first.output.nan_to_num())
         ):
+            later = [a for p, a in repeats if p.same_as == probe.same_as]
+            if len(later) > 1 and all(_same_output(a, later[0]) for a in later[1:]):
+                return t.problem(       # not random: every later call gives the same other output
+                    f"{t.spec.subject} gave another output for the same input after other calls, and that "
+                    "same other output on every call since",
+                    [f"Called on {first_probe.name} first, then again after the other inputs, it gave "
+                     "another output, twice the same: not dropout's randomness. Something a call leaves "
+                     "behind changes the later calls: a mask, tensor or cache stored on self (or a "
+                     "global) that is used again."],
+                    fix="keep forward's inputs in forward: use the mask passed to this call (mask=None: "
+                        "no mask), and store nothing on self",
+                )
             return t.bug(
                 "dropout_left_on",
                 f"{t.spec.subject} gave two different outputs for the same input",
@@ -208,13 +231,16 @@ def other_dtypes(t):
                     [f"{probe.where} the output holds NaN or inf, although float32 and float64 are fine."],
                 )
             if kind == "float64" and (not _finite(probe, ans) or not _dead_finite(probe, ans)):
+                rows_hit = ("so a fully masked row's softmax becomes 0/0 = NaN." if _finite(probe, ans) else
+                            "and a bool mask times it (mask * fill) gives 0 × -inf = NaN at the allowed "
+                            "positions too: your rows with keys to attend to are NaN as well.")
                 return t.problem(
                     f"{t.spec.subject} returned NaN or inf on float64 inputs, although float32 is fine",
                     [f"{probe.where} the output holds NaN or inf.",
                      "Somewhere the float64 scores pass through float32: softmax(..., dtype=torch.float32) "
                      "(as Hugging Face's models do for float16), a .float(), or a float32 tensor you "
-                     "built. In float32, torch.finfo(torch.float64).min is -inf, so a fully masked row's "
-                     "softmax becomes 0/0 = NaN."],
+                     "built (a bool mask times a number is one). In float32, torch.finfo(torch.float64).min "
+                     f"is -inf, {rows_hit}"],
                     fix="keep the scores in their own dtype: torch.softmax(scores, dim=-1), with no "
                         "dtype= and no .float()",
                 )
@@ -310,6 +336,16 @@ def hypothesis(t):
     return None
 
 
+def _right_or_misshapen(t, probe, ans):
+    """Right, or wrong only by its shape (or raised): what code for one batch size does elsewhere.
+    Right-shaped wrong numbers on an input without batch dimensions are another bug (a softmax
+    written wrong, say)."""
+    expected = getattr(probe, "expected", None)
+    if t.right(probe, ans) or ans.error is not None or not isinstance(ans.output, torch.Tensor):
+        return True
+    return not isinstance(expected, torch.Tensor) or ans.output.shape != expected.shape
+
+
 def batch_one(t):
     main = t.main
     singles = [(p, a) for p, a in main if p.facts.get("batch_one")]
@@ -317,7 +353,9 @@ def batch_one(t):
     if not singles or not others:
         return None
     telling = any(t.right(p, a) and not p.facts.get("ones") for p, a in singles)
-    if telling and not any(t.right(p, a) for p, a in others):
+    unbatched = [(p, a) for p, a in singles if p.facts.get("unbatched")]
+    if telling and all(_right_or_misshapen(t, p, a) for p, a in unbatched) and not any(
+            t.right(p, a) for p, a in others):
         probe, ans = t.first_wrong()
         return t.bug(
             "batch_one_only",
@@ -452,6 +490,9 @@ def mask_none_raised(t):
 
 
 _UNDEFINED = re.compile(r"name '(\w+)' is not defined")
+# the call itself did not fit the def (raised before any line of the learner's code ran)
+_ARGUMENTS = re.compile(r"takes \d+ positional arguments? but \d+ (?:were|was) given|"
+                        r"unexpected keyword argument|missing \d+ required (?:positional|keyword)")
 
 
 def raised(t):
@@ -468,6 +509,10 @@ def raised(t):
                          f"it, run that cell (after a kernel restart none has run: Run > Run All Cells); "
                          f"if none does, define or import {name} yourself.")
             fix = f"run the cell that defines or imports {name} (after a kernel restart: Run All Cells)"
+        elif ans.error["type"] == "TypeError" and not ans.error.get("where") and _ARGUMENTS.search(message):
+            lines.append("The check calls your code with the exercise's arguments, and your def takes "
+                         "others: compare its first line with the exercise's.")
+            fix = t.spec.words.get("signature", fix)
         return t.problem(f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.", lines, fix=fix)
     return None
 
@@ -497,6 +542,9 @@ def no_known_bug(t):
     detail += [n for n in (_ones_note(p, a) for p, a in t.main if p.facts.get("ones")) if n]
     right = [p.name for p, a in t.main if t.right(p, a)]
     wrong = [p.name for p, a in t.main if not t.right(p, a)]
+    alone = [p.facts.get("alone") for p, a in t.main if not t.right(p, a)]
+    if len(alone) == 1 and alone[0]:           # the one input that goes wrong says what it tries
+        detail.append(alone[0])
     if right:
         detail.append(f"Right on: {'; '.join(right)}. Wrong on: {'; '.join(wrong)}.")
     else:

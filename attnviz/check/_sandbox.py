@@ -74,6 +74,7 @@ class Step:
     value: object = None
     error: dict | None = None
     seconds: float = 0.0
+    printed: str = ""  # what the step printed (its first lines; the child's stdout goes nowhere else)
 
 
 @dataclass
@@ -229,9 +230,21 @@ def _child_setup():
     torch.manual_seed(0)
 
 
-def _encode(status, value, error, seconds):
+def _printed():
+    """What the learner's code printed since the last call (the child's stdout is a StringIO), cut
+    to its first lines; emptied for the next step."""
+    out = sys.stdout
+    if type(out) is not io.StringIO:              # the learner's code replaced sys.stdout
+        return ""
+    text = out.getvalue()
+    out.seek(0)
+    out.truncate()
+    return text[:_MAX_TEXT]
+
+
+def _encode(status, value, error, seconds, printed=""):
     try:
-        body = pickle.dumps((status, value, error, seconds), protocol=4)
+        body = pickle.dumps((status, value, error, seconds, printed), protocol=4)
     except BaseException as err:  # noqa: BLE001
         body = pickle.dumps(
             (
@@ -245,6 +258,7 @@ def _encode(status, value, error, seconds):
                     "message": f"the result could not be sent back ({error_info(err)['type']})",
                 },
                 seconds,
+                printed,
             ),
             protocol=4,
         )
@@ -264,7 +278,7 @@ def _child(steps, write_fd):
     try:
         _child_setup()
         for step in steps:
-            message = _encode(*_run_one(step))
+            message = _encode(*_run_one(step), _printed())
             view = memoryview(message)
             while view:
                 written = os.write(write_fd, view)
@@ -370,8 +384,8 @@ def _run_forked(steps, time_limit, budget) -> Run:
                 run.steps.append(Step("exited", seconds=time.monotonic() - last))
                 break
             buffer.extend(chunk)
-            for status, value, error, seconds in _parse(buffer):
-                run.steps.append(Step(status, value, error, seconds))
+            for status, value, error, seconds, printed in _parse(buffer):
+                run.steps.append(Step(status, value, error, seconds, printed))
                 last = time.monotonic()
     finally:
         os.close(read_fd)

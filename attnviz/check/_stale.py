@@ -1,4 +1,5 @@
-"""Whether the code a check is handed is the learner's latest: a note when a newer cell failed.
+"""Whether the code a check is handed is what the learner meant: a warning when a newer cell failed,
+and plain words when their code sits below the stub's ``raise NotImplementedError`` line.
 
 A learner fixes an exercise cell, runs it, gets a SyntaxError (or any error before the ``def``
 finishes), and runs the check cell: the name still holds the *previous* definition, so the verdict is
@@ -11,13 +12,14 @@ define the same name. Read without importing IPython (the checkers' layer must n
 
 from __future__ import annotations
 
+import ast
 import functools
 import linecache
 import re
 import sys
 import types
 
-__all__ = ["stale_note", "with_stale_note"]
+__all__ = ["stale_note", "below_stub", "with_stale_note"]
 
 
 def _name_and_code(obj):
@@ -58,14 +60,45 @@ def stale_note(obj) -> str | None:
         return None
 
 
+def _raises_not_implemented(node):
+    exc = node.exc.func if isinstance(getattr(node, "exc", None), ast.Call) else getattr(node, "exc", None)
+    return isinstance(node, ast.Raise) and isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+
+
+def below_stub(obj) -> bool:
+    """Whether the cell that made ``obj`` has a ``raise NotImplementedError`` with more statements
+    after it in the same block: the learner wrote their code under the stub's line instead of in its
+    place, so the raise still runs first. Read from the cell's text (never by calling their code)."""
+    try:
+        _, code = _name_and_code(obj)
+        if code is None:
+            return False
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+        for node in ast.walk(tree):
+            for body in (getattr(node, field, None) for field in ("body", "orelse", "finalbody")):
+                if isinstance(body, list) and any(_raises_not_implemented(s) for s in body[:-1]):
+                    return True
+        return False
+    except Exception:  # noqa: BLE001 - words are a courtesy; never let them break a verdict
+        return False
+
+
 def with_stale_note(check):
-    """Decorator for a public checker: the verdict's first observation is :func:`stale_note`'s words,
-    when there are any."""
+    """Decorator for a public checker: :func:`stale_note`'s words as the verdict's first warning (and
+    its headline says so), and the not-written verdict told apart from code written under the stub's
+    ``raise`` line (:func:`below_stub`)."""
     @functools.wraps(check)
     def wrapper(fn, *args, **kwargs):
         result = check(fn, *args, **kwargs)
+        if not hasattr(result, "warnings"):
+            return result
+        if result.status == "not_implemented" and below_stub(fn):
+            result.headline = (
+                "your code is written, but below the stub's line raise NotImplementedError(...), which "
+                "still runs first: delete that line, run the cell, then run this cell again.")
         note = stale_note(fn)
-        if note and hasattr(result, "observed"):
-            result.observed.insert(0, note)
+        if note:
+            result.warnings.insert(0, note)
+            result.headline += " But this was an older definition: read the warning."
         return result
     return wrapper

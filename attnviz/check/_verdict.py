@@ -40,7 +40,9 @@ class CheckResult:
     are the machine-readable part. ``status`` is 'passed', 'bug' (a known bug
     was recognised), 'problem' (something is wrong that matches no known bug;
     ``observed`` says what) or 'not_implemented'. ``headline``, ``what``,
-    ``shows``, ``fix``, ``observed`` and ``notes`` (beside the verdict) are its words.
+    ``shows``, ``fix``, ``observed`` and ``notes`` (beside the verdict) are its words;
+    ``warnings`` (shown first) say that what was checked may not be what the learner meant
+    (an older definition of the name).
     """
 
     passed: bool
@@ -53,9 +55,10 @@ class CheckResult:
     fix: str = ""
     observed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def _lines(self):
-        rows = []
+        rows = [("Warning", warning) for warning in self.warnings]
         if self.what:
             rows.append(("What is wrong", self.what))
         if self.shows:
@@ -87,7 +90,8 @@ class CheckResult:
         rows = []
         for label, value in self._lines():
             body = f"<code{_CODE}>{esc(value)}</code>" if label == "Fix" else esc(value)
-            rows.append(f'<div style="margin:0.25em 0"><b>{esc(label)}:</b> {body}</div>')
+            colour_of = ";color:#8a3b00" if label == "Warning" else ""   # dark amber on the light box
+            rows.append(f'<div style="margin:0.25em 0{colour_of}"><b>{esc(label)}:</b> {body}</div>')
         return (
             f'<div class="attnviz-verdict attnviz-{self.status}" style="border-left:6px solid {colour};'
             f"background:{background};padding:0.6em 0.9em;margin:0.4em 0;font-size:1.05em;"

@@ -75,6 +75,7 @@ def _probe(name, q, k, v, mask, kind="main", **facts):
     text += f", mask {shape_str(mask.shape)}" if mask is not None else ", no mask"
     facts.setdefault("dtype", q.dtype)
     facts.setdefault("batch_one", all(n == 1 for n in q.shape[:-2]))
+    facts.setdefault("unbatched", q.dim() == 2)
     return Probe(name, args, kind=kind, live=live, shapes=text, facts=facts)
 
 
@@ -111,7 +112,8 @@ def _probes():
     (√d_k is neither 1, d_k, d_k / 2 nor the 2 of a stale global d_k = 4), d_v apart from d_k, a
     batch of heads, masks that are not symmetric with a row all True, a fully masked row, values
     all 1, n_k = d_k = d_v (where a forgotten transpose or swapped k and v still run) and a padding
-    mask (batch, 1, n_k) on a batch of three sequences (a mask squeezed or given a head axis). Extra
+    mask (batch, 1, n_k) on a batch of three sequences (a mask squeezed or given a head axis), and one
+    (batch, 1, 1, n_k) on a batch of heads (a mask tiled over batch and heads together). Extra
     ones: large scores, a blocked key scoring far above the allowed ones, float64 and float16 inputs, a
     repeat (dropout), a backward pass."""
     g = torch.Generator().manual_seed(6)
@@ -120,6 +122,7 @@ def _probes():
     more = torch.Generator().manual_seed(63)       # the same for more queries than keys
     long = torch.Generator().manual_seed(64)       # the same for many keys
     dead = torch.Generator().manual_seed(65)       # the same for a backward pass through a dead row
+    heads = torch.Generator().manual_seed(66)      # the same for a padding mask on a batch of heads
 
     def randn(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float32)
@@ -189,6 +192,16 @@ def _probes():
             "6 queries, 4 keys, a mask",
             *(torch.randn(n, d, generator=more) for n, d in ((6, d_k), (4, d_k), (4, 3))),
             _partial_mask(6, 4, more),
+        ),
+        _probe(   # a padding mask with a head axis (batch, 1, 1, n_k) on a batch of heads: a mask tiled
+            # over the flattened batch and heads (mask.repeat) gives one sequence another's padding
+            "batch 2 x 3 heads, 4 queries, 5 keys, a padding mask (2, 1, 1, 5) for lengths 5, 2",
+            *(torch.randn(2, 3, n, d, generator=heads) for n, d in ((4, d_k), (5, d_k), (5, 3))),
+            (torch.arange(5)[None, :] < torch.tensor([5, 2])[:, None])[:, None, None, :],
+            alone=("Only the padding mask with a head axis on a batch of heads goes wrong: each sequence "
+                   "must keep its own mask row. Tiling the mask over batch and heads flattened together "
+                   "(mask.repeat) hands a sequence another's padding; broadcasting, or expand, keeps them "
+                   "apart."),
         ),
     ]
     probes += [
@@ -410,6 +423,7 @@ SPEC = Spec(
         "batch_one": "Only the inputs with batch and head dimensions in front go wrong: index from the end, "
         "k.transpose(-2, -1) rather than k.T, and q.shape[-1] rather than q.shape[1].",
         "raised_fix": "run your function by hand on tensors of these shapes and read the error's last line",
+        "signature": "def my_attention(q, k, v, mask=None):   # a mask comes fourth, or not at all",
         "batch_one_headline": "is right on inputs without batch dimensions, wrong (or raised) with batch or "
         "head dimensions in front",
         "long": ("up to 6 keys", f"{_LONG} keys"),

@@ -229,6 +229,9 @@ def _probes():
         _probe(f"{tag}: batch 1, 5 positions, a (5, 5) mask", 0, _x(g, 1, 5, d_model), _mask(_M5)),
         _probe("the first input again", 0, x5, None, kind="repeat",
                same_as=f"{tag}, n_heads={n_heads}: batch 2, 5 positions, no mask"),
+        # a third time: dropout differs again, state a call left on the module gives the second's output
+        _probe("the first input a third time", 0, x5, None, kind="repeat",
+               same_as=f"{tag}, n_heads={n_heads}: batch 2, 5 positions, no mask"),
         _probe(f"{tag}: large scores (x times 30)", 0, x5 * 30, _mask(_M5), kind="large"),
         _probe(f"{tag}: the module and x in float64", 0, x4.double(), _mask(_M4), kind="float64"),
         _probe(f"{tag}: the module and x in float16, position 1 fully masked", 0, x4.half(), _mask(_M4),
