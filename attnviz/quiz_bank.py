@@ -139,11 +139,12 @@ QUIZZES = {
             ("To keep the numbers small, so that nothing overflows in float16 or float32 when the "
              "dot products grow.", False,
              "Smaller numbers are a side effect, not the reason, and the softmax is computed stably "
-             "anyway. The reason is the gradient: without the division the softmax saturates and "
-             "almost stops learning."),
+             "anyway. Without the division the rows start saturated and pass back little gradient; "
+             "on notebook 03's task the model then took several times the steps to learn."),
             ("The dot products' variance grows with d_k; the softmax then saturates and its gradient "
              "nearly vanishes. √d_k restores variance 1.", True,
-             "Variance argument plus gradient argument: that is the whole answer."),
+             "Variance argument plus gradient argument: with the division the spread is 1 at every "
+             "d_k, so the rows start soft and pass gradient."),
             ("So that each row of weights sums to 1, as a probability distribution must, whatever "
              "the size of d_k.", False,
              "The softmax does that by itself, at any scale."),
