@@ -857,3 +857,14 @@ def test_multi_head_state_kept_between_calls_is_told_apart_from_dropout():
     result = check_multi_head(KeepsMask)
     assert not result.passed and result.bug != "dropout_left_on"
     assert "stored on self" in repr(result)
+
+
+def test_an_output_returned_transposed_is_said_so():
+    def transposed(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return (scores.softmax(dim=-1) @ v).transpose(-2, -1)
+
+    result = check_attention(transposed)
+    assert not result.passed and "the right ones, transposed" in repr(result)

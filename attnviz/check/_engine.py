@@ -201,7 +201,11 @@ def _describe(trial, probe, ans) -> str:
     expected = probe.expected
     if ans.output.shape != expected.shape:
         extra = trial.spec.words.get("extra_dims", "")
-        return f"{where} {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims, extra)}"
+        said = f"{where} {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims, extra)}"
+        if ans.output.dim() >= 2 and ans.output.mT.shape == expected.shape and agrees(
+                ans.output.mT, expected, probe.live_rows(expected)):
+            said += " Its numbers are the right ones, transposed: its last two axes are swapped."
+        return said
     words = trial.spec.words
     if not bool(torch.isfinite(live_rows(probe, ans.output)).all()):
         nan = words.get("nan", "the output holds NaN or inf in rows that have keys to attend to.")
