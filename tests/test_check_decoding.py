@@ -164,7 +164,9 @@ def test_the_top_left_text_does_not_claim_is_causal_was_used():
     """The zoo's member builds a top-left tril() by hand: nothing in its verdict says it used is_causal."""
     result = check_decoding_step(zoo.DECODING_BUGS["is_causal_top_left"])
     assert "is_causal=True) does that, and so does torch.ones(n_new, n_all).tril()" in result.what
-    lines = (result.headline, result.shows, result.fix, *result.observed)
+    # the headline names the bug, "is_causal top left" (the flag's spelling); the rest says nothing of it
+    headline = result.headline.replace('the known bug "is_causal top left"', "the known bug")
+    lines = (headline, result.shows, result.fix, *result.observed)
     assert all("is_causal" not in line for line in lines)
 
 
@@ -504,3 +506,132 @@ def test_a_callable_object_is_not_read_for_the_models_it_uses():
 
     result = check_decoding_step(Step())
     assert not result.passed and asked == [], asked
+
+
+# ---- a fresh reader's variants (round 17): named, and said in the exercise's words -------------------
+
+
+def test_the_top_left_bug_keeps_the_flags_name_in_its_headline():
+    """'is_causal top left', as the flag is spelled, not 'is causal top left'."""
+    assert bug_words("is_causal_top_left") == "is_causal top left"
+    result = check_decoding_step(zoo.DECODING_BUGS["is_causal_top_left"])
+    assert result.headline.endswith('It looks like the known bug "is_causal top left".'), result
+
+
+class _LastRowOnly(zoo.DecodeStep):
+    """Returns logits[:, -1], (batch, vocab): the one row generation reads, without its axis."""
+
+    def unembed(self, model, x):
+        return model.unembed(x)[:, -1]
+
+
+def test_logits_of_the_last_position_without_its_axis_are_named_last_position_only():
+    result = check_decoding_step(_LastRowOnly())
+    assert result.bug == "last_position_only", result
+    assert "shape (2, 11)" in result.observed[0] and "(2, 4, 11)" in result.observed[0], result
+    assert "batch/head" not in repr(result)            # logits have no head dimensions to keep
+
+
+def _stale(which):
+    """An append that joins this step's keys (or values) to the cache, and attends with the cached values
+    (or keys) as they were: the other one never appended before attending."""
+    def append(past, k, v):
+        k_all, v_all = torch.cat([past[0], k], -2), torch.cat([past[1], v], -2)
+        k, v = (k_all, past[1]) if which == "values" else (past[0], v_all)
+        return k, v, (k, v)
+    return append
+
+
+def _by_hand(q, k, v):
+    n_new, n_all = q.shape[-2], k.shape[-2]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    keep = torch.ones(n_new, n_all, dtype=torch.bool).tril(n_all - n_new)
+    return scores.masked_fill(~keep, float("-inf")).softmax(-1) @ v
+
+
+@pytest.mark.parametrize("attend", [_bottom_right, _by_hand], ids=["sdpa_mask", "by_hand"])
+@pytest.mark.parametrize("which", ["values", "keys"])
+def test_attending_with_the_cached_values_as_they_were_is_named(which, attend):
+    """The keys appended, the values as cached (or the other way round): torch raises where 4 cached
+    positions meet 5, and the verdict names the one left behind, with its fix."""
+    result = check_decoding_step(_step_with(_stale(which), attend))
+    bug = f"{which}_not_appended"
+    assert result.bug == bug, result
+    assert result.headline.startswith("your step raised RuntimeError on token 4"), result
+    assert result.fix == BUGS[bug].fix_for(DECODING)
+    assert f"the {which} hold only the 4 cached positions, and this step's new {which} were not appended" \
+        in result.observed[1], result
+
+
+def test_a_mask_one_position_short_is_not_called_a_cache_not_appended():
+    """A mask over the cached positions only (4 columns for 5 keys) raises with the same two sizes, but
+    torch's message does not say which tensor is short: no cache bug is named."""
+    def short_mask(q, k, v):
+        n_new, n_all = q.shape[-2], k.shape[-2]
+        keep = torch.ones(n_new, n_all - n_new, dtype=torch.bool)       # the new keys forgotten
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+    result = check_decoding_step(_step_with(attend=short_mask))
+    assert not result.passed and result.bug is None, result
+
+
+def test_a_first_call_that_reads_the_none_cache_is_told_the_prefills_cache_is_none():
+    class CopiesNone(zoo.DecodeStep):
+        def start_cache(self, cache):
+            return cache.copy()                                # 'NoneType' object has no attribute 'copy'
+
+    def reads_none(model, tokens, cache):
+        past = cache[0][0].shape[-2]                           # 'NoneType' object is not subscriptable
+        return zoo.DecodeStep.__call__(_RecipeStep(), model, tokens, cache if past else None)
+
+    for step, said in ((CopiesNone(), "has no attribute 'copy'"), (reads_none, "not subscriptable")):
+        result = check_decoding_step(step)
+        assert result.bug is None and result.headline.startswith("your step raised"), result
+        assert said in result.observed[0], result
+        assert any("On the prefill cache is None" in line for line in result.observed), result
+        assert "gpt.KVCache()" in result.fix, result
+
+
+def test_a_cached_mask_one_diagonal_too_low_is_named_causal_excludes_self():
+    """tril(past - 1) once there is a cache: each new query sees the cached keys but not its own."""
+    def excludes_self_after_the_prefill(q, k, v):
+        n_new, n_all = q.shape[-2], k.shape[-2]
+        past = n_all - n_new
+        keep = torch.ones(n_new, n_all, dtype=torch.bool).tril(past - 1 if past else 0)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=keep)
+
+    result = check_decoding_step(_step_with(attend=excludes_self_after_the_prefill))
+    assert result.bug == "causal_excludes_self", result
+    assert result.fix == BUGS["causal_excludes_self"].fix_for(DECODING)
+    assert any("not its own key" in line for line in result.observed), result
+
+
+def test_the_wrong_axis_fix_names_the_positions_axis_not_one_layout():
+    """Keys cached transposed, (batch, h_kv, d_head, positions), a layout the exercise allows, joined on
+    dim=-2: the fix says the positions axis, whose number depends on the layout."""
+    def transposed_keys(cat_dim):
+        def step(model, tokens, cache):
+            past = 0 if cache is None else cache[0][1].shape[-2]
+            x, group = model.embed(tokens, past), model.n_heads // model.n_kv_heads
+            new = []
+            for layer, block in enumerate(model.blocks):
+                a, y = block.attention, block.norm_attention(x)
+                q = split_heads(a.W_q(y), model.n_heads)
+                keys_t = split_heads(a.W_k(y), model.n_kv_heads).transpose(-2, -1)   # (b, h_kv, d, n)
+                v = split_heads(a.W_v(y), model.n_kv_heads)
+                if cache is not None:
+                    keys_t = torch.cat([cache[layer][0], keys_t], cat_dim)
+                    v = torch.cat([cache[layer][1], v], -2)
+                new.append((keys_t, v))
+                o = _bottom_right(q, keys_t.transpose(-2, -1).repeat_interleave(group, 1),
+                                  v.repeat_interleave(group, 1))
+                x = x + a.W_o(merge_heads(o))
+                x = x + block.mlp(block.norm_mlp(x))
+            return model.unembed(x), new
+        return step
+
+    assert check_decoding_step(transposed_keys(-1)).passed
+    result = check_decoding_step(transposed_keys(-2))
+    assert result.bug == "cache_wrong_axis", result
+    assert "along the positions axis (dim=-2 in the (batch, heads, positions, d_head) layout;" in result.fix
+    assert "on another axis the cache holds 4 positions where this step has 1" in result.observed[1], result

@@ -203,8 +203,8 @@ _ENTRIES = [
     Bug(
         "causal_excludes_self",
         "The causal mask blocks the diagonal, so a position may not attend to itself.",
-        "The first position has no key left at all (a fully masked row, NaN with a -inf fill), and "
-        "every position loses its own value.",
+        "Every position loses its own value, and where the mask starts at position 0 (a whole sequence, "
+        "a prefill) the first position has no key left at all (a fully masked row, NaN with a -inf fill).",
         "torch.ones(n, n, dtype=torch.bool).tril()   # diagonal=0 keeps i == j",
         fixes={DECODING: _BOTTOM_RIGHT},
     ),
@@ -810,9 +810,10 @@ _ENTRIES = [
         "last_position_only",
         "Only the last new position's logits are returned (what generation needs next), not one row per "
         "new token.",
-        "The logits have shape (batch, 1, vocab) where a prefill or a chunk of n_new tokens needs "
-        "(batch, n_new, vocab); for a single token it is right.",
-        "logits = model.unembed(x)   # every new position: (batch, n_new, vocab_size), not [:, -1:]",
+        "The logits have shape (batch, 1, vocab), or (batch, vocab) with logits[:, -1], where a prefill or "
+        "a chunk of n_new tokens needs (batch, n_new, vocab); with [:, -1:] a single token's are right.",
+        "logits = model.unembed(x)   # every new position: (batch, n_new, vocab_size), not [:, -1:] or "
+        "[:, -1]",
     ),
     Bug(
         "cache_low_precision",
@@ -880,7 +881,9 @@ _ENTRIES = [
         "features) instead of the positions.",
         "torch.cat refuses as soon as a step adds fewer positions than the cache holds: the sizes differ "
         "on the positions axis, which is the one that should grow.",
-        "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)",
+        "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)"
+        "   # along the positions axis (dim=-2 in the (batch, heads, positions, d_head) layout; in another "
+        "layout, the axis that holds the positions)",
     ),
     Bug(
         "is_causal_top_left",

@@ -500,6 +500,7 @@ def _decoding_mask(how, n_new, n_all, cached):
         "none": lambda: None,
         "off_by_one": lambda: ones.tril(past + 1),
         "excludes_self": lambda: ones.tril(past - 1),
+        "excludes_self_cached": lambda: ones.tril(past - 1) if cached else ones.tril(past),
         "future_visible": lambda: ones.triu(past),
         "offset_negated": lambda: ones.tril(-past),                  # tril(n_new - n_all)
         "cached_last": lambda: torch.cat([ones[:, :n_new].tril(), ones[:, n_new:]], dim=1),  # pieces swapped
@@ -750,5 +751,8 @@ CACHED_VARIANTS = {
     "cache_layer_mixed_up": [_step(layer_read=how) for how in ("first", "last", "reversed")],
     "causal_offset_negated": _masks("offset_negated"),
     "mask_cached_columns_last": [_step(causal_mask="cached_last")],
+    # the diagonal one too low once there is a cache (tril(past - 1)): each new query sees the cached
+    # positions and not itself; the prompt's own triangle right (where it is wrong, the prefill names it)
+    "causal_excludes_self": [_step(causal_mask="excludes_self_cached")],
 }
 """Bugs that show only once there is a cache (the prefill is right)."""

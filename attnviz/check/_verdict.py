@@ -10,7 +10,8 @@ from ._catalog import BUGS
 
 __all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem", "bug_words"]
 
-_NAMES = ("d_model", "d_head", "d_k", "n_heads")     # sizes an id names: kept as the code spells them
+# sizes and flags an id names: kept as the code spells them
+_NAMES = ("d_model", "d_head", "d_k", "n_heads", "is_causal")
 
 
 def bug_words(bug_id: str) -> str:

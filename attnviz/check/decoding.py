@@ -18,10 +18,12 @@ This checker is its probes plus the rules that differ from the shared engine (:m
 2. when the prefills are right, the cached steps (three single tokens, a chunk of three, a token
    after it, a second continuation from the prefill's cache): the cache the step returned is read in the child
    (which tensors hold which layer's keys and values, for how many positions, with how many heads)
-   to name keys or values not appended or concatenated on the wrong axis, then the cached hypotheses
-   (positions not advanced, a top-left triangle, no mask for a chunk, the cache not appended), then
-   a cache changed in place, a cache that keeps its key/value heads repeated for the queries, and
-   a cache that holds no layer's keys or values (the tokens, or each block's input).
+   to name keys or values not appended or concatenated on the wrong axis (and, from torch's message
+   when the step raised, keys or values attended before this step's were appended), then the cached
+   hypotheses (positions not advanced, a top-left triangle, a diagonal one too low, no mask for a
+   chunk, the cache not appended), then a cache changed in place, a cache that keeps its key/value
+   heads repeated for the queries, and a cache that holds no layer's keys or values (the tokens, or
+   each block's input).
 
 The checker meets the model only through its public pieces (``embed``, ``blocks[i]``, ``unembed``,
 the sizes; see :mod:`attnviz.gpt`). Torch only.
@@ -410,6 +412,7 @@ def _cached_stage(t):
 
 _CAT = "Sizes of tensors must match except in dimension"   # torch.cat, along an axis that should not grow
 _CAT_SIZES = re.compile(r"Expected size (\d+) but got size (\d+)")
+_CAT_DIM = re.compile(r"except in dimension (\d+)")
 
 
 def _cat_axis(t):
@@ -425,7 +428,14 @@ def _cat_axis(t):
                     f"The two tensors joined have {sizes.group(1)} and {sizes.group(2)} heads: the model has "
                     f"{SIZES['n_heads']} query heads and {SIZES['n_kv_heads']} key/value heads, so one of "
                     f"them was repeated for the query heads before it was cached."])
-            return t.bug("cache_wrong_axis", happened, [t.describe(probe, ans)])
+            observed = [t.describe(probe, ans)]
+            past, n_new = probe.facts["positions"] - probe.facts["n_new"], probe.facts["n_new"]
+            joined = _CAT_DIM.search(ans.error["message"])
+            if sizes and joined and [int(s) for s in sizes.groups()] == [past, n_new]:
+                observed.append(f"torch.cat joined them along dimension {joined[1]}, and on another axis the "
+                                f"cache holds {past} positions where this step has {n_new}: that axis holds "
+                                "the positions, whatever the layout you keep them in; join along it.")
+            return t.bug("cache_wrong_axis", happened, observed)
     return None
 
 
@@ -493,7 +503,10 @@ _EXPAND = re.compile(r"expanded size of the tensor \((\d+)\) must match the exis
 
 
 def _weights_meet_values(t):
-    """weights @ values refused: the weights cover one number of keys, the values another."""
+    """weights @ values refused: the weights cover one number of keys, the values another (read from
+    torch's message, whose two sizes must be exactly the positions the step should attend to and either
+    its new positions or the cached ones): the keys or the values left out of the cache, or left out of
+    what was attended."""
     probe, ans = t.first_wrong()
     if probe is None or ans.error is None:
         return None
@@ -506,14 +519,27 @@ def _weights_meet_values(t):
     if found:
         values, keys = int(found[1]), int(found[2])
     n_new, total = probe.facts["n_new"], probe.facts["positions"]
-    bug = {(total, n_new): "values_not_appended", (n_new, total): "keys_not_appended"}.get((keys, values))
-    if bug:
-        held = "is 1 value" if values == 1 else f"are {values} values"
-        return t.bug(bug, t.happened(probe, ans), [
-            t.describe(probe, ans),
-            f"The weights cover {keys} key{'s' * (keys != 1)} but there {held}: the "
-            f"{'values' if bug == 'values_not_appended' else 'keys'} hold only this step's new positions."])
-    return None
+    past = total - n_new
+    # the short side holds this step's new positions only (the cache never read), or the cached ones
+    # only (this step's never appended before attending): exactly these two sizes, nothing else
+    readings = {(total, n_new): ("values_not_appended", "new"),
+                (n_new, total): ("keys_not_appended", "new"),
+                (total, past): ("values_not_appended", "cached"),
+                (past, total): ("keys_not_appended", "cached")}
+    bug, short = readings.get((keys, values), (None, None))
+    if not bug:
+        return None
+    kind = "values" if bug == "values_not_appended" else "keys"
+    held = "is 1 value" if values == 1 else f"are {values} values"
+    said = f"The weights cover {keys} key{'s' * (keys != 1)} but there {held}: the {kind} hold"
+    if past == n_new:                           # both readings give these sizes: say only what they are
+        said += f" {past} positions, not all {total}."
+    elif short == "new":
+        said += " only this step's new positions."
+    else:
+        said += (f" only the {past} cached positions, and this step's new {kind} were not appended before "
+                 "attending.")
+    return t.bug(bug, t.happened(probe, ans), [t.describe(probe, ans), said])
 
 
 def _positions_elsewhere(t):
@@ -541,15 +567,18 @@ def _positions_elsewhere(t):
 
 
 def _last_only(t):
-    """A prefill's logits of shape (batch, 1, vocab) that equal its last position's."""
+    """A prefill's logits that equal its last position's: (batch, 1, vocab) from logits[:, -1:], or
+    (batch, vocab) from logits[:, -1], the row generation reads, its positions axis gone."""
     for probe, ans in t.main:
         out, expected = ans.output, probe.expected
-        if (isinstance(out, torch.Tensor) and expected.shape[1] > 1 and out.shape == expected[:, -1:].shape
-                and torch.allclose(out.to(torch.float64), expected[:, -1:], atol=1e-4, rtol=1e-3)):
-            return t.bug("last_position_only", t.happened(probe, ans), [
-                f"On {probe.name}, your step returned logits of shape {shape_str(out.shape)}: the right "
-                f"logits of the last position only, where each of the {expected.shape[1]} new positions "
-                f"needs its row, {shape_str(expected.shape)}."])
+        if not isinstance(out, torch.Tensor) or expected.shape[1] < 2:
+            continue
+        for last, how in ((expected[:, -1:], ""), (expected[:, -1], " (logits[:, -1]: no positions axis)")):
+            if out.shape == last.shape and torch.allclose(out.to(torch.float64), last, atol=1e-4, rtol=1e-3):
+                return t.bug("last_position_only", t.happened(probe, ans), [
+                    f"On {probe.name}, your step returned logits of shape {shape_str(out.shape)}: the "
+                    f"right logits of the last position only{how}, where each of the {expected.shape[1]} "
+                    f"new positions needs its row, {shape_str(expected.shape)}."])
     return None
 
 
@@ -616,6 +645,26 @@ def _sizes_met(t):
                     f"{n_heads // n_kv}, dim=1)   # or F.scaled_dot_product_attention(..., enable_gqa=True)",
             )
     return None
+
+
+# the first call's cache, None, read as a cache: cache.copy(), cache.length, cache[0][0], len(cache)
+_NONE_READ = re.compile(r"'NoneType' object (has no attribute|is not subscriptable|is not iterable)|"
+                        r"object of type 'NoneType' has no len")
+
+
+def _cache_none_read(t):
+    """A prefill raised where None was read as a cache (an attribute, an index, its length): on the first
+    call the cache is None. The verdict says what happened, as :func:`._rules.raised` does, and that."""
+    errors = [(p, a) for p, a in t.main if a.error is not None]
+    if not errors or not _NONE_READ.search(errors[0][1].error.get("message", "")):
+        return None
+    verdict = raised(t)
+    verdict.observed.insert(2, "On the prefill cache is None (nothing is cached yet): if that is the None "
+                               "your step read, start a new cache then (gpt.KVCache(), or an empty list), "
+                               "and copy the one you are given on every later call.")
+    verdict.fix = ("new_cache = gpt.KVCache() if cache is None else cache.copy()   # with a list: past = 0 "
+                   "if cache is None else cache[0][0].shape[-2]")
+    return verdict
 
 
 _VIEW = re.compile(r"shape '\[(\d+), (\d+), (\d+), (-?\d+)\]' is invalid for input of size (\d+)")
@@ -722,6 +771,17 @@ def _keys_values_not_cached(t):
     )
 
 
+def _cached_hypothesis(t):
+    """The cached hypotheses (:func:`._rules.hypothesis`), with what a mask that hides a new query from
+    itself does after a cache (the catalog's words are a prompt's: there its first query has no key)."""
+    verdict = hypothesis(t)
+    if verdict is not None and verdict.bug == "causal_excludes_self":
+        verdict.observed.insert(1, "Your prefill is right; after it each new query sees the cached positions "
+                                   "(and the new ones before it) but not its own key: the mask's diagonal is "
+                                   "one too low, tril(past - 1) where tril(past) belongs.")
+    return verdict
+
+
 def _passed(t):
     return _verdict.passed(NAME, "every piece's logits equal a full recomputation.", [_PASSED], t.notes)
 
@@ -730,7 +790,7 @@ CACHED_RULES = (
     Rule("cache_wrong_axis", "wrong", _cat_axis),
     Rule("appended", "wrong", _appended),
     Rule("weights_meet_values", "wrong", _weights_meet_values),
-    Rule("hypothesis", "wrong", hypothesis),
+    Rule("hypothesis", "wrong", _cached_hypothesis),
     Rule("positions_elsewhere", "wrong", _positions_elsewhere),
     Rule("raised", "wrong", raised),
     Rule("no_known_bug", "wrong", no_known_bug),
@@ -758,7 +818,8 @@ SPEC = Spec(
                 "contiguous_error": [Rule("last_position_only", "wrong", _last_only)],
                 "raised": [Rule("kv_head_index", "wrong", _kv_head_index),
                            Rule("sizes_met", "wrong", _sizes_met),
-                           Rule("kv_split_as_queries", "wrong", _kv_split_as_queries)]},
+                           Rule("kv_split_as_queries", "wrong", _kv_split_as_queries),
+                           Rule("cache_none_read", "wrong", _cache_none_read)]},
         drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "other_dtypes",
               "large_scores_wrong", "matmul_everywhere"),
     ),
