@@ -868,3 +868,34 @@ def test_an_output_returned_transposed_is_said_so():
 
     result = check_attention(transposed)
     assert not result.passed and "the right ones, transposed" in repr(result)
+
+
+def test_a_fixed_fill_of_minus_ten_thousand_is_caught_when_the_allowed_keys_score_below_it():
+    result = check_attention(_masked_attention(lambda q: q.shape[-1] ** -0.5,
+                                               lambda scores, mask: scores.masked_fill(~mask, -1e4)))
+    assert not result.passed and "the blocked key won" in repr(result)
+
+
+def test_multi_head_keys_and_values_kept_from_earlier_calls_are_not_called_dropout():
+    class KeepsPast(_Split):
+        def forward(self, x, mask=None):
+            batch, n, d_model = x.shape
+            q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            past = getattr(self, "past", None)
+            if past is not None and past[0].shape[0] == batch and past[0].shape[-1] == self.d_k:
+                k, v = torch.cat([past[0], k], dim=-2), torch.cat([past[1], v], dim=-2)   # never cleared
+            self.past = (k.detach(), v.detach())
+            weights = (q @ k.transpose(-2, -1) / math.sqrt(self.d_k)).softmax(dim=-1)
+            return self.W_o(self.merge(weights @ v, batch, n, d_model))
+
+    result = check_multi_head(KeepsPast)
+    assert not result.passed and result.bug != "dropout_left_on" and "stored on self" in repr(result)
+
+
+def test_multi_head_dropout_in_forward_is_still_named_dropout():
+    class Dropped(_Split):
+        def forward(self, x, mask=None):
+            return nn.functional.dropout(super().forward(x, mask), p=0.5, training=True)
+
+    assert check_multi_head(Dropped).bug == "dropout_left_on"

@@ -511,8 +511,10 @@ _ENTRIES = [
     ),
     Bug(
         "softmax_overflow",
-        "The softmax is written as exp(scores) / exp(scores).sum() without subtracting the row maximum.",
-        "With large scores exp overflows to inf and inf / inf is NaN, although small scores work.",
+        "The softmax is written as exp(scores) / exp(scores).sum() without subtracting each row's own "
+        "maximum (none at all, or one maximum taken over the whole tensor).",
+        "With large scores exp overflows to inf and inf / inf is NaN; after subtracting a maximum over the "
+        "whole tensor, a row far below it underflows to 0 and 0 / 0 is NaN. Small scores work.",
         "weights = torch.softmax(scores, dim=-1)   # or exp(scores - scores.amax(-1, keepdim=True))",
     ),
     Bug(
@@ -703,10 +705,11 @@ _ENTRIES = [
         "cache_not_appended",
         "This step's keys and values are not added to the cache it returns (it returns the cache it was "
         "given, even the prefill's None, or one holding only the newest tokens).",
-        "The first token after the prompt is right, then every later token attends to too few positions, "
-        "as if the tokens generated in between did not exist; handed back None after the prefill, every "
-        "step starts afresh at position 0.",
-        "new_cache.append((key, value))   # after torch.cat with the cached ones, not the given cache",
+        "Every later token attends to too few positions, as if the tokens generated in between did not "
+        "exist (when the prefill's keys and values were kept, the first token after the prompt is still "
+        "right); handed back None after the prefill, every step starts afresh at position 0.",
+        "new_cache.append((key, value))   # after torch.cat with the cached ones, not the given cache (a "
+        "preallocated cache: write at the write pointer, then move the pointer on by n_new)",
     ),
     Bug(
         "new_token_not_attended",
@@ -828,7 +831,8 @@ _ENTRIES = [
     Bug(
         "values_from_cached_keys",
         "The step reads the cached keys where it should read the cached values: "
-        "value = torch.cat([past_keys, value], ...).",
+        "value = torch.cat([past_keys, value], ...), or the keys stored in the values' place in the cache "
+        "(cache.append((key, key))).",
         "The prefill is right; every later token blends the cached positions' keys instead of their "
         "values (its own position's value is right).",
         "value = torch.cat([past_values, value], dim=-2)   # the cached values, not the cached keys",

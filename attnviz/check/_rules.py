@@ -92,15 +92,16 @@ def nondeterministic(t):
             and ans.output.shape == first.output.shape
             and not torch.equal(ans.output.nan_to_num(), first.output.nan_to_num())
         ):
-            later = [a for p, a in repeats if p.same_as == probe.same_as]
-            if len(later) > 1 and all(_same_output(a, later[0]) for a in later[1:]):
-                return t.problem(       # not random: every later call gives the same other output
-                    f"{t.spec.subject} gave another output for the same input after other calls, and that "
-                    "same other output on every call since",
-                    [f"Called on {first_probe.name} first, then again after the other inputs, it gave "
-                     "another output, twice the same: not dropout's randomness. Something a call leaves "
-                     "behind changes the later calls: a mask, tensor or cache stored on self (or a "
-                     "global) that is used again."],
+            seed = first_probe.facts.get("seed")
+            reset = [a for p, a in repeats if p.same_as == probe.same_as and seed is not None
+                     and p.facts.get("seed") == seed]       # the random numbers reset to the first call's
+            if reset and not all(_same_output(a, first) for a in reset):
+                return t.problem(       # not randomness: the same draws gave another output
+                    f"{t.spec.subject} gave another output for the same input after other calls",
+                    [f"Called on {first_probe.name} first, then again after the other inputs, with the "
+                     "random numbers reset to the first call's, it gave another output: not dropout's "
+                     "randomness. Something a call leaves behind changes the later calls: a mask, tensor "
+                     "or cache stored on self (or a global) that is used again."],
                     fix="keep forward's inputs in forward: use the mask passed to this call (mask=None: "
                         "no mask), and store nothing on self",
                 )

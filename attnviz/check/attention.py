@@ -106,6 +106,19 @@ def _blocked_far_above_probe(randn):
                   randn(5, 3), mask, kind="blocked_far")
 
 
+def _allowed_far_below_probe(randn):
+    """Query 0 may see keys 0 and 1 only, and scores them about 20000 below 0; the blocked key 2 scores
+    about 0. A fill of a fixed -10000 (BERT's old constant) in the blocked key's place lets it win; the
+    dtype's own minimum does not."""
+    q, k = randn(2, 16), randn(3, 16)
+    for j, score in enumerate((-20000.0, -20001.0)):      # q[0] . k_j / √16 = score
+        k[j] = q[0] * (4 * score / float(q[0] @ q[0]))
+    mask = torch.ones(2, 3, dtype=torch.bool)
+    mask[0, 2] = False
+    return _probe("query 0's allowed keys scoring 20000 below 0, its blocked key about 0", q, k,
+                  randn(3, 3), mask, kind="allowed_far_below")
+
+
 def _probes():
     """The crafted inputs. Main ones (compared with every hypothesis): n_q != n_k (fewer queries than
     keys, and more), d_k = 16 and 9
@@ -123,6 +136,7 @@ def _probes():
     long = torch.Generator().manual_seed(64)       # the same for many keys
     dead = torch.Generator().manual_seed(65)       # the same for a backward pass through a dead row
     heads = torch.Generator().manual_seed(66)      # the same for a padding mask on a batch of heads
+    below = torch.Generator().manual_seed(67)      # the same for allowed keys scoring far below 0
 
     def randn(*shape):
         return torch.randn(*shape, generator=g, dtype=torch.float32)
@@ -228,6 +242,7 @@ def _probes():
         ),
         _negative_float16_probe(randn),
         _blocked_far_above_probe(lambda *shape: torch.randn(*shape, generator=far, dtype=torch.float32)),
+        _allowed_far_below_probe(lambda *shape: torch.randn(*shape, generator=below, dtype=torch.float32)),
         _probe(   # code that walks the keys in tiles (an online softmax) is tried past one tile
             f"5 queries, {_LONG} keys, a mask",
             *(torch.randn(n, d, generator=long, dtype=torch.float32)
@@ -355,6 +370,25 @@ def _blocked_far(t):
                      "above the keys a query may see.", seen)
 
 
+def _allowed_far_below(t):
+    """Right everywhere else, wrong when the keys a query may see all score far below 0: a fixed fill
+    such as -10000 (replaced or added) is then above them, and the blocked key wins."""
+    probe, ans = t.one("allowed_far_below")
+    if probe is None or ans.error is not None or not isinstance(ans.output, torch.Tensor) \
+            or ans.output.shape != probe.expected.shape \
+            or agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-3):
+        return None
+    seen = [t.describe(probe, ans)]
+    row, blocked = ans.output[0].detach().to(torch.float64), probe.args["v"][2].to(torch.float64)
+    if bool(torch.isfinite(row).all()) and torch.allclose(row, blocked, atol=1e-3):
+        seen.append("Query 0's output is key 2's value: the blocked key won. Its fill, a fixed number such "
+                    "as -10000 (BERT's old constant), is above scores of -20000; the dtype's own minimum, "
+                    "torch.finfo(scores.dtype).min, is below every score the dtype can hold.")
+    return t.problem(f"{t.spec.subject} is right on ordinary inputs, wrong when the keys a query may see "
+                     "all score far below 0.", seen,
+                     fix="scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)")
+
+
 def _swapped_return(t):
     """(weights, output) returned: the second thing is the right output, the first the right weights."""
     main = t.main
@@ -433,6 +467,7 @@ SPEC = Spec(
     rules=rules(before={"passed": [Rule("long_keys", "right", long_inputs),
                                    Rule("dead_row_gradient", "right", _dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far),
+                                   Rule("allowed_far_below", "right", _allowed_far_below),
                                    Rule("weights_returned", "right", _weights_returned)],
                         "hypothesis": [Rule("swapped_return", "wrong", _swapped_return)],
                         "no_known_bug": [Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
