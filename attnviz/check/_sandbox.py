@@ -25,6 +25,7 @@ and that global changes are not undone (default dtype and RNG are restored).
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import pickle
@@ -439,7 +440,9 @@ def run_steps(steps, *, time_limit: float, budget: float) -> Run:
     steps = list(steps)
     if not steps:
         return Run()
-    with torch.device("cpu"):  # whatever default device the kernel has set
+    # whatever default device the kernel has set (the context only when it is not the CPU: it slows
+    # every torch call of the learner's code too)
+    with torch.device("cpu") if torch.get_default_device().type != "cpu" else contextlib.nullcontext():
         if fork_available():
             return _run_forked(steps, time_limit, budget)
         return _run_threaded(steps, time_limit, budget)
