@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from .._threads import one_thread
+from ._sandbox import on_cpu
 
 __all__ = ["neutral", "in_neutral", "attention", "multi_head", "ATTENTION_VARIANTS", "MULTI_HEAD_VARIANTS",
            "causal", "padding"]
@@ -31,13 +32,6 @@ __all__ = ["neutral", "in_neutral", "attention", "multi_head", "ATTENTION_VARIAN
 _softmax, _log_softmax, _sigmoid, _exp = torch.softmax, torch.log_softmax, torch.sigmoid, torch.exp
 _INF = float("inf")
 _MIN = torch.finfo(torch.float32).min  # the fill the course teaches (the learner's dtype is float32)
-
-
-def on_cpu():
-    """``torch.device("cpu")`` as a context when the kernel's default device is another, else nothing:
-    the device context sees every torch call in Python (a third of a check's time), so it is entered
-    only when it changes something."""
-    return torch.device("cpu") if torch.get_default_device().type != "cpu" else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

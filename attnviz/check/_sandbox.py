@@ -49,6 +49,7 @@ __all__ = [
     "to_plain",
     "error_info",
     "fork_available",
+    "on_cpu",
     "THREAD_NOTE",
 ]
 
@@ -60,6 +61,13 @@ THREAD_NOTE = (
 _HEADER = struct.Struct("!I")
 _INTERNAL = 70  # the child's exit code when the checker's side (not the learner's code) failed
 _MAX_TEXT = 400
+
+
+def on_cpu():
+    """``torch.device("cpu")`` as a context when the kernel's default device is another, else nothing:
+    the device context sees every torch call in Python (a third of a check's time), so it is entered
+    only when it changes something."""
+    return torch.device("cpu") if torch.get_default_device().type != "cpu" else contextlib.nullcontext()
 
 
 def fork_available() -> bool:
@@ -440,9 +448,7 @@ def run_steps(steps, *, time_limit: float, budget: float) -> Run:
     steps = list(steps)
     if not steps:
         return Run()
-    # whatever default device the kernel has set (the context only when it is not the CPU: it slows
-    # every torch call of the learner's code too)
-    with torch.device("cpu") if torch.get_default_device().type != "cpu" else contextlib.nullcontext():
+    with on_cpu():  # whatever default device the kernel has set
         if fork_available():
             return _run_forked(steps, time_limit, budget)
         return _run_threaded(steps, time_limit, budget)

@@ -347,14 +347,23 @@ def _weights_returned(t):
     return None
 
 
+def _wrong_in_value(t, kind):
+    """The probe of ``kind`` and the answer to it when the answer has the right shape and wrong numbers;
+    (None, None) otherwise (no such probe, raised, another shape, or right)."""
+    probe, ans = t.one(kind)
+    if probe is None or ans.error is not None or not isinstance(ans.output, torch.Tensor) \
+            or ans.output.shape != probe.expected.shape \
+            or agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-3):
+        return None, None
+    return probe, ans
+
+
 def _blocked_far(t):
     """Right everywhere else, wrong when a blocked key scores far above the allowed ones: the blocked key
     won (an additive mask too small for the gap), or every allowed weight underflowed (the row's
     largest score, a blocked one, subtracted before masking)."""
-    probe, ans = t.one("blocked_far")
-    if probe is None or ans.error is not None or not isinstance(ans.output, torch.Tensor) \
-            or ans.output.shape != probe.expected.shape \
-            or agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-3):
+    probe, ans = _wrong_in_value(t, "blocked_far")
+    if probe is None:
         return None
     row, blocked = ans.output[0].detach().to(torch.float64), probe.args["v"][4].to(torch.float64)
     seen, finite = [t.describe(probe, ans)], bool(torch.isfinite(row).all())
@@ -373,10 +382,8 @@ def _blocked_far(t):
 def _allowed_far_below(t):
     """Right everywhere else, wrong when the keys a query may see all score far below 0: a fixed fill
     such as -10000 (replaced or added) is then above them, and the blocked key wins."""
-    probe, ans = t.one("allowed_far_below")
-    if probe is None or ans.error is not None or not isinstance(ans.output, torch.Tensor) \
-            or ans.output.shape != probe.expected.shape \
-            or agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=1e-3):
+    probe, ans = _wrong_in_value(t, "allowed_far_below")
+    if probe is None:
         return None
     seen = [t.describe(probe, ans)]
     row, blocked = ans.output[0].detach().to(torch.float64), probe.args["v"][2].to(torch.float64)
