@@ -11,7 +11,7 @@ UV     := uv==0.13.9
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test check lint js canvas clean help student nbgrader screenshots
+.PHONY: lab test check unit lint js canvas clean help student nbgrader screenshots
 
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
@@ -57,7 +57,11 @@ test: lint js
 	$(BIN)/python -m pytest $(PARALLEL)
 
 # The quick loop for an edit: lint and the unit tests, in under a minute; make test runs the rest.
-check: lint js
+# The linters and node's tests (2 s) run beside pytest, while its workers start up.
+check: $(STAMP) $(NODE)
+	@$(MAKE) --no-print-directory -j 3 --output-sync=line lint js unit
+
+unit: $(STAMP)
 	$(BIN)/python -m pytest tests -q -m "not slow and not browser and not corpus" -n 2 --dist loadfile
 
 # Python with ruff; the front-end's JavaScript with biome (lint and format).

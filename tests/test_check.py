@@ -1,14 +1,13 @@
 """The checkers never crash on learner code, and their verdicts say what they saw."""
 
 import math
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
 import torch
+from _fresh import modules_after
 from torch import nn
 
 import attnviz
@@ -570,12 +569,8 @@ def test_padding_mask_problems():
 
 
 def test_check_and_zoo_import_torch_only():
-    code = (
-        "import sys, attnviz.check, attnviz.zoo; "
-        "bad = [m for m in ('ipywidgets', 'plotly', 'IPython') if m in sys.modules]; "
-        "assert not bad, bad"
-    )
-    subprocess.run([sys.executable, "-c", code], check=True)
+    bad = modules_after("import attnviz.check, attnviz.zoo") & {"ipywidgets", "plotly", "IPython"}
+    assert not bad, bad
 
 
 def test_code_that_only_works_in_two_dimensions_gets_a_pointed_note():

@@ -4,6 +4,7 @@ import os
 import time
 
 import torch
+from _fresh import modules_after
 
 import attnviz
 import attnviz.core
@@ -90,10 +91,7 @@ def test_the_kernels_default_dtype_does_not_fail_correct_code():
         torch.set_default_dtype(torch.float32)
 
 
-def test_a_rebound_core_does_not_make_wrong_code_pass(tmp_path):
-    import subprocess
-    import sys
-
+def test_a_rebound_core_does_not_make_wrong_code_pass():
     code = (
         "import attnviz.core, attnviz.zoo as zoo\n"
         "attnviz.core.scaled_dot_product_attention = lambda q, k, v, mask=None, **kw: "
@@ -102,7 +100,7 @@ def test_a_rebound_core_does_not_make_wrong_code_pass(tmp_path):
         "r = check_attention(zoo.missing_scale)\n"
         "assert r.bug == 'missing_scale', r\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    modules_after(code)             # a fresh process: nothing rebound in this one
 
 
 def test_odd_returns_and_odd_exceptions_get_verdicts():
@@ -211,8 +209,6 @@ def test_processes_the_learner_starts_are_killed_too():
 
 def test_kernel_settings_do_not_break_the_checkers_own_math():
     """Grad mode off and another default device in the kernel, before the first check."""
-    import subprocess
-    import sys
     code = ("import torch, attnviz\n"
             "torch.set_grad_enabled(False)\n"
             "torch.set_default_device('meta')\n"
@@ -222,4 +218,4 @@ def test_kernel_settings_do_not_break_the_checkers_own_math():
             "assert r.passed, r\n"
             "assert check_multi_head(attnviz.MultiHeadAttention).passed\n"
             "assert not torch.is_grad_enabled()\n")
-    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+    modules_after(code)             # a fresh process: this one keeps its own settings

@@ -5,6 +5,7 @@ import math
 import pytest
 import torch
 import torch.nn.functional as F
+from _fresh import modules_after
 
 import attnviz
 
@@ -189,16 +190,8 @@ def test_attention_matrix_bytes():
 
 
 def test_import_loads_no_widget_libraries():
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, attnviz; "
-        "bad = [m for m in ('ipywidgets', 'plotly', 'anywidget') if m in sys.modules]; "
-        "print(bad); sys.exit(1 if bad else 0)"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
-    assert result.returncode == 0, result.stdout + result.stderr
+    bad = modules_after("import attnviz") & {"ipywidgets", "plotly", "anywidget"}
+    assert not bad, bad
 
 
 def test_float16_large_inputs_match_torch_and_sum_to_one():

@@ -4,6 +4,7 @@ import math
 
 import pytest
 import torch
+from _fresh import modules_after, top_level
 
 from attnviz.explore import (
     DTYPES,
@@ -247,12 +248,8 @@ def test_heads_state_takes_numpy_and_lists_and_names_what_it_cannot_take():
 
 
 def test_explore_stays_torch_only():
-    import subprocess
-    import sys
-    code = ("import attnviz.explore, sys; "
-            "print(any(m.split('.')[0] in ('plotly', 'ipywidgets') for m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "False"
+    loaded = top_level(modules_after("import attnviz.explore"))
+    assert not loaded & {"plotly", "ipywidgets"}, loaded & {"plotly", "ipywidgets"}
 
 
 def test_uniform_entropy_is_log_n():

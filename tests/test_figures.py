@@ -2,13 +2,12 @@
 
 import base64
 import json
-import subprocess
-import sys
 
 import numpy as np
 import plotly.graph_objects as go
 import pytest
 import torch
+from _fresh import modules_after
 
 from attnviz.explore import mask_state
 from attnviz.figures import (
@@ -31,15 +30,12 @@ def _trace(fig, name):
 def test_importing_the_figures_loads_neither_ipywidgets_nor_the_validators():
     """A static chart needs plotly only; displaying one must not import nbformat/jsonschema (1-3 s)."""
     code = (
-        "import sys\n"
         "from attnviz.figures import line_chart\n"
         "fig = line_chart([1, 2], {'a': [3, 4]}, x_title='x', y_title='y')\n"
         "bundle = fig._repr_mimebundle_()\n"
-        "print(sorted(name for name in ('ipywidgets', 'anywidget', 'nbformat', 'jsonschema',"
-        " 'plotly.io._renderers') if name in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]", out.stdout + out.stderr
+    bad = modules_after(code) & {"ipywidgets", "anywidget", "nbformat", "jsonschema", "plotly.io._renderers"}
+    assert not bad, bad
 
 
 def test_the_display_bundle_is_plotlys_mime_type_without_a_bundle_of_plotly_js():

@@ -5,6 +5,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from _fresh import modules_after
 from torch import nn
 
 import attnviz
@@ -84,12 +85,8 @@ def test_show_quiz_displays_html_and_javascript_that_fetch_nothing(monkeypatch):
 
 
 def test_quiz_module_imports_no_torch_widgets():
-    import subprocess
-    import sys
-
-    code = ("import sys, attnviz.quiz; bad = [m for m in ('ipywidgets', 'plotly') if m in sys.modules]; "
-            "assert not bad, bad")
-    subprocess.run([sys.executable, "-c", code], check=True)
+    bad = modules_after("import attnviz.quiz") & {"ipywidgets", "plotly"}
+    assert not bad, bad
 
 
 # ---- the facts the answers state, measured on the installed PyTorch ----------------------------
