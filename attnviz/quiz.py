@@ -115,7 +115,7 @@ def quiz_javascript_and_html(notebook, *, shuffle_answers: bool = False):
 
 
 def show_quiz(notebook, *, shuffle_answers: bool = False):
-    """Display the auto-marked quiz for notebook ``"01"`` .. ``"06"`` (an int works too).
+    """Display the auto-marked quiz for notebook ``"01"`` .. ``"08"`` (an int works too).
 
     Options appear in a fixed order, headed a), b), c), ... as in ``quiz_text(notebook, answers=True)``
     (so a teacher projecting it can ask "who picks c?"), unless ``shuffle_answers`` (then without

@@ -306,10 +306,11 @@ QUIZZES = {
              "It is exact (up to rounding); skipping keys is what sparse or sliding-window attention do."),
             ("It makes attention O(n) in time instead of O(n²).", False,
              "It still does about n² multiply-adds; what it avoids is storing the n × n matrix."),
-            ("When it picks a fused kernel, it skips storing the n × n matrix.", True,
-             "Same result as section 1's explicit three lines, without storing the scores; section 4 "
-             "measured that an explicit bool mask, dropout, 3-D inputs and values of another head size "
-             "still pay for n × n on this CPU (is_causal=True does not)."),
+            ("When it picks a fused kernel, the kernel itself never stores the n × n scores.", True,
+             "Same result as section 1's explicit three lines, without storing the scores. Section 4 "
+             "measured what can still cost n × n on this CPU: a bool mask keeps the flash kernel but is "
+             "first turned into an n × n float mask (1.20 matrices at the peak); dropout, 3-D inputs and "
+             "values of another head size leave the flash kernel (is_causal=True does neither)."),
             ("It drops the √d_k scaling, which is not needed at scale.", False,
              "Its default scale is 1/√E with E = q.size(-1), the same √d_k.")),
         _mc("Which two structural costs does attention carry?",
