@@ -894,3 +894,202 @@ def test_multi_head_dropout_in_forward_is_still_named_dropout():
             return nn.functional.dropout(super().forward(x, mask), p=0.5, training=True)
 
     assert check_multi_head(Dropped).bug == "dropout_left_on"
+
+
+# ---- round 17 of unseen learner code and the readers of 04 and 05 ------------------------------
+
+def _tril(n_q, n_k=None, diagonal=0):
+    return torch.ones(n_q, n_q if n_k is None else n_k, dtype=torch.bool).tril(diagonal)
+
+
+def test_a_float_mask_with_a_wrong_pattern_is_named_by_its_pattern_not_called_right():
+    result = check_causal_mask(lambda n: torch.ones(n, n).triu())       # n = 1's [[1.]] fits any pattern
+    assert result.bug == "causal_future_visible" and "the pattern is right but" not in repr(result), result
+    assert "float32 mask, not bool, as well" in repr(result)
+
+
+@pytest.mark.parametrize("fill", [float("-inf"), torch.finfo(torch.float32).min, -1e9])
+def test_an_additive_float_mask_is_read_as_mask_equal_to_zero(fill):
+    def additive(n):
+        return torch.zeros(n, n).masked_fill(~_tril(n), fill)
+
+    def additive_off_by_one(n):
+        return torch.zeros(n, n).masked_fill(~_tril(n, diagonal=1), fill)
+
+    right = check_causal_mask(additive)
+    assert right.bug == "mask_not_bool" and "valid mask" in repr(right)
+    assert right.fix.startswith("return mask == 0")
+    wrong = check_causal_mask(additive_off_by_one)
+    assert wrong.bug == "causal_off_by_one" and "valid mask" not in repr(wrong), wrong
+    assert "read here as mask == 0" in repr(wrong)
+
+    def padding_additive(lengths, n):
+        real = (torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None])[:, None, :]
+        return torch.zeros(real.shape).masked_fill(~real, fill)
+
+    assert check_padding_mask(padding_additive).bug == "mask_not_bool"
+
+
+def test_a_rectangle_passes_from_either_corner_but_not_from_both():
+    top_left = check_causal_mask(lambda n_q, n_k=None: _tril(n_q, n_k))
+    bottom_right = check_causal_mask(lambda n_q, n_k=None: _tril(n_q, n_k, (n_k or n_q) - n_q))
+    assert top_left.passed and "top-left corner" in top_left.headline
+    assert bottom_right.passed and "bottom-right corner" in bottom_right.headline
+    mixed = check_causal_mask(lambda n_q, n_k=None: _tril(n_q, n_k, max(0, (n_k or n_q) - n_q)))
+    assert mixed.bug == "causal_not_rectangular" and "keep to one" in repr(mixed), mixed
+
+
+def test_a_full_padding_matrix_passes_with_a_note_about_one_query():
+    def full(lengths, n):
+        real = torch.arange(n)[None, :] < torch.as_tensor(lengths)[:, None]
+        return real[:, None, :].expand(-1, n, -1)
+
+    result = check_padding_mask(full)
+    assert result.passed and any("mask[:, :1, :]" in note for note in result.notes), result
+
+
+def test_a_padding_slice_to_length_minus_one_is_off_by_one_even_for_a_length_of_zero():
+    def sliced(lengths, n):
+        mask = torch.zeros(len(lengths), 1, n, dtype=torch.bool)
+        for b, length in enumerate(lengths.tolist()):
+            mask[b, 0, :length - 1] = True                  # length 0: [:-1], every position but the last
+        return mask
+
+    assert check_padding_mask(sliced).bug == "padding_off_by_one"
+
+
+def test_mask_shape_words_count_the_extra_dimensions_and_a_numpy_mask_gets_no_shape_line():
+    four_d = check_causal_mask(lambda n: _tril(n).view(1, 1, n, n))
+    assert "remove the 2 extra ones" in four_d.headline, four_d
+    numpy_mask = check_causal_mask(lambda n: np.tril(np.ones((n, n), dtype=bool)))
+    assert "NumPy" in numpy_mask.headline and not any("should have shape" in o for o in numpy_mask.observed)
+
+
+def _right_forward(self, x, mask=None):
+    batch, n, d_model = x.shape
+    q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2) for w in (self.W_q, self.W_k, self.W_v))
+    scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return self.W_o((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, n, d_model))
+
+
+def test_multi_head_a_forward_taking_attn_mask_is_told_its_signature():
+    class AttnMask(_Split):
+        def forward(self, x, attn_mask=None):
+            return _right_forward(self, x, attn_mask)
+
+    result = check_multi_head(AttnMask)
+    assert result.bug is None and "your def takes others" in repr(result), result
+    assert result.fix.startswith("def forward(self, x, mask=None)")
+
+
+def test_multi_head_softmax_then_mask_then_renormalise_is_the_softmax_over_blocked_keys():
+    class Renormalised(_Split):
+        def forward(self, x, mask=None):
+            batch, n, d_model = x.shape
+            q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            weights = (q @ k.transpose(-2, -1) / math.sqrt(self.d_k)).softmax(dim=-1)
+            if mask is not None:
+                weights = weights * mask
+                weights = weights / weights.sum(dim=-1, keepdim=True)
+            return self.W_o(self.merge(weights @ v, batch, n, d_model))
+
+    assert check_multi_head(Renormalised).bug == "softmax_max_over_blocked"
+
+
+def test_multi_head_keys_and_values_cached_by_shape_are_told_so():
+    class CachedByShape(_Split):
+        def forward(self, x, mask=None):
+            batch, n, d_model = x.shape
+            q = self.W_q(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
+            kept = getattr(self, "kept", None)
+            if kept is None or kept[0].shape[0] != batch or kept[0].shape[2] != n or kept[0].dtype != x.dtype:
+                self.kept = tuple(w(x).view(batch, n, self.h, self.d_k).transpose(1, 2).detach()
+                                  for w in (self.W_k, self.W_v))
+            k, v = self.kept
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            return self.W_o(self.merge(scores.softmax(dim=-1) @ v, batch, n, d_model))
+
+    result = check_multi_head(CachedByShape)
+    assert not result.passed and "a new x of a shape it had seen" in result.headline, result
+    assert "store nothing on self" in result.fix
+
+
+def test_multi_head_notes_biases_and_a_tuple_on_a_pass():
+    class Biased(_Split):
+        def __init__(self, d_model, n_heads):
+            super().__init__(d_model, n_heads)
+            self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model) for _ in range(4))
+
+        def forward(self, x, mask=None):
+            batch, n, _ = x.shape
+            return _right_forward(self, x, mask), torch.zeros(batch, self.h, n, n)   # (output, weights)
+
+    result = check_multi_head(Biased)
+    assert result.passed, result
+    notes = " ".join(result.notes)
+    assert "self.W_q.bias" in notes and "set them to 0" in notes and "returned a tuple" in notes
+
+
+def test_multi_head_returning_the_weights_is_told_it_returned_the_weights():
+    class Weights(_Split):
+        def forward(self, x, mask=None):
+            batch, n, d_model = x.shape
+            q, k = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2) for w in (self.W_q, self.W_k))
+            return (q @ k.transpose(-2, -1) / math.sqrt(self.d_k)).softmax(dim=-1)
+
+    assert "the attention weights' shape" in repr(check_multi_head(Weights))
+
+
+SECTION_1_BATCH, SECTION_1_N = 2, 4      # notebook 05's section 1 leaves batch = 2, n = 4 defined
+
+
+def test_multi_head_sizes_read_from_the_notebook_are_named():
+    class FromNotebook(_Split):
+        def forward(self, x, mask=None):
+            q, k, v = (w(x).view(SECTION_1_BATCH, SECTION_1_N, self.h, self.d_k).transpose(1, 2)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            return self.W_o((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(x.shape))
+
+    result = check_multi_head(FromNotebook)
+    assert "reads SECTION_1_BATCH and SECTION_1_N from the notebook" in result.headline, result
+    assert result.fix.startswith("batch, n, d_model = x.shape")
+
+
+def test_multi_head_a_float32_where_mask_in_float64_is_explained():
+    class Where(_Split):
+        def forward(self, x, mask=None):
+            if mask is None:
+                return _right_forward(self, x)
+            batch, n, d_model = x.shape
+            q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            scores = scores + torch.where(mask, 0.0, torch.finfo(scores.dtype).min).to(scores.dtype)
+            return self.W_o((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, n, d_model))
+
+    result = check_multi_head(Where)
+    assert "torch.where(mask, 0.0, fill)" in repr(result)
+    assert result.fix.startswith("scores = scores.masked_fill")
+
+
+def test_multi_head_a_nan_gradient_through_a_fully_masked_position_passes_with_a_note():
+    class WipedNan(_Split):
+        def forward(self, x, mask=None):
+            batch, n, d_model = x.shape
+            q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            return self.W_o(self.merge(scores.softmax(dim=-1) @ v, batch, n, d_model)).nan_to_num(0.0)
+
+    result = check_multi_head(WipedNan)
+    assert result.passed and any("gradient of x holds NaN" in note for note in result.notes), result

@@ -219,9 +219,10 @@ _ENTRIES = [
     Bug(
         "causal_not_rectangular",
         "The causal mask is only right for square masks (n_q == n_k).",
-        "With fewer queries than keys (or more) the triangle starts in the wrong place or the shape "
-        "is wrong.",
-        "torch.ones(n_q, n_k, dtype=torch.bool).tril()   # query i sees keys j <= i",
+        "With fewer queries than keys (or more) the triangle starts in no corner (or the shape is "
+        "wrong). Either corner passes: the top-left, query i sees keys j <= i; or the bottom-right, the "
+        "last query sees every key, as a KV cache needs (notebook 08).",
+        "torch.ones(n_q, n_k, dtype=torch.bool).tril()   # top-left; .tril(n_k - n_q): bottom-right",
     ),
     Bug(
         "heads_not_split",
@@ -300,7 +301,7 @@ _ENTRIES = [
         "padding_lengths_modified",
         "The padding-mask function changes lengths in place.",
         "The caller's lengths are different after the call, so the next mask built from them is wrong.",
-        "lengths = torch.as_tensor(lengths)   # then only out-of-place operations on it",
+        "lengths = lengths.unsqueeze(1)   # not lengths.unsqueeze_(1): no method ending in _ on lengths",
     ),
     Bug(
         "padding_off_by_one",
@@ -344,7 +345,8 @@ _ENTRIES = [
         "mask_not_bool",
         "The mask is a float or int tensor (1/0, 0/-inf, uint8) instead of a bool one.",
         "masked_fill(~mask, ...) refuses it, and F.scaled_dot_product_attention adds a float mask to the "
-        "scores instead of blocking: 1.0 and 0.0 block nothing.",
+        "scores instead of blocking: a 1/0 mask blocks nothing (an additive 0/-inf one does block, but "
+        "is not what the exercise asks).",
         "return mask.bool()   # or build it with dtype=torch.bool; True = may attend",
     ),
     Bug(
@@ -415,12 +417,13 @@ _ENTRIES = [
     ),
     Bug(
         "softmax_max_over_blocked",
-        "A softmax by hand subtracts the row's largest score before the mask is applied, blocked keys "
-        "included, then zeroes the blocked ones: exp(scores - max) * mask.",
-        "Right on ordinary scores; when a blocked key scores far above the allowed ones, every allowed "
-        "exp underflows to 0 and the row is 0/0 (NaN) or all 0.",
+        "The softmax runs over every key, blocked ones included, and the blocked weights are zeroed after "
+        "it: by hand, exp(scores - max) * mask with the row's largest score taken before masking; or "
+        "torch.softmax(scores), then times the mask and divided by the new row sum.",
+        "Right on ordinary scores (renormalised, it is the same sum); when a blocked key scores far above "
+        "the allowed ones, every allowed weight underflows to 0 and the row is 0/0 (NaN) or all 0.",
         "top = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).amax(dim=-1, keepdim=True)"
-        "   # the largest allowed score; or mask the scores, then torch.softmax",
+        "   # the largest allowed score; with torch.softmax: mask the scores before it, nothing after",
     ),
     Bug(
         "missing_contiguous",

@@ -201,6 +201,7 @@ def _describe(trial, probe, ans) -> str:
     expected = probe.expected
     if ans.output.shape != expected.shape:
         extra = trial.spec.words.get("extra_dims", "")
+        extra = extra(probe, ans) if callable(extra) else extra
         said = f"{where} {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims, extra)}"
         if ans.output.dim() >= 2 and ans.output.mT.shape == expected.shape and agrees(
                 ans.output.mT, expected, probe.live_rows(expected)):
@@ -236,17 +237,20 @@ def decide(trial):
     return None
 
 
-def run_check(spec, probes, steps, time_limit, read=None, main_kind="main"):
+def run_check(spec, probes, steps, time_limit, read=None, main_kind="main", prepare=None):
     """Run ``steps`` (one per probe, in order) in one isolated child and decide; returns a verdict.
 
     ``read(step, probe) -> Answer`` turns a sandbox Step into the learner's answer (default
-    :func:`._diagnose.answer`).
+    :func:`._diagnose.answer`); ``prepare(probes, answers)`` may then read the answers as a whole (a
+    mask that is additive on one probe is read so on all).
     """
     read = read or (lambda step, probe: answer(step))
     run = run_steps(steps, time_limit=time_limit, budget=time_limit)
     notes = [run.note] if not run.isolated else []
     if run.stopped is None:
         answers = [read(step, probe) for step, probe in zip(run.steps, probes, strict=True)]
+        if prepare is not None:
+            prepare(probes, answers)
     else:
         answers = [Answer() for _ in run.steps]
     verdict = decide(Trial(spec, probes, answers, run, time_limit, notes, main_kind=main_kind))

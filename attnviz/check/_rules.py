@@ -198,6 +198,15 @@ def other_dtypes(t):
                 happened = f"{t.spec.subject} raised {ans.error['type']} on {word} inputs"
                 if kind == "float16" and what == "overflow":
                     return t.bug("fill_overflows_float16", happened, [t.describe(probe, ans)])
+                if kind == "float64" and what == "overflow":
+                    return t.problem(f"{happened}.", [
+                        t.describe(probe, ans),
+                        "A float64 number too large for float32, such as torch.finfo(torch.float64).min, "
+                        "went into a float32 tensor: one your code built (torch.where(mask, 0.0, fill) with "
+                        "two Python numbers, torch.zeros(...), torch.tensor(...)) takes the default dtype, "
+                        "float32."],
+                        fix="scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # in the "
+                            "scores' own dtype")
                 if what == "dtype":
                     return t.bug(
                         "dtype_changed",
@@ -243,7 +252,9 @@ def other_dtypes(t):
                      "built (a bool mask times a number is one). In float32, torch.finfo(torch.float64).min "
                      f"is -inf, {rows_hit}"],
                     fix="keep the scores in their own dtype: torch.softmax(scores, dim=-1), with no "
-                        "dtype= and no .float()",
+                        "dtype= and no .float()" if _finite(probe, ans) else
+                        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # replace the "
+                        "blocked scores; a bool mask times the fill is float32",
                 )
             tol = probe.facts.get("tolerance", 1e-4)
             if not agrees(ans.output, probe.expected, probe.live_rows(ans.output), atol=tol, rtol=tol):
@@ -301,6 +312,26 @@ def _grad_trouble(ans, expected):
                 f"the gradient that reaches {name} differs from the correct one (by up to {gap:.3g}): "
                 f"part of the computation is detached from autograd."
             )
+    return None
+
+
+def dead_row_gradient(t):
+    """Right outputs, but a backward pass through a fully masked row gives NaN or inf gradients (a -inf
+    fill whose NaN was wiped from the output with nan_to_num): the exercise asks for finite outputs
+    only, so the verdict still passes, with a note, since in training that NaN reaches the weights."""
+    probe, ans = t.one("backward_dead")
+    grads = (ans.extra or {}).get("grad") if probe is not None and ans.error is None else None
+    if not isinstance(grads, dict):
+        return None
+    bad = [name for name, grad in grads.items()
+           if grad is not None and not torch.isfinite(torch.from_numpy(grad["array"])).all()]
+    if bad:
+        t.notes.append(
+            f"For training: {probe.where} the output is finite, but the gradient of "
+            f"{' and '.join(bad)} holds NaN. A NaN made on the way and wiped from the output later "
+            "(the softmax of a row of -inf, then nan_to_num) still goes through autograd, and in "
+            "training it reaches the weights. A finite fill, scores.masked_fill(~mask, "
+            "torch.finfo(scores.dtype).min), makes none.")
     return None
 
 
@@ -496,6 +527,30 @@ _ARGUMENTS = re.compile(r"takes \d+ positional arguments? but \d+ (?:were|was) g
                         r"unexpected keyword argument|missing \d+ required (?:positional|keyword)")
 
 
+def _call_mismatch(ans) -> bool:
+    error = ans.error or {}
+    return error.get("type") == "TypeError" and not error.get("where") and bool(
+        _ARGUMENTS.search(error.get("message", "")))
+
+
+def call_mismatch(t):
+    """The call itself did not fit the def on some main input (a keyword it does not take, an argument
+    it lacks): said before any bug is matched, since a bug that raises on the same inputs (all those
+    with a mask, say) would match it too."""
+    found = [(p, a) for p, a in t.main if _call_mismatch(a)]
+    if not found:
+        return None
+    probe, ans = found[0]
+    errors = sum(a.error is not None for _, a in t.main)
+    return t.problem(
+        f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.",
+        [t.describe(probe, ans), f"It raised on {errors} of the {len(t.main)} {t.inputs()}.",
+         "The check calls your code with the exercise's arguments, and your def takes others: compare its "
+         "first line with the exercise's."],
+        fix=t.spec.words.get("signature", t.spec.words.get("raised_fix", "")),
+    )
+
+
 def raised(t):
     errors = [(p, a) for p, a in t.main if a.error is not None]
     if errors:
@@ -580,6 +635,7 @@ RULES = (
     Rule("large_scores_wrong", "right", large_scores_wrong),
     Rule("passed", "right", passed),
     # a main probe wrong: which bug
+    Rule("call_mismatch", "wrong", call_mismatch),
     Rule("contiguous_error", "wrong", contiguous_error),
     Rule("mask_indexed", "wrong", mask_indexed),
     Rule("hypothesis", "wrong", hypothesis),

@@ -17,7 +17,7 @@ from ._compare import agrees
 from ._diagnose import Hypotheses, matching_bug
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
-from ._rules import long_inputs, rules
+from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
 from ._stale import with_stale_note
@@ -45,26 +45,6 @@ def _partial_mask(n_q, n_k, generator, dead_row=None, full_row=None):
 
 
 _LONG = 300   # keys in the long probe: past tiles of 32, 64, 128 and 256, with a partial last tile
-
-
-def _dead_row_gradient(t):
-    """Right outputs, but a backward pass through a fully masked row gives NaN or inf gradients (a -inf
-    fill whose NaN was wiped from the output with nan_to_num): the exercise asks for finite outputs
-    only, so the verdict still passes, with a note, since in training that NaN reaches the weights."""
-    probe, ans = t.one("backward_dead")
-    grads = (ans.extra or {}).get("grad") if probe is not None and ans.error is None else None
-    if not isinstance(grads, dict):
-        return None
-    bad = [name for name, grad in grads.items()
-           if grad is not None and not torch.isfinite(torch.from_numpy(grad["array"])).all()]
-    if bad:
-        t.notes.append(
-            f"For training: {probe.where} the output is finite, but the gradient of "
-            f"{' and '.join(bad)} holds NaN. A NaN made on the way and wiped from the output later "
-            "(the softmax of a row of -inf, then nan_to_num) still goes through autograd, and in "
-            "training it reaches the weights. A finite fill, scores.masked_fill(~mask, "
-            "torch.finfo(scores.dtype).min), makes none.")
-    return None
 
 
 def _probe(name, q, k, v, mask, kind="main", **facts):
@@ -472,7 +452,7 @@ SPEC = Spec(
         "weights @ v   # or check each tile's rescaling against this on long inputs",
     },
     rules=rules(before={"passed": [Rule("long_keys", "right", long_inputs),
-                                   Rule("dead_row_gradient", "right", _dead_row_gradient),
+                                   Rule("dead_row_gradient", "right", dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far),
                                    Rule("allowed_far_below", "right", _allowed_far_below),
                                    Rule("weights_returned", "right", _weights_returned)],

@@ -4,8 +4,9 @@ Each checker is its probes (the sizes or lengths it tries) plus the rules that d
 shared ones (:mod:`._engine`): a mask is compared exactly (True = may attend, broadcast to the
 scores' shape), a non-bool mask is named and explained, a right mask in a wrong shape is named from
 its shape (a causal triangle of a fixed size, a padding mask as wide as max(lengths) or without its
-query axis), a causal function that also takes ``(n_q, n_k)`` is tried on rectangles, and a padding
-function that changes ``lengths`` is named.
+query axis), a causal function that also takes ``(n_q, n_k)`` is tried on rectangles (either corner
+passes), an additive float mask is read as ``mask == 0``, and a padding function that changes
+``lengths`` is named.
 """
 
 from __future__ import annotations
@@ -50,8 +51,13 @@ _CAUSAL_HYPOTHESES = {
 }
 _PADDING_HYPOTHESES = {
     "padding_masks_queries": [lambda lengths, n: padding(lengths, n).transpose(-2, -1)],
-    "padding_off_by_one": [lambda lengths, n: padding(torch.as_tensor(lengths) + 1, n),
-                           lambda lengths, n: padding(torch.as_tensor(lengths) - 1, n)],
+    "padding_off_by_one": [
+        lambda lengths, n: padding(torch.as_tensor(lengths) + 1, n),
+        lambda lengths, n: padding(torch.as_tensor(lengths) - 1, n),
+        # mask[b, 0, :length - 1] = True: for a length of 0, [:-1] is every position but the last
+        lambda lengths, n: padding(torch.as_tensor(lengths) - 1, n)
+        | ((torch.as_tensor(lengths) == 0)[:, None, None] & (torch.arange(n) < n - 1)),
+    ],
     "mask_inverted": [lambda lengths, n: ~padding(lengths, n)],
     "padding_masks_queries_too": [
         lambda lengths, n: padding(lengths, n) & padding(lengths, n).transpose(-2, -1)
@@ -117,9 +123,41 @@ def _read(step, probe):
             if together is None
             else f"returned shape {shape_str(value.shape)}: against the scores' shape {shape_str(shape)} it "
             f"gives {shape_str(together)}, which changes the scores' shape"
-            + (" (more dimensions: remove the extra one)." if len(together) > len(shape) else ".")
+            + _extra_dims(len(together) - len(shape))
         )
     return ans
+
+
+def _extra_dims(extra):
+    if extra <= 0:
+        return "."
+    return " (more dimensions: remove the extra one)." if extra == 1 else \
+        f" (more dimensions: remove the {extra} extra ones)."
+
+
+def _additive(value):
+    """The fill of an additive float mask (0 where a query may attend, one negative number where it may
+    not: -inf, torch.finfo(...).min, -1e9), or None when ``value`` is not one."""
+    if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+        return None
+    blocked = value[value != 0]
+    if blocked.numel() == 0 or not bool((blocked < 0).all()) or blocked.unique().numel() != 1:
+        return None
+    return float(blocked[0])
+
+
+def _read_additive(probes, answers):
+    """A float mask that is additive (:func:`_additive`) on some probe, and all 0 or additive on every
+    other, is read as additive on every one: its pattern is ``mask == 0`` (an all-0 mask, n = 1's, then
+    lets every query attend), compared as a bool mask's is; the fill and dtype are kept for the words."""
+    floats = [a for a in answers if isinstance(a.output, torch.Tensor) and a.output.is_floating_point()]
+    fills = [_additive(a.output) for a in floats]
+    found = [fill for fill in fills if fill is not None]
+    if not found or any(fill is None and bool(a.output.any()) for a, fill in zip(floats, fills, strict=True)):
+        return
+    for a in floats:
+        a.extra = {**(a.extra or {}), "additive": found[0], "dtype": dtype_name(a.output)}
+        a.output = a.output == 0
 
 
 def _same_mask(probe, ans, expected):
@@ -134,32 +172,42 @@ def _same_mask(probe, ans, expected):
 
 
 def _dtype_note(t):
-    """A non-bool mask: name it, and say what is wrong with the dtype (a valid additive mask, or the right
-    pattern)."""
-    for probe, ans in t.pairs():
-        value = ans.output
-        if not isinstance(value, torch.Tensor) or value.dtype == torch.bool or ans.complaint:
-            continue
-        if value.is_floating_point() and bool(torch.isinf(value).any()):
-            note = (
-                "your mask is an additive float mask (0 and -inf). That is a valid mask for "
-                "F.scaled_dot_product_attention, but this exercise asks for a bool mask with True = may "
-                "attend; return the bool version, e.g. torch.isfinite(mask)."
-            )
-            fix = "return torch.isfinite(mask)   # the bool mask: True where the additive mask is 0"
-        elif _same_mask(probe, Answer(output=value != 0), probe.expected):
-            read = ("a float mask is ADDED to the scores by F.scaled_dot_product_attention, so 1.0 and 0.0 "
-                    "block nothing" if value.is_floating_point() else
-                    "F.scaled_dot_product_attention raises on an integer mask, and so does masked_fill")
-            note = (
-                f"the pattern is right but the dtype is {dtype_name(value)}: {read}. Return a bool mask: add "
-                f".bool() or build it with dtype=torch.bool."
-            )
-            fix = None
-        else:
-            continue
+    """A non-bool mask: named, when its pattern is right everywhere (an additive float mask, or 1/0);
+    otherwise a note that the dtype is wrong too, and the pattern's own rules go on."""
+    additive = next((a.extra for _, a in t.pairs() if a.extra and "additive" in a.extra), None)
+    if additive is not None:
+        fill = additive["additive"]
+        dtype = additive["dtype"]
+        words = ("-inf" if fill == float("-inf") else f"torch.finfo(torch.{dtype}).min"
+                 if fill == torch.finfo(getattr(torch, dtype)).min else f"{fill:.4g}")
+        said = (f"your mask is an additive float mask ({dtype}: 0 where a query may attend, {words} where "
+                "it may not)")
+        happened = f"{t.spec.subject} returned a mask of dtype {dtype}, not bool"
+        if t.all_right and not _rectangles(t):
+            return t.bug("mask_not_bool", happened, [
+                f"{said}. That is a valid mask for F.scaled_dot_product_attention, which adds it to the "
+                "scores, but this exercise asks for a bool mask with True = may attend: return mask == 0."],
+                fix="return mask == 0   # the bool mask: True where the additive mask is 0")
+        t.notes.append(f"{said[0].upper()}{said[1:]}, read here as mask == 0. Once its pattern is right, "
+                       "return it as a bool mask: mask == 0.")
+        return None
+    others = [(p, a) for p, a in t.pairs() if isinstance(a.output, torch.Tensor) and not a.complaint
+              and a.output.dtype != torch.bool]
+    if not others:
+        return None
+    value = others[0][1].output
+    read = ("a float mask is ADDED to the scores by F.scaled_dot_product_attention, so 1.0 and 0.0 block "
+            "nothing" if value.is_floating_point() else
+            "F.scaled_dot_product_attention raises on an integer mask, and so does masked_fill")
+    pattern_right = all(_same_mask(p, Answer(output=a.output != 0), p.expected) for p, a in others
+                        if p.kind == "main")
+    if pattern_right and t.all_right and not _rectangles(t):
         happened = f"{t.spec.subject} returned a mask of dtype {dtype_name(value)}, not bool"
-        return t.bug("mask_not_bool", happened, [note], fix=fix)
+        return t.bug("mask_not_bool", happened, [
+            f"the pattern is right but the dtype is {dtype_name(value)}: {read}. Return a bool mask: add "
+            ".bool() or build it with dtype=torch.bool."])
+    t.notes.append(f"It is a {dtype_name(value)} mask, not bool, as well: {read}. Once its pattern is right, "
+                   "return a bool mask (build it with dtype=torch.bool).")
     return None
 
 
@@ -267,12 +315,33 @@ def _complaint(t):
     return None
 
 
-def _rectangles(t):
-    for probe, ans in t.pairs("rectangle"):
-        if not t.right(probe, ans):
-            return t.bug("causal_not_rectangular", f"your function returned the wrong mask for (n_q, n_k) = "
-                         f"{tuple(probe.args.values())}", [_differences(probe, ans)])
+def _corner(probe, ans):
+    """Where a rectangle's triangle starts: 'top-left' (query i sees keys j <= i), 'bottom-right' (the
+    last query sees every key, as a KV cache needs), or None."""
+    n_q, n_k = probe.args.values()
+    if _same_mask(probe, ans, probe.expected):
+        return "top-left"
+    if _same_mask(probe, ans, torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q)):
+        return "bottom-right"
     return None
+
+
+def _rectangles(t):
+    """A causal function tried on rectangles: right when every one starts from the same corner."""
+    pairs = t.pairs("rectangle")
+    corners = [_corner(p, a) for p, a in pairs]
+    if not pairs or (None not in corners and len(set(corners)) == 1):
+        return None
+    (first, _), *_, (last, _) = pairs
+    if None in corners:
+        probe, ans = pairs[corners.index(None)]
+        return t.bug("causal_not_rectangular", f"your function returned the wrong mask for (n_q, n_k) = "
+                     f"{tuple(probe.args.values())}", [_differences(probe, ans)])
+    one, other = tuple(first.args.values()), tuple(last.args.values())
+    happened = f"your function returned the wrong mask for (n_q, n_k) = {other}"
+    return t.bug("causal_not_rectangular", happened, [
+        f"For (n_q, n_k) = {one} its triangle starts from the {corners[0]} corner, for {other} from the "
+        f"{corners[-1]}: keep to one."])
 
 
 def _earlier_mask(t):
@@ -342,11 +411,14 @@ def _steps(fn, probes):
 
 
 def _run(spec, fn, probes, time_limit):
-    return run_check(spec, probes, _steps(fn, probes), time_limit, read=_read)
+    return run_check(spec, probes, _steps(fn, probes), time_limit, read=_read, prepare=_read_additive)
 
 
 def _causal_passed(t):
-    tried = "n = 1, 4, 6, 40 and 300" + (" and (n_q, n_k) = (3, 5), (5, 3)" if t.pairs("rectangle") else "")
+    rectangles = t.pairs("rectangle")
+    corner = _corner(*rectangles[0]) if rectangles else None
+    tried = "n = 1, 4, 6, 40 and 300" + (f" and (n_q, n_k) = (3, 5), (5, 3), the triangle from the {corner} "
+                                         "corner" if rectangles else "")
     return _verdict.passed("check_causal_mask", f"correct for {tried}.",
                            ["Each query sees itself and every earlier position, nothing later."])
 
@@ -364,7 +436,7 @@ CAUSAL = Spec(
         "   # True = may attend", "shape_bug": _fixed_size,
         "complaint_notes": lambda p, a: [
             f"{p.where} the mask should have shape {shape_str(p.expected.shape)}."
-        ],
+        ] if a.output is not None else [],
     },
     rules=MASK_RULES,
 )
@@ -376,8 +448,8 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     """Check ``fn(n) -> (n, n)`` bool causal mask: query i may attend to keys j <= i (True = may attend).
 
     Tried with n = 1, 4, 6, 40 and 300; if ``fn`` also takes ``(n_q, n_k)``, with (3, 5) and (5, 3) too
-    (the triangle starts at the top-left corner, like ``attnviz.causal_mask``). Returns a
-    :class:`CheckResult`.
+    (the triangle may start at the top-left corner, like ``attnviz.causal_mask``, or at the bottom-right,
+    as a KV cache needs, the same corner for both). Returns a :class:`CheckResult`.
     """
     if not callable(fn):
         return _verdict.problem("check_causal_mask", f"expected a function, got a {type(fn).__name__}.",
@@ -408,12 +480,18 @@ def _padding_notes(probe, ans):
 
 
 def _padding_passed(t):
+    full = any(isinstance(a.output, torch.Tensor) and a.output.dim() == 3 and a.output.shape[-2] > 1
+               for _, a in t.main)
     return _verdict.passed(
         "check_padding_mask", "correct: padding keys are blocked for every query.",
         [
             "lengths [3] with n=5 (a batch of one), [2, 5, 1, 3] with n=5, [4, 0] with n=4, [2, 3, 1] "
             "with n=6 (longer than any sequence), and [5, 1, 3, 2] with n=5 (the same shape, other lengths)."
         ],
+        ["Your mask is the full (batch, n, n): right for these scores, which have n queries. The exercise "
+         "asks for (batch, 1, n), which fits any number of queries; with one query (a decoding step, "
+         "notebook 08) a (batch, n, n) mask turns its one row of scores into n. Keep one row: "
+         "mask[:, :1, :]."] if full else None,
     )
 
 

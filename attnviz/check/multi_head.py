@@ -7,7 +7,9 @@ it was given as they are); the decisions are the shared engine's (:mod:`._engine
 
 from __future__ import annotations
 
+import dis
 import re
+import types
 from dataclasses import replace
 
 import torch
@@ -18,7 +20,7 @@ from ._compare import agrees
 from ._diagnose import Answer, Hypotheses, answer
 from ._engine import Probe, Rule, Spec, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
-from ._rules import long_inputs, rules
+from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
 from ._stale import with_stale_note
@@ -53,6 +55,49 @@ def linear_wrong_width(t):
 
 
 _VIEW = re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size \d+")
+
+
+def globals_read(cls) -> dict:
+    """{name: value} for each whole number ``cls.forward`` reads from the notebook's globals (``batch``,
+    ``n``, ``d_model`` left by an earlier cell), functions written inside it included."""
+    forward = getattr(cls, "forward", None)
+    code = getattr(forward, "__code__", None)
+    if code is None:
+        return {}
+    names, todo = set(), [code]
+    while todo:
+        inner = todo.pop()
+        names |= {i.argval for i in dis.get_instructions(inner) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
+        todo += [c for c in inner.co_consts if isinstance(c, types.CodeType)]
+    space = getattr(forward, "__globals__", {})
+    return {name: space[name] for name in sorted(names)
+            if type(space.get(name)) is int}
+
+
+def sizes_from_globals(t):
+    """Some input raised in a view/reshape whose sizes hold a whole number forward reads from the
+    notebook (batch = 2, n = 4 from section 1), not from x: an input of another size fails, or passes
+    by luck where it has that size."""
+    read = t.spec.words.get("globals", {})
+    for probe, ans in t.main:
+        found = _VIEW.search((ans.error or {}).get("message", ""))
+        sizes = [int(size) for size in found.group(1).split(",")] if found else []
+        used = {name: value for name, value in read.items() if value in sizes[:2]}
+        if not used:
+            continue
+        said = " and ".join(used)
+        values = ", ".join(f"{name} = {value}" for name, value in used.items())
+        raised = sum(a.error is not None for _, a in t.main)
+        return t.problem(
+            f"{t.spec.subject} reads {said} from the notebook ({values}), not from x, so the view raised "
+            "RuntimeError on inputs of another size.",
+            [t.describe(probe, ans), f"It raised on {raised} of the {len(t.main)} main inputs; where x "
+             "happens to have those sizes it runs. A variable an earlier cell defined is the notebook's, "
+             "not this call's."],
+            fix="batch, n, d_model = x.shape   # first line of forward; then view(batch, n, self.n_heads, "
+                "self.d_k)",
+        )
+    return None
 
 
 def head_width_fixed(t):
@@ -234,6 +279,9 @@ def _probes():
         # again, state that calls leave on the module does not
         _probe("the first input a third time, the random numbers reset to the first call's", 0, x5, None,
                kind="repeat", same_as=f"{tag}, n_heads={n_heads}: batch 2, 5 positions, no mask", seed=_SEED),
+        # a new x of the first input's shape: state kept by shape (keys and values cached) shows here
+        _probe(f"{tag}: batch 2, 5 positions, no mask, a new x of the first input's shape", 0,
+               _x(torch.Generator().manual_seed(54), 2, 5, d_model), None, kind="same_shape"),
         _probe(f"{tag}: large scores (x times 30)", 0, x5 * 30, _mask(_M5), kind="large"),
         _probe(f"{tag}: the module and x in float64", 0, x4.double(), _mask(_M4), kind="float64"),
         _probe(f"{tag}: the module and x in float16, position 1 fully masked", 0, x4.half(), _mask(_M4),
@@ -251,7 +299,9 @@ def _probes():
     calls.append(_probe(f"{tag}: batch 1, {_LONG} positions, a mask", 0, _x(long, 1, _LONG, d_model),
                         long_mask, kind="long"))
     backward = _probe("a backward pass", 1, _x(g, 2, 5, CONFIGS[1][0]), _mask(_M5), kind="backward")
-    return calls, backward, weights
+    backward_dead = _probe(f"{tag}: a backward pass, position 1 fully masked", 0, x4, _mask(_M4),
+                           kind="backward_dead")
+    return calls, [backward, backward_dead], weights
 
 
 def _load(module, weights, d_model):
@@ -302,11 +352,13 @@ def _build_step(cls, key, weights, state):
         dropout = [f"self.{name} (p = {m.p:g})" if name else f"the module (p = {m.p:g})"
                    for name, m in module.named_modules()
                    if isinstance(m, nn.Dropout) and m.p > 0 and module.training]
+        biases = [f"self.{name}.bias" for name in _LAYERS
+                  if isinstance(getattr(getattr(module, name), "bias", None), torch.Tensor)]
         module.eval()
         if dtype in _DTYPES:
             module.to(_DTYPES[dtype])
         state[key] = module
-        return {"complaint": "", "dropout": dropout}
+        return {"complaint": "", "dropout": dropout, "biases": biases}
 
     return step
 
@@ -317,7 +369,7 @@ def _read_build(step):
     if step.status != "ok":
         return Answer(complaint=step.status)
     return Answer(complaint=step.value.get("complaint", ""),
-                  extra={"dropout": step.value.get("dropout", [])})
+                  extra={"dropout": step.value.get("dropout", []), "biases": step.value.get("biases", [])})
 
 
 def _forward(module):
@@ -364,15 +416,39 @@ def _weights_changed(t):
     return None
 
 
+def _state_by_shape(t):
+    """Right on the first x of every shape and on a repeat, wrong on a new x of a shape it had seen:
+    keys and values (or scores) kept from an earlier call of that shape and used again."""
+    probe, ans = t.one("same_shape")
+    if probe is None or ans.error is not None or t.right(probe, ans) \
+            or not isinstance(ans.output, torch.Tensor) or ans.output.shape != probe.expected.shape:
+        return None
+    return t.problem(
+        f"{t.spec.subject} gave a wrong output for a new x of a shape it had seen, and the right one on the "
+        "first x of each shape",
+        [t.describe(probe, ans), "Something a call leaves behind is used again by later calls of the same "
+         "shape: keys and values (a cache), scores or a mask stored on self (or a global), keyed by the "
+         "shape rather than by x."],
+        fix="compute q, k, v from this call's x in every call, and store nothing on self",
+    )
+
+
+def _blocked_far_softmax(t):
+    """Wrong when a blocked position scores far above the allowed ones, head 1's output at position 0
+    (read back through W_o) 0 or NaN: the softmax ran over the blocked position too (its largest score
+    subtracted before masking, or masked and renormalised after). Large scores go wrong with it, so this
+    comes before that rule; a fully masked row is NaN with it, so before that one too."""
+    return _blocked_far(t, named_only=True, ids=("softmax_max_over_blocked",))
+
+
 def _blocked_far_named(t):
     """Wrong when a blocked position scores far above the allowed ones: head 1's output at position 0
-    (read back through W_o) is the blocked position's value (an additive mask too small for the gap),
-    or 0 or NaN (the row's largest score, a blocked one, subtracted before masking; large scores go
-    wrong too, so this comes before that rule)."""
+    is the blocked position's value (an additive mask too small for the gap), or 0 or NaN (see
+    :func:`_blocked_far_softmax`)."""
     return _blocked_far(t, named_only=True)
 
 
-def _blocked_far(t, named_only=False):
+def _blocked_far(t, named_only=False, ids=("additive_mask_too_small", "softmax_max_over_blocked")):
     """Right everywhere else, wrong when a blocked position scores far above the allowed ones: a known
     bug (see :func:`_blocked_far_named`), or said in plain words."""
     probe, ans = t.one("blocked_far")
@@ -384,11 +460,12 @@ def _blocked_far(t, named_only=False):
     head = (ans.output[0, 0].detach().to(torch.float64) @ facts["unmix"])[facts["head"]]
     blocked, seen = facts["blocked_value"], [t.describe(probe, ans)]
     finite = bool(torch.isfinite(head).all())
-    if finite and torch.allclose(head, blocked, rtol=1e-3, atol=1e-3 * float(blocked.abs().max())):
+    won = finite and torch.allclose(head, blocked, rtol=1e-3, atol=1e-3 * float(blocked.abs().max()))
+    if won and "additive_mask_too_small" in ids:
         return t.bug("additive_mask_too_small", "forward gave position 0's weight to a blocked position",
                      seen + ["Head 1's output at position 0 is position 4's value: the blocked position "
                              "won."])
-    if not finite or float(head.abs().max()) < 1e-3:
+    if (not finite or float(head.abs().max()) < 1e-3) and "softmax_max_over_blocked" in ids:
         return t.bug("softmax_max_over_blocked",
                      "forward gave position 0 no weight on the positions it may see",
                      seen + [f"Head 1's output at position 0 is {'all 0' if finite else 'NaN'}: every "
@@ -475,7 +552,7 @@ def _expected():
     the hypotheses, computed once per kernel."""
     with neutral():
         if not _CACHE:
-            calls, backward, weights = _probes()
+            calls, (backward, backward_dead), weights = _probes()
             w64 = [{name: w.to(torch.float64) for name, w in ws.items()} for ws in weights]
 
             def reference(probe, x=None):
@@ -483,7 +560,7 @@ def _expected():
                 x = probe.args["x"].to(torch.float64) if x is None else x
                 return multi_head(x, w64[c], CONFIGS[c][1], probe.args.get("mask"))
 
-            for probe in calls + [backward]:
+            for probe in calls + [backward, backward_dead]:
                 probe.expected = reference(probe)
             cotangent = torch.randn(
                 backward.args["x"].shape, generator=torch.Generator().manual_seed(4), dtype=torch.float64
@@ -491,12 +568,15 @@ def _expected():
             leaf = backward.args["x"].to(torch.float64).requires_grad_(True)
             (reference(backward, leaf) * cotangent).sum().backward()
             backward.facts["grads"] = {"x": leaf.grad}
+            # any cotangent will do: only whether the gradient is finite is read
+            cotangent_dead = torch.ones(backward_dead.args["x"].shape, dtype=torch.float64)
             def arguments(p):  # float32, as learners
                 c = p.facts["config"]
                 return p.args["x"], weights[c], CONFIGS[c][1], p.args.get("mask")
 
             table = Hypotheses(_variants(), arguments)
-            _CACHE.update(calls=calls, backward=backward, weights=weights, cotangent=cotangent, table=table)
+            _CACHE.update(calls=calls, backward=backward, backward_dead=backward_dead, weights=weights,
+                          cotangent=cotangent, cotangent_dead=cotangent_dead, table=table)
     return _CACHE
 
 
@@ -516,9 +596,10 @@ def _plan(cls, cache):
             if _module_key(probe) == key:
                 probes.append(probe)
                 steps.append(_forward_step(key, probe, state, cache["weights"]))
-    backward = cache["backward"]
-    probes.append(backward)
-    steps.append(_backward_step(_module_key(backward), backward, cache["cotangent"], state))
+    for name, cotangent in (("backward", "cotangent"), ("backward_dead", "cotangent_dead")):
+        probe = cache[name]
+        probes.append(probe)
+        steps.append(_backward_step(_module_key(probe), probe, cache[cotangent], state))
     return probes, steps
 
 
@@ -537,6 +618,21 @@ def _dropout_note(t) -> list:
             "different outputs. Call .eval() before you compare or generate."]
 
 
+def _shape_notes(t) -> list:
+    """Notes on a pass: biases the check set to 0, a tuple returned where the output was asked for."""
+    notes = []
+    biases = next((a.extra["biases"] for _, a in t.pairs("setup") if a.extra and a.extra.get("biases")), [])
+    if biases:
+        notes.append(f"Your layers have biases ({', '.join(biases)}); the check set them to 0. The "
+                     "exercise's layers have none (nn.Linear(d_model, d_model, bias=False), as the stub "
+                     "builds them), and neither has notebook 07's model.")
+    if any(a.weights is not None for _, a in t.main):
+        notes.append("forward returned a tuple; the check read its first element as the output. The exercise "
+                     "asks for the output alone (notebook 07 reads the weights too, from (output, weights)); "
+                     "with a tuple, y = attention(x) holds both.")
+    return notes
+
+
 def _passed(t):
     return _verdict.passed(
         NAME,
@@ -546,10 +642,22 @@ def _passed(t):
             "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
             "no mask, a mask that is not symmetric, a fully masked position, large scores, a blocked "
             f"position scoring far above the allowed ones, {_LONG} positions, float64 and float16 modules, a "
-            "repeated call and the gradients of a backward pass."
+            "repeated call, a new x of an earlier shape and the gradients of two backward passes (one "
+            "through a fully masked position)."
         ],
-        t.notes + _dropout_note(t),
+        t.notes + _dropout_note(t) + _shape_notes(t),
     )
+
+
+def _extra_dims(probe, ans):
+    """What a 4-D output is: the attention weights (batch, heads, n, n), or heads never merged back."""
+    d_model, heads = CONFIGS[probe.facts["config"]]
+    batch, n = probe.args["x"].shape[:2]
+    if tuple(ans.output.shape) == (batch, heads, n, n) and n != d_model // heads:
+        return ("That is the attention weights' shape, (batch, heads, n, n): return the output, W_o of the "
+                "merged heads (or the tuple (output, weights)).")
+    return ("The heads are not merged back: transpose (batch, heads, n, d_k) to (batch, n, heads, d_k), "
+            "reshape it to (batch, n, d_model), then apply W_o.")
 
 
 SPEC = Spec(
@@ -564,15 +672,21 @@ SPEC = Spec(
     words={
         "batch_one": "Only batches of more than one sequence go wrong: x[0], squeeze() or a fixed batch "
         "size.",
-        "extra_dims": "The heads are not merged back: transpose (batch, heads, n, d_k) to "
-        "(batch, n, heads, d_k), reshape it to (batch, n, d_model), then apply W_o.",
+        "extra_dims": _extra_dims,
         "long": ("up to 5 positions", f"{_LONG} positions"),
+        "signature": "def forward(self, x, mask=None):   # called as module(x) and module(x, mask=mask)",
     },
     rules=rules(before={"nondeterministic": [Rule("weights_changed", "always", _weights_changed)],
+                        # before large scores: a softmax over blocked keys, or state kept by shape, goes
+                        # wrong there too, and is named from its own probe
+                        "large_scores_nan": [Rule("state_by_shape", "right", _state_by_shape),
+                                             Rule("blocked_far_softmax", "right", _blocked_far_softmax)],
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
                         "passed": [Rule("long_positions", "right", long_inputs),
+                                   Rule("dead_row_gradient", "right", dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far)],
                         "matmul_everywhere": [Rule("projections_unused", "wrong", projections_unused),
+                                              Rule("sizes_from_globals", "wrong", sizes_from_globals),
                                               Rule("linear_wrong_width", "wrong", linear_wrong_width),
                                               Rule("head_width_fixed", "wrong", head_width_fixed),
                                               Rule("head_width_float", "wrong", head_width_float),
@@ -595,8 +709,11 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     weights in, and compares with its own reference on several inputs (batch
     1, 2 and 3, masks, a fully masked position where any finite output is
     accepted, a blocked position scoring far above the allowed ones), a
-    repeated call and a backward pass. The module runs in a
-    child process with a time limit; the kernel is never changed.
+    repeated call, a new x of an earlier shape and two backward passes (the
+    second through a fully masked position: NaN in its gradients is told in a
+    note). The module runs in a child process with a time limit; the kernel
+    is never changed. A pass says so when the layers have biases (set to 0)
+    or forward returns a tuple.
     """
     if isinstance(cls, nn.Module):
         return _verdict.problem(
@@ -612,4 +729,5 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
         )
     cache = _expected()
     probes, steps = _plan(cls, cache)
-    return run_check(replace(SPEC, hypotheses=cache["table"]), probes, steps, time_limit, read=_read)
+    spec = replace(SPEC, hypotheses=cache["table"], words={**SPEC.words, "globals": globals_read(cls)})
+    return run_check(spec, probes, steps, time_limit, read=_read)

@@ -292,18 +292,27 @@ def causal_symptoms(fn) -> list[str]:
         two_args = False
     if two_args:
         sizes += [(3, 5), (5, 3)]
-    symptoms = []
+    symptoms, corners = [], set()
     for n_q, n_k in sizes:
         try:
             mask = fn(n_q) if n_k is None else fn(n_q, n_k)
         except Exception as err:  # noqa: BLE001
             symptoms.append(f"n={n_q},{n_k}: raised {type(err).__name__}")
             continue
-        want = torch.ones(n_q, n_k or n_q, dtype=torch.bool).tril()
+        # a rectangle's triangle may start at the top-left or the bottom-right corner (a KV cache's)
+        wants = {"top-left": torch.ones(n_q, n_k or n_q, dtype=torch.bool).tril()}
+        if n_k is not None:
+            wants["bottom-right"] = torch.ones(n_q, n_k, dtype=torch.bool).tril(n_k - n_q)
         if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
             symptoms.append(f"n={n_q},{n_k}: not a bool tensor ({type(mask).__name__})")
-        elif mask.shape != want.shape or not torch.equal(mask, want):
+            continue
+        found = [c for c, want in wants.items() if mask.shape == want.shape and torch.equal(mask, want)]
+        if not found:
             symptoms.append(f"n={n_q},{n_k}: not the causal triangle")
+        elif n_k is not None:
+            corners.add(found[0])
+    if len(corners) > 1:
+        symptoms.append("rectangles: the triangle starts from two corners")
     return symptoms
 
 
