@@ -1093,3 +1093,8 @@ def test_multi_head_a_nan_gradient_through_a_fully_masked_position_passes_with_a
 
     result = check_multi_head(WipedNan)
     assert result.passed and any("gradient of x holds NaN" in note for note in result.notes), result
+
+
+def test_an_additive_mask_whose_fill_is_too_small_to_block_is_not_called_valid():
+    result = check_causal_mask(lambda n: torch.zeros(n, n).masked_fill(~_tril(n), -1.0))
+    assert result.bug == "mask_not_bool" and "valid" not in repr(result) and "by only 1" in repr(result)

@@ -184,9 +184,12 @@ def _dtype_note(t):
                 "it may not)")
         happened = f"{t.spec.subject} returned a mask of dtype {dtype}, not bool"
         if t.all_right and not _rectangles(t):
+            valid = ("That is a valid mask for F.scaled_dot_product_attention, which adds it to the scores"
+                     if fill <= -1e4 else f"Added to the scores, a fill of {words} lowers a blocked score "
+                     f"by only {-fill:.4g}, far from blocking it")
             return t.bug("mask_not_bool", happened, [
-                f"{said}. That is a valid mask for F.scaled_dot_product_attention, which adds it to the "
-                "scores, but this exercise asks for a bool mask with True = may attend: return mask == 0."],
+                f"{said}. {valid}; this exercise asks for a bool mask with True = may attend: return "
+                "mask == 0."],
                 fix="return mask == 0   # the bool mask: True where the additive mask is 0")
         t.notes.append(f"{said[0].upper()}{said[1:]}, read here as mask == 0. Once its pattern is right, "
                        "return it as a bool mask: mask == 0.")
