@@ -1098,3 +1098,19 @@ def test_multi_head_a_nan_gradient_through_a_fully_masked_position_passes_with_a
 def test_an_additive_mask_whose_fill_is_too_small_to_block_is_not_called_valid():
     result = check_causal_mask(lambda n: torch.zeros(n, n).masked_fill(~_tril(n), -1.0))
     assert result.bug == "mask_not_bool" and "valid" not in repr(result) and "by only 1" in repr(result)
+
+
+def test_a_mask_kept_from_the_first_call_is_told_so_where_its_shape_is_wrong():
+    kept = {}
+
+    def causal_kept(n):
+        kept.setdefault("causal", _tril(n))                      # a global set on the first call
+        return kept["causal"]
+
+    def padding_kept(lengths, n):
+        kept.setdefault("padding", (torch.arange(n)[None, :] < lengths[:, None])[:, None, :])
+        return kept["padding"]
+
+    for check, fn in ((check_causal_mask, causal_kept), (check_padding_mask, padding_kept)):
+        result = check(fn)
+        assert not result.passed and "the mask of an earlier call" in repr(result), result

@@ -313,9 +313,25 @@ def _complaint(t):
         if probe.kind == "rectangle" and t.all_right:
             return t.bug("causal_not_rectangular", f"your function returned a mask of the wrong shape for "
                          f"(n_q, n_k) = {tuple(probe.args.values())}", [f"{probe.where}: {ans.complaint}"])
-        return t.problem(f"your function {ans.complaint}", t.spec.words["complaint_notes"](probe, ans),
-                         fix=t.spec.complaint_fix)
+        notes = t.spec.words["complaint_notes"](probe, ans) + _kept_from(t, probe, ans)
+        return t.problem(f"your function {ans.complaint}", notes, fix=t.spec.complaint_fix)
     return None
+
+
+def _kept_from(t, probe, ans):
+    """A note when a mask of the wrong shape is exactly an earlier call's mask: one kept from before
+    (a global set on the first call, a cache keyed by nothing) and handed out again."""
+    out = ans.output
+    for before, _ in t.pairs():
+        if before is probe:
+            return []
+        if isinstance(out, torch.Tensor) and out.dtype == torch.bool \
+                and _same_mask(before, Answer(output=out), before.expected):
+            said = before.where.removeprefix("For ").rstrip(":")
+            return [f"It is the mask of an earlier call ({said}): a mask kept from before (a global set on "
+                    "the first call, a cache keyed by nothing) and handed out again: build it anew each "
+                    "call."]
+    return []
 
 
 def _corner(probe, ans):
