@@ -965,13 +965,18 @@ def test_mask_shape_words_count_the_extra_dimensions_and_a_numpy_mask_gets_no_sh
     assert "NumPy" in numpy_mask.headline and not any("should have shape" in o for o in numpy_mask.observed)
 
 
-def _right_forward(self, x, mask=None):
-    batch, n, d_model = x.shape
+def _scores_and_values(self, x):
+    """A _Split module's scaled scores (batch, heads, n, n) and values (batch, heads, n, d_k)."""
+    batch, n, _ = x.shape
     q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2) for w in (self.W_q, self.W_k, self.W_v))
-    scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+    return q @ k.transpose(-2, -1) / math.sqrt(self.d_k), v
+
+
+def _right_forward(self, x, mask=None):
+    scores, v = _scores_and_values(self, x)
     if mask is not None:
         scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
-    return self.W_o((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, n, d_model))
+    return self.W_o(self.merge(scores.softmax(dim=-1) @ v, *x.shape))
 
 
 def test_multi_head_a_forward_taking_attn_mask_is_told_its_signature():
@@ -987,14 +992,12 @@ def test_multi_head_a_forward_taking_attn_mask_is_told_its_signature():
 def test_multi_head_softmax_then_mask_then_renormalise_is_the_softmax_over_blocked_keys():
     class Renormalised(_Split):
         def forward(self, x, mask=None):
-            batch, n, d_model = x.shape
-            q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
-                       for w in (self.W_q, self.W_k, self.W_v))
-            weights = (q @ k.transpose(-2, -1) / math.sqrt(self.d_k)).softmax(dim=-1)
+            scores, v = _scores_and_values(self, x)
+            weights = scores.softmax(dim=-1)
             if mask is not None:
                 weights = weights * mask
                 weights = weights / weights.sum(dim=-1, keepdim=True)
-            return self.W_o(self.merge(weights @ v, batch, n, d_model))
+            return self.W_o(self.merge(weights @ v, *x.shape))
 
     assert check_multi_head(Renormalised).bug == "softmax_max_over_blocked"
 
@@ -1038,9 +1041,7 @@ def test_multi_head_notes_biases_and_a_tuple_on_a_pass():
 def test_multi_head_returning_the_weights_is_told_it_returned_the_weights():
     class Weights(_Split):
         def forward(self, x, mask=None):
-            batch, n, d_model = x.shape
-            q, k = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2) for w in (self.W_q, self.W_k))
-            return (q @ k.transpose(-2, -1) / math.sqrt(self.d_k)).softmax(dim=-1)
+            return _scores_and_values(self, x)[0].softmax(dim=-1)
 
     assert "the attention weights' shape" in repr(check_multi_head(Weights))
 
@@ -1068,12 +1069,9 @@ def test_multi_head_a_float32_where_mask_in_float64_is_explained():
         def forward(self, x, mask=None):
             if mask is None:
                 return _right_forward(self, x)
-            batch, n, d_model = x.shape
-            q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
-                       for w in (self.W_q, self.W_k, self.W_v))
-            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            scores, v = _scores_and_values(self, x)
             scores = scores + torch.where(mask, 0.0, torch.finfo(scores.dtype).min).to(scores.dtype)
-            return self.W_o((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(batch, n, d_model))
+            return self.W_o(self.merge(scores.softmax(dim=-1) @ v, *x.shape))
 
     result = check_multi_head(Where)
     assert "torch.where(mask, 0.0, fill)" in repr(result)
@@ -1083,13 +1081,10 @@ def test_multi_head_a_float32_where_mask_in_float64_is_explained():
 def test_multi_head_a_nan_gradient_through_a_fully_masked_position_passes_with_a_note():
     class WipedNan(_Split):
         def forward(self, x, mask=None):
-            batch, n, d_model = x.shape
-            q, k, v = (w(x).view(batch, n, self.h, self.d_k).transpose(1, 2)
-                       for w in (self.W_q, self.W_k, self.W_v))
-            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            scores, v = _scores_and_values(self, x)
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
-            return self.W_o(self.merge(scores.softmax(dim=-1) @ v, batch, n, d_model)).nan_to_num(0.0)
+            return self.W_o(self.merge(scores.softmax(dim=-1) @ v, *x.shape)).nan_to_num(0.0)
 
     result = check_multi_head(WipedNan)
     assert result.passed and any("gradient of x holds NaN" in note for note in result.notes), result

@@ -565,7 +565,7 @@ def raised(t):
                          f"it, run that cell (after a kernel restart none has run: Run > Run All Cells); "
                          f"if none does, define or import {name} yourself.")
             fix = f"run the cell that defines or imports {name} (after a kernel restart: Run All Cells)"
-        elif ans.error["type"] == "TypeError" and not ans.error.get("where") and _ARGUMENTS.search(message):
+        elif _call_mismatch(ans):             # a checker without call_mismatch (decoding's cached steps)
             lines.append("The check calls your code with the exercise's arguments, and your def takes "
                          "others: compare its first line with the exercise's.")
             fix = t.spec.words.get("signature", fix)

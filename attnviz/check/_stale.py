@@ -1,5 +1,6 @@
 """Whether the code a check is handed is what the learner meant: a warning when a newer cell failed,
-and plain words when their code sits below the stub's ``raise NotImplementedError`` line.
+and plain words when their code sits below the stub's ``raise NotImplementedError`` line; and which of
+the notebook's globals that code reads (:func:`globals_read`).
 
 A learner fixes an exercise cell, runs it, gets a SyntaxError (or any error before the ``def``
 finishes), and runs the check cell: the name still holds the *previous* definition, so the verdict is
@@ -13,13 +14,31 @@ define the same name. Read without importing IPython (the checkers' layer must n
 from __future__ import annotations
 
 import ast
+import dis
 import functools
 import linecache
 import re
 import sys
 import types
 
-__all__ = ["stale_note", "below_stub", "with_stale_note"]
+__all__ = ["stale_note", "below_stub", "with_stale_note", "globals_read"]
+
+
+def globals_read(fn) -> dict:
+    """``{name: value}`` for each global a plain function's code reads (functions written inside it
+    included), in the order first read: a model or a size left by an earlier cell. Empty for anything
+    but a plain function (nothing of an object the learner wrote is called, as in :func:`_name_and_code`)."""
+    if type(fn) is not types.FunctionType:
+        return {}
+    found, todo = {}, [fn.__code__]
+    while todo:
+        code = todo.pop()
+        todo += [c for c in code.co_consts if type(c) is types.CodeType]
+        for instruction in dis.get_instructions(code):
+            name = instruction.argval
+            if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name in fn.__globals__:
+                found.setdefault(name, fn.__globals__[name])
+    return found
 
 
 def _name_and_code(obj):

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import re
-import types
 from dataclasses import replace
 
 import torch
@@ -47,7 +46,7 @@ from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, n
 from ._rules import hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
 from ._sandbox import to_plain
-from ._stale import with_stale_note
+from ._stale import globals_read, with_stale_note
 
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
@@ -832,16 +831,7 @@ def _models_read(fn):
     """The global names ``fn``'s code reads (nested functions included) that hold a tiny GPT; only for
     a plain function (no attribute of an object the learner wrote is read in the kernel, as in
     :mod:`._stale`: its ``__getattr__`` could hang it)."""
-    if type(fn) is not types.FunctionType:
-        return []
-    todo, found = [fn.__code__], []
-    while todo:
-        code = todo.pop()
-        todo += [c for c in code.co_consts if type(c) is types.CodeType]
-        for name in code.co_names:
-            if isinstance(fn.__globals__.get(name), (TinyGPT, StepModel)) and name not in found:
-                found.append(name)
-    return found
+    return [name for name, value in globals_read(fn).items() if isinstance(value, (TinyGPT, StepModel))]
 
 
 def _with_models_read(fn, result):

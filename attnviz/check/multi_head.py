@@ -7,9 +7,8 @@ it was given as they are); the decisions are the shared engine's (:mod:`._engine
 
 from __future__ import annotations
 
-import dis
+import inspect
 import re
-import types
 from dataclasses import replace
 
 import torch
@@ -23,7 +22,7 @@ from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, mul
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
-from ._stale import with_stale_note
+from ._stale import globals_read, with_stale_note
 
 __all__ = ["check_multi_head"]
 
@@ -57,21 +56,11 @@ def linear_wrong_width(t):
 _VIEW = re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size \d+")
 
 
-def globals_read(cls) -> dict:
+def _sizes_read(cls) -> dict:
     """{name: value} for each whole number ``cls.forward`` reads from the notebook's globals (``batch``,
     ``n``, ``d_model`` left by an earlier cell), functions written inside it included."""
-    forward = getattr(cls, "forward", None)
-    code = getattr(forward, "__code__", None)
-    if code is None:
-        return {}
-    names, todo = set(), [code]
-    while todo:
-        inner = todo.pop()
-        names |= {i.argval for i in dis.get_instructions(inner) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
-        todo += [c for c in inner.co_consts if isinstance(c, types.CodeType)]
-    space = getattr(forward, "__globals__", {})
-    return {name: space[name] for name in sorted(names)
-            if type(space.get(name)) is int}
+    forward = inspect.getattr_static(cls, "forward", None) if isinstance(cls, type) else None
+    return {name: value for name, value in sorted(globals_read(forward).items()) if type(value) is int}
 
 
 def sizes_from_globals(t):
@@ -729,5 +718,5 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
         )
     cache = _expected()
     probes, steps = _plan(cls, cache)
-    spec = replace(SPEC, hypotheses=cache["table"], words={**SPEC.words, "globals": globals_read(cls)})
+    spec = replace(SPEC, hypotheses=cache["table"], words={**SPEC.words, "globals": _sizes_read(cls)})
     return run_check(spec, probes, steps, time_limit, read=_read)
