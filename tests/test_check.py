@@ -1109,3 +1109,32 @@ def test_a_mask_kept_from_the_first_call_is_told_so_where_its_shape_is_wrong():
     for check, fn in ((check_causal_mask, causal_kept), (check_padding_mask, padding_kept)):
         result = check(fn)
         assert not result.passed and "the mask of an earlier call" in repr(result), result
+
+
+def test_multi_head_a_mask_on_the_first_head_only_is_pointed_at_the_mask():
+    class FirstHeadOnly(_Split):
+        def forward(self, x, mask=None):
+            scores, v = _scores_and_values(self, x)
+            if mask is not None:
+                scores[:, 0] = scores[:, 0].masked_fill(~mask, torch.finfo(scores.dtype).min)
+            return self.W_o(self.merge(scores.softmax(dim=-1) @ v, *x.shape))
+
+    result = check_multi_head(FirstHeadOnly)
+    assert not result.passed and result.bug is None, result
+    assert any("Every input without a mask is right" in o for o in result.observed), result
+    assert result.fix.startswith("scores = scores.masked_fill(~mask"), result
+
+
+def test_attention_a_mask_on_the_first_batch_entry_only_is_pointed_at_the_mask():
+    def first_entry_only(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None and scores.dim() > 2:
+            scores[0] = scores[0].masked_fill(~mask[0] if mask.dim() == scores.dim() else ~mask, -1e9)
+        elif mask is not None:
+            scores = scores.masked_fill(~mask, -1e9)
+        return scores.softmax(dim=-1) @ v
+
+    result = check_attention(first_entry_only)
+    assert not result.passed and result.bug is None, result
+    assert any("Every input without a mask is right" in o for o in result.observed), result
+    assert "before the softmax" in result.fix, result

@@ -605,6 +605,11 @@ def no_known_bug(t):
         detail.append(f"Right on: {'; '.join(right)}. Wrong on: {'; '.join(wrong)}.")
     else:
         detail.append(f"Wrong on every one of these: {'; '.join(wrong)}.")
+    fix = t.spec.fix
+    if _only_masked_wrong(t) and "mask_fix" in t.spec.words:
+        detail.append("Every input without a mask is right, and only inputs with one go wrong: look at how "
+                      "the mask is applied.")
+        fix = t.spec.words["mask_fix"]
     if not all(_dead_finite(p, a) for p, a in t.main):
         detail.append("A fully masked query row comes out as NaN.")
     outputs = [a.output for _, a in t.main if isinstance(a.output, torch.Tensor)]
@@ -614,9 +619,13 @@ def no_known_bug(t):
             "Every number it returned is NaN or inf, which many mistakes give: look for a -inf that meets a "
             "0 (0 * -inf, (1 - mask) * -inf) or a softmax over scores that are all -inf."
         )
-    return t.problem(
-        f"{t.happened(probe, ans)}, and it matches no known bug.", detail, fix=t.spec.fix
-    )
+    return t.problem(f"{t.happened(probe, ans)}, and it matches no known bug.", detail, fix=fix)
+
+
+def _only_masked_wrong(t) -> bool:
+    """Every main input without a mask is right (so every wrong one has a mask)."""
+    plain = [(p, a) for p, a in t.main if "mask" not in p.args]
+    return len(plain) < len(t.main) and bool(plain) and all(t.right(p, a) for p, a in plain)
 
 
 RULES = (

@@ -445,6 +445,8 @@ SPEC = Spec(
         "k.transpose(-2, -1) rather than k.T, and q.shape[-1] rather than q.shape[1].",
         "raised_fix": "run your function by hand on tensors of these shapes and read the error's last line",
         "signature": "def my_attention(q, k, v, mask=None):   # a mask comes fourth, or not at all",
+        "mask_fix": "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # on the scores, "
+        "before the softmax; True = may attend",
         "batch_one_headline": "is right on inputs without batch dimensions, wrong (or raised) with batch or "
         "head dimensions in front",
         "long": ("up to 6 keys", f"{_LONG} keys"),

@@ -664,6 +664,8 @@ SPEC = Spec(
         "extra_dims": _extra_dims,
         "long": ("up to 5 positions", f"{_LONG} positions"),
         "signature": "def forward(self, x, mask=None):   # called as module(x) and module(x, mask=mask)",
+        "mask_fix": "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # scores (batch, "
+        "heads, n, n), before the softmax: the (n, n) mask reaches every head and batch entry as it is",
     },
     rules=rules(before={"nondeterministic": [Rule("weights_changed", "always", _weights_changed)],
                         # before large scores: a softmax over blocked keys, or state kept by shape, goes
