@@ -187,12 +187,13 @@ def additive_mask_too_small(q, k, v, mask=None):
 
 
 def softmax_max_over_blocked(q, k, v, mask=None):
-    """A softmax by hand that subtracts the row's largest score, blocked keys included, then masks."""
+    """A softmax over every key, blocked ones included; then the blocked weights are zeroed and the
+    rest renormalised (the same sum on ordinary scores; all 0 when a blocked key scores far above)."""
     scores = _scaled_scores(q, k)
     mask = torch.ones(scores.shape, dtype=torch.bool) if mask is None else mask.expand(scores.shape)
-    top = scores.amax(dim=-1, keepdim=True)                       # BUG: the largest allowed score
-    e = torch.exp(scores - top).masked_fill(~mask, 0.0)
-    weights = e / e.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(e.dtype).tiny)
+    weights = torch.softmax(scores, dim=-1)                       # BUG: mask the scores before it
+    weights = weights.masked_fill(~mask, 0.0)
+    weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)
     return weights @ v, weights
 
 

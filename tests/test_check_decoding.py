@@ -414,6 +414,7 @@ def test_the_checker_meets_the_model_only_through_its_public_pieces():
               "norm_mlp", "mlp", "n_heads", "n_kv_heads", "d_head", "d_model", "n_layers", "vocab_size",
               "max_len", "pieces", "eval", "double",
               "unembedding",   # a StepModel layer (gpt's docstring), for final_norm_skipped
+              "token_embedding",   # another, for positions left out once there is a cache
               "norm_final"}    # another (gpt's docstring): the checker's model gets its own LayerNorm scales
     for name in ("decoding.py", "_reference.py"):
         tree = ast.parse((ROOT / "attnviz" / "check" / name).read_text())
@@ -635,3 +636,80 @@ def test_the_wrong_axis_fix_names_the_positions_axis_not_one_layout():
     assert result.bug == "cache_wrong_axis", result
     assert "along the positions axis (dim=-2 in the (batch, heads, positions, d_head) layout;" in result.fix
     assert "on another axis the cache holds 4 positions where this step has 1" in result.observed[1], result
+
+
+def _solution_edited(*edits, **names):
+    """Notebook 08's solution with each (old, new) text replaced; ``names``: globals the notebook left."""
+    nb = json.loads((ROOT / "notebooks" / "08_generation_kv_cache.ipynb").read_text())
+    (source,) = ["".join(c["source"]) for c in nb["cells"] if "### BEGIN SOLUTION" in "".join(c["source"])
+                 and "def decode_step" in "".join(c["source"])]
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
+    space = {"torch": torch, "F": F, "math": math, "gpt": gpt, "split_heads": split_heads,
+             "merge_heads": merge_heads, **names}
+    exec(source, space)                                          # noqa: S102 - the notebook's own cell
+    return space["decode_step"]
+
+
+GROUP = "group = model.n_heads // model.n_kv_heads"
+
+
+@pytest.mark.parametrize(("group", "heads"), [("model.n_kv_heads", 4), ("model.n_heads", 12)])
+def test_a_group_size_of_the_wrong_number_is_told_the_group(group, heads):
+    result = check_decoding_step(_solution_edited((GROUP, f"group = {group}")))
+    assert result.bug is None and f"6 query heads met {heads} key/value heads" in result.headline, result
+    assert result.fix.startswith(GROUP), result
+
+
+def test_a_group_of_zero_is_not_called_a_buffer_counter():
+    """n_kv_heads // n_heads is 0: the fused attention returns zeros for 0 key/value heads, the symptom a
+    buffer read before it was written has; the cache shows it is not one."""
+    result = check_decoding_step(_solution_edited((GROUP, "group = model.n_kv_heads // model.n_heads")))
+    assert result.bug is None and "attention added nothing" in result.headline, result
+    assert result.fix.startswith(GROUP) and any("the wrong way round" in o for o in result.observed)
+
+
+def test_a_group_left_by_an_earlier_cell_is_named():
+    result = check_decoding_step(_solution_edited((GROUP, "pass"), group=2))
+    assert result.bug is None and "the notebook's group = 2" in result.observed[0], result
+    assert "group = model.n_heads // model.n_kv_heads" in result.fix
+
+
+def test_a_list_cache_copied_then_appended_to_is_told_it_grows():
+    grows = check_decoding_step(_solution_edited(
+        ("new_cache = []", "new_cache = [] if cache is None else cache.copy()")))
+    assert grows.bug is None and "the cache grows by 2 entries a step" in grows.headline, grows
+    assert grows.fix.startswith("new_cache = []")
+    replaced = check_decoding_step(_solution_edited(
+        ("new_cache = []", "new_cache = [None, None] if cache is None else cache.copy()"),
+        ("new_cache.append((key, value))", "new_cache[layer] = (key, value)")))
+    assert replaced.passed, replaced
+
+
+def test_a_square_mask_with_a_cache_and_a_cache_of_one_layer_are_said_in_plain_words():
+    square = check_decoding_step(_solution_edited(
+        ("mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(n_all - n_new)",
+         "mask = torch.ones(n_new, n_new, dtype=torch.bool).tril()")))
+    assert "a mask over 3 keys met the 10 keys attended" in square.headline, square
+    assert square.fix.startswith("mask = torch.ones(n_new, n_all")
+    short = check_decoding_step(_solution_edited(
+        ("new_cache.append((key, value))", "new_cache = [(key, value)]")))
+    assert "holds 1 entry for 2 layers" in short.headline and short.fix.startswith("new_cache = []"), short
+
+
+@pytest.mark.parametrize(("edits", "bug"), [
+    ([("return model.unembed(x), new_cache", "return model.unembed(model.norm_final(x)), new_cache")],
+     "final_norm_twice"),
+    ([("x = x + block.mlp(block.norm_mlp(x))", "x = x + block.mlp(model.norm_final(x))")], "norms_mixed_up"),
+    ([("new_cache.append((key, value))", "new_cache.append((key.bfloat16(), value.bfloat16()))"),
+      ("torch.cat([cache[layer][0], key]", "torch.cat([cache[layer][0].float(), key]"),
+      ("torch.cat([cache[layer][1], value]", "torch.cat([cache[layer][1].float(), value]")],
+     "cache_low_precision"),
+    ([("x = model.embed(tokens, past)",
+       "x = model.embed(tokens) if cache is None else model.token_embedding(tokens)")],
+     "positions_not_advanced"),
+])
+def test_mistakes_the_exercise_text_warns_about_are_named(edits, bug):
+    result = check_decoding_step(_solution_edited(*edits))
+    assert result.bug == bug, result

@@ -13,7 +13,7 @@ import torch
 from nbclient import NotebookClient
 
 from attnviz.check import check_attention, check_causal_mask, check_multi_head
-from attnviz.check._stale import below_stub, stale_note
+from attnviz.check._stale import above_stub, below_stub, stale_note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -108,6 +108,24 @@ def test_code_written_below_the_stubs_raise_is_told_apart_from_no_code(cells):
            "        raise NotImplementedError(\"too many dims\")\n    return q\n")
     _define(own, "<cell-3>", space)
     assert not below_stub(space["my_attention"])
+
+
+def test_code_written_above_the_stubs_raise_is_told_to_put_its_return_there(cells):
+    space = {"torch": torch, "math": math}
+    above = ('def my_attention(q, k, v, mask=None):\n    """docstring"""\n'
+             "    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])\n"
+             "    out = torch.softmax(scores, dim=-1) @ v\n" + STUB.splitlines(keepends=True)[1])
+    _define(above, "<cell-1>", space)
+    cells.append(above)
+    verdict = check_attention(space["my_attention"])
+    assert above_stub(space["my_attention"]) and verdict.status == "not_implemented"
+    assert "is still at its end" in verdict.headline and "put your return in its place" in verdict.headline
+    # the untouched stub (a docstring and comments above the raise) is not code above it
+    stub = 'def my_attention(q, k, v, mask=None):\n    """docstring"""\n    # a hint\n' + STUB.splitlines()[1]
+    _define(stub, "<cell-2>", space)
+    cells.append(stub)
+    assert not above_stub(space["my_attention"])
+    assert check_attention(space["my_attention"]).headline.startswith("not written yet")
 
 
 @pytest.mark.slow

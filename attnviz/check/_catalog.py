@@ -422,8 +422,9 @@ _ENTRIES = [
         "torch.softmax(scores), then times the mask and divided by the new row sum.",
         "Right on ordinary scores (renormalised, it is the same sum); when a blocked key scores far above "
         "the allowed ones, every allowed weight underflows to 0 and the row is 0/0 (NaN) or all 0.",
-        "top = scores.masked_fill(~mask, torch.finfo(scores.dtype).min).amax(dim=-1, keepdim=True)"
-        "   # the largest allowed score; with torch.softmax: mask the scores before it, nothing after",
+        "weights = torch.softmax(scores.masked_fill(~mask, torch.finfo(scores.dtype).min), dim=-1)"
+        "   # the scores masked first, nothing done to the weights after (by hand: the row's max taken "
+        "after masking)",
     ),
     Bug(
         "missing_contiguous",
@@ -618,13 +619,16 @@ _ENTRIES = [
         "Your function changes its inputs in place (for example q /= ..., or masked_fill_ on the mask).",
         "The caller's tensors are different after the call, so calling it twice gives different answers.",
         "use out-of-place operations: scores = scores / ..., scores.masked_fill(...) (no underscore)",
+        fixes={DECODING: "leave tokens and the cache you are given as they are: no tokens.zero_() or other "
+               "in-place change; build the new cache from copies (torch.cat makes new tensors)"},
     ),
     # ---- notebook 08: a cached decoding step (check_decoding_step) ----
     Bug(
         "positions_not_advanced",
         "The new tokens' positions do not continue after the cache: they restart at 0, start one "
-        "place off (past - 1 or past + 1), start at len(cache), the number of layers, or, fed a token at a "
-        "time, every token is embedded at the first one's position.",
+        "place off (past - 1 or past + 1), start at len(cache), the number of layers, are left out once "
+        "there is a cache (the token embedding alone), or, fed a token at a time, every token is embedded "
+        "at the first one's position.",
         "The prefill is right (unless its tokens are fed one at a time at one position, or all start one "
         "place on with past + 1); every later token is read at a wrong position, as if it stood at the "
         "start of the text or one place off.",
@@ -637,6 +641,15 @@ _ENTRIES = [
         "Every position's logits are off, on the prefill as much as after it, though each block is right: "
         "the unembedding sees the residual stream at its raw scale.",
         "logits = model.unembed(x)   # model.unembedding(model.norm_final(x)): the final LayerNorm first",
+    ),
+    Bug(
+        "final_norm_twice",
+        "The final LayerNorm is applied twice: model.norm_final(x) of your own, then model.unembed(x), "
+        "which applies it again.",
+        "Every position's logits are off, on the prefill as much as after it, though each block is right: "
+        "a LayerNorm of a LayerNorm applies the scale and shift twice.",
+        "logits = model.unembed(x)   # it applies model.norm_final itself: no final norm of your own "
+        "before it",
     ),
     Bug(
         "attention_norm_skipped",
@@ -655,6 +668,14 @@ _ENTRIES = [
         "x = x + attention.W_o(merged)   # add to the stream, do not replace it",
     ),
     Bug(
+        "attention_output_left_out",
+        "Attention's output feeds the MLP but leaves the residual stream: h = x + W_o(merged), then "
+        "x = x + mlp(norm_mlp(h)), where the block has x = h + mlp(norm_mlp(h)).",
+        "Every position's logits are off, on the prefill as much as after it: what attention found reaches "
+        "the next block only through the MLP.",
+        "x = x + attention.W_o(merged); x = x + block.mlp(block.norm_mlp(x))   # one stream, updated in turn",
+    ),
+    Bug(
         "residual_from_normed",
         "A residual adds to the normed stream: x = block.norm_attention(x) (or norm_mlp) overwrote x "
         "before the sublayer, so x = x + ... adds to the normed copy, not to the stream.",
@@ -665,10 +686,11 @@ _ENTRIES = [
     ),
     Bug(
         "norms_mixed_up",
-        "A sublayer is normed with the other sublayer's LayerNorm: norm_attention before the MLP, or "
-        "norm_mlp before attention (each block has its own two, with their own scales).",
-        "Every position's logits are off, on the prefill as much as after it: the two norms differ only "
-        "in their learned scale and shift, so a model fresh from initialisation would hide it.",
+        "A sublayer is normed with another LayerNorm than its own: norm_attention before the MLP, "
+        "norm_mlp before attention, or the model's norm_final before the MLP (each block has its own two, "
+        "with their own scales).",
+        "Every position's logits are off, on the prefill as much as after it: the norms differ only in "
+        "their learned scale and shift, so a model fresh from initialisation would hide it.",
         "x = x + block.mlp(block.norm_mlp(x))   # norm_mlp before the MLP, norm_attention before W_q/W_k/W_v",
     ),
     Bug(
@@ -795,6 +817,15 @@ _ENTRIES = [
         "model.blocks   # every block: return (logits, cache) after the loop over them, not inside it",
     ),
     Bug(
+        "first_block_reused",
+        "Every layer runs block 0's attention (or all of block 0): model.blocks[0] in a line copied from "
+        "a cell that worked on the first block, pasted into the loop over the blocks.",
+        "Every position's logits are off, on the prefill as much as after it (with one layer it would be "
+        "right), and every layer caches block 0's keys and values.",
+        "for layer, block in enumerate(model.blocks): normed = block.norm_attention(x)   # the loop's own "
+        "block, its attention and its MLP",
+    ),
+    Bug(
         "state_outside_cache",
         "The step keeps something it needs outside the cache it returns (the number of positions so far "
         "in a global, an attribute of the function or a default argument), so a call with an older cache "
@@ -824,12 +855,13 @@ _ENTRIES = [
     Bug(
         "cache_low_precision",
         "The keys and values are kept in bfloat16 (half the bytes), then attended to as they were "
-        "rounded.",
-        "Every position's logits are a little off, on the prefill as much as after it (bfloat16 keeps "
-        "about three significant digits): not the model's own float32 numbers, which the exercise asks "
-        "for. Halving the cache is a real trade-off; notebook 06 counts its bytes.",
+        "rounded: as they are made, or once cached and read back.",
+        "The logits are a little off (bfloat16 keeps about three significant digits): on the prefill "
+        "already when the rounding comes before attending, from the first cached step on when only the "
+        "cache is rounded. Not the model's own float32 numbers, which the exercise asks for. Halving the "
+        "cache is a real trade-off; notebook 06 counts its bytes.",
         "key, value = key.float(), value.float()   # the model's float32 from the projection on: no "
-        ".to(torch.bfloat16) before",
+        ".to(torch.bfloat16) before attending or caching",
     ),
     Bug(
         "values_from_cached_keys",
@@ -909,6 +941,15 @@ _ENTRIES = [
         "Each of the new queries also sees the new tokens after it: the prompt's logits (or the chunk's) "
         "are computed from the future, while single tokens come out right.",
         _BOTTOM_RIGHT + "   # needed whenever n_new > 1",
+    ),
+    Bug(
+        "cache_masked_out",
+        "The mask blocks every cached position: the cached columns padded with False "
+        "(torch.cat([torch.zeros(n_new, past, dtype=torch.bool), tril], dim=1)), so the new tokens see "
+        "each other and never the cache.",
+        "The prefill is right; after it each new token attends to this step's tokens alone (a single new "
+        "token to itself), as if the text began with it.",
+        _BOTTOM_RIGHT + "   # every cached position True: all of the cache is in the new tokens' past",
     ),
     Bug(
         "kv_heads_repeated_not_interleaved",

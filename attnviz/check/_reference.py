@@ -505,6 +505,8 @@ def _decoding_mask(how, n_new, n_all, cached):
         "future_visible": lambda: ones.triu(past),
         "offset_negated": lambda: ones.tril(-past),                  # tril(n_new - n_all)
         "cached_last": lambda: torch.cat([ones[:, :n_new].tril(), ones[:, n_new:]], dim=1),  # pieces swapped
+        # the cached columns padded with False: the new queries see each other, never the cache
+        "cache_hidden": lambda: torch.cat([~ones[:, :past], ones[:, past:].tril()], dim=1),
     }
     return masks[how]()
 
@@ -520,16 +522,18 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
            values_from="values", layer_read="own", kept_in=None, norms="own", blocks=None, buffer=False,
-           counter=None, piece=None):
+           counter=None, piece=None, stored_in=None, block_read="own"):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
     ``keep``: what the returned cache holds ('appended', or the bugs 'given': the cache it was given,
     'newest': this step's keys and values only, 'swapped': (values, keys), read back as keys first);
     ``advance``: True (positions continue after the cache), False (they restart at 0), a number added
-    to the first position once there is a cache (the bug of a position one off) or "layers" (they
-    start at len(cache), the number of layers);
-    ``final_norm``: False for logits read without the final LayerNorm (the unembedding alone);
+    to the first position once there is a cache (the bug of a position one off), "layers" (they
+    start at len(cache), the number of layers) or "none" (once there is a cache, the token embedding
+    alone: "the positions are in the cache");
+    ``final_norm``: False for logits read without the final LayerNorm (the unembedding alone), or
+    'twice' (model.norm_final applied, then model.unembed, which applies it again);
     ``attend_new``: False for new queries that attend to the cache they were given without this
     step's keys and values (which still go into the returned cache);
     ``at``: the first position, whatever the cache (the bug of a chunk fed a token at a time, each at
@@ -541,19 +545,26 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     'normed' (x = norm_attention(x) first);
     ``mlp``: 'x' (x + mlp(norm_mlp(x))), or the bugs 'none' (x = mlp(norm_mlp(x))), 'normed'
     (x = norm_mlp(x), then x + mlp(x)), 'unnormed' (x + mlp(x)), 'skipped' (no MLP at all) and
-    'parallel' (the MLP reads the block's input, not the stream attention wrote to);
+    'parallel' (the MLP reads the block's input, not the stream attention wrote to) and
+    'attention_dropped' (the MLP reads the stream attention wrote to, but its output is added to the
+    block's input: attention's output feeds the MLP and leaves the stream);
     ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values);
     ``layer_read``: 'own' (cache[layer]), or the bugs 'shared' (every layer appends to entry 0 and
     attends to all it holds: a layer index that never advances), 'first' (every layer reads cache[0]), 'last'
     (every layer reads the last layer's entry: a cache list built as [[None, None]] * n_layers, one
     list aliased) and 'reversed' (layer i reads layer n_layers - 1 - i's: entries read back with pop());
     ``blocks``: None (every block), or the bug of a number of blocks (1: a return inside the loop);
+    ``block_read``: 'own', or the bugs 'first_attention' (every layer's norm_attention and attention
+    are block 0's: a line of a cell that worked on model.blocks[0], pasted into the loop) and 'first'
+    (every layer runs block 0 whole);
     ``buffer``: False, or the bug of attending to a whole preallocated buffer: the keys and values
     padded with zeros to ``model.max_len`` positions, the bottom-right mask over all of them;
     ``kept_in``: None, or the bug of a lower precision (torch.bfloat16, torch.float16) that this
-    step's keys and values are rounded to as they are made;
+    step's keys and values are rounded to as they are made; ``stored_in``: the same, for the keys and
+    values kept in the returned cache only (this step attends to its own unrounded);
     ``norms``: 'own', or the bugs 'mlp_for_attention' (norm_mlp before attention), 'attention_for_mlp'
-    (norm_attention before the MLP) and 'swapped' (both).
+    (norm_attention before the MLP), 'swapped' (both) and 'final_for_mlp' (model.norm_final before the
+    MLP).
 
     On a prefill only (``cache`` None; these bugs are named from the prefills):
     ``counter``: None, or the bugs of a position counter shared by the layers and advanced inside
@@ -571,17 +582,25 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     n_new = tokens.shape[1]
     if advance == "layers":                                             # len(cache): the number of layers
         start = 0 if cache is None else len(cache)
+    elif advance == "none":                                             # no position embedding once cached
+        start = past
     else:
         start = past if advance is True else 0 if advance is False or cache is None else past + advance
     x = model.embed(tokens, start if at is None else at)                # (batch, n_new, d_model)
+    if advance == "none" and cache is not None:
+        x = model.token_embedding(tokens)
     h, h_kv = model.n_heads, model.n_kv_heads
     kept = []
-    for layer, block in enumerate(model.blocks if blocks is None else model.blocks[:blocks]):
-        norm_attention, norm_mlp = block.norm_attention, block.norm_mlp
+    for layer, own in enumerate(model.blocks if blocks is None else model.blocks[:blocks]):
+        block = own if block_read == "own" else model.blocks[0]                # its attention half
+        later = own if block_read == "first_attention" else block              # its MLP half
+        norm_attention, norm_mlp = block.norm_attention, later.norm_mlp
         if norms in ("mlp_for_attention", "swapped"):
             norm_attention = block.norm_mlp
         if norms in ("attention_for_mlp", "swapped"):
             norm_mlp = block.norm_attention
+        if norms == "final_for_mlp":
+            norm_mlp = model.norm_final
         block_input, normed, parts = x, norm_attention(x), block.attention
         if residual == "normed":
             x = normed
@@ -604,6 +623,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         given = (key, value) if cache is None else cache[read]
         kept.append({"appended": (key_all, value_all), "given": given, "newest": (key, value),
                      "swapped": (value_all, key_all)}[keep])
+        if stored_in is not None:                                       # rounded as it is kept
+            kept[-1] = tuple(t.to(stored_in).to(t.dtype) for t in kept[-1])
         seen_keys, seen_values = (key_all, value_all) if attend_new or cache is None else cache[read]
         if buffer:                                                      # the empty slots: zeros
             free = (0, 0, 0, model.max_len - seen_keys.shape[-2])
@@ -617,9 +638,11 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         mixed = merge(heads)                                            # (batch, n_new, d_model)
         out = parts.W_o(mixed) if project_out else mixed
         x = out if residual == "none" else x + out
-        x = _add_mlp(mlp, block.mlp, norm_mlp, x, block_input)
+        x = _add_mlp(mlp, later.mlp, norm_mlp, x, block_input)
     if layer_read == "shared":                                          # one entry, every layer's in it
         kept = kept[-1:]
+    if final_norm == "twice":
+        x = model.norm_final(x)
     return (model.unembed(x) if final_norm else model.unembedding(x)), kept
 
 
@@ -657,6 +680,8 @@ def _add_mlp(how, mlp, norm, x, block_input):
         return x + mlp(x)
     if how == "parallel":
         return x + mlp(norm(block_input))
+    if how == "attention_dropped":
+        return block_input + mlp(norm(x))
     return x + mlp(norm(x))
 
 
@@ -710,6 +735,8 @@ PREFILL_VARIANTS = {
     ],
     "kv_heads_repeated_not_interleaved": [_step(expand="repeat")],
     "final_norm_skipped": [_step(final_norm=False)],
+    "final_norm_twice": [_step(final_norm="twice")],
+    "first_block_reused": [_step(block_read="first_attention"), _step(block_read="first")],
     "attention_norm_skipped": [_step(projected=how) for how in ("raw", "raw_kv", "raw_q", "raw_v")],
     "first_block_only": [_step(blocks=1)],
     "static_buffer_whole_attended": [_step(buffer=True)],
@@ -720,10 +747,12 @@ PREFILL_VARIANTS = {
     "residual_from_normed": [_step(residual="normed"), _step(mlp="normed"),
                              _step(residual="normed", mlp="normed")],
     "mlp_residual_missing": [_step(mlp="none")],
+    "attention_output_left_out": [_step(mlp="attention_dropped")],
     "mlp_skipped": [_step(mlp="skipped")],
     "mlp_norm_skipped": [_step(mlp="unnormed")],
     "parallel_block": [_step(mlp="parallel")],
-    "norms_mixed_up": [_step(norms=how) for how in ("attention_for_mlp", "mlp_for_attention", "swapped")],
+    "norms_mixed_up": [_step(norms=how) for how in ("attention_for_mlp", "mlp_for_attention", "swapped",
+                                                    "final_for_mlp")],
     "cache_low_precision": [_step(kept_in=torch.bfloat16)],   # float16's rounding stays within the tolerance
     # every token of a loop at the first position; or every position one on (past + 1), the prefill too
     "positions_not_advanced": [_per_token_at_one_position, _step(at=1)],
@@ -741,9 +770,11 @@ taken from the normed stream, the MLP beside attention instead of after it)."""
 
 CACHED_VARIANTS = {
     "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1),
-                               _step(advance="layers")],
+                               _step(advance="layers"), _step(advance="none")],
     "is_causal_top_left": [_step(causal_mask="top_left"), _step(causal_mask="none_for_one")],
     "causal_mask_missing": [_step(causal_mask="prefill_only")],
+    "cache_masked_out": [_step(causal_mask="cache_hidden")],
+    "cache_low_precision": [_step(stored_in=torch.bfloat16)],
     "cache_not_appended": [_step(keep="given"), _step(keep="newest"),   # and the given cache, even None:
                            lambda model, tokens, cache: (decode(model, tokens, cache)[0], cache)],
     "new_token_not_attended": [_step(attend_new=False), _step(attend_new=False, causal_mask="prefill_only")],

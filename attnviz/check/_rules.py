@@ -178,8 +178,8 @@ def main_dtype(t):
 
 
 _DTYPE_FIX = (
-    "mask = torch.zeros(mask.shape, dtype=scores.dtype).masked_fill(~mask, torch.finfo(scores.dtype).min)"
-    "   # a tensor you build takes the inputs' dtype"
+    "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # replaces the blocked scores in "
+    "their own dtype: no float mask to build, and none to add (in float16 an added minimum overflows)"
 )
 
 
@@ -213,8 +213,9 @@ def other_dtypes(t):
                         happened,
                         [
                             t.describe(probe, ans),
-                            f"A tensor built inside your code (torch.zeros(...), torch.tensor(...), a float "
-                            f"mask) is float32, the default dtype, and meets {word} ones.",
+                            f"A tensor built inside your code (torch.zeros(...), torch.tensor(...), a bool "
+                            f"mask times a Python number such as 1e9 * ~mask) is float32, the default dtype, "
+                            f"and meets {word} ones.",
                         ],
                         fix=_DTYPE_FIX,
                     )
@@ -281,6 +282,17 @@ def gradients(t):
     if probe is None:
         return None
     trouble = _grad_trouble(ans, probe.facts["grads"])
+    if trouble and ans.error is not None and "inplace operation" in str(ans.error.get("message", "")):
+        return t.problem(
+            f"{t.spec.subject} gave the right output, but its backward pass raised: a tensor autograd keeps "
+            "was changed in place",
+            [f"{probe.where}: {trouble}",
+             "Autograd keeps some tensors of the forward pass (the weights a softmax or an exp made) to "
+             "compute the gradients; an in-place operation on one afterwards (exp_(), /=, masked_fill_()) "
+             "changes what it kept, and the backward pass refuses."],
+            fix="weights = torch.softmax(scores, dim=-1)   # out-of-place forms: w = w / s, not w /= s or "
+                "exp_()",
+        )
     if trouble:
         return t.bug(
             "gradient_blocked",
@@ -315,6 +327,9 @@ def _grad_trouble(ans, expected):
     return None
 
 
+_FOR_TRAINING = "For training:"
+
+
 def dead_row_gradient(t):
     """Right outputs, but a backward pass through a fully masked row gives NaN or inf gradients (a -inf
     fill whose NaN was wiped from the output with nan_to_num): the exercise asks for finite outputs
@@ -327,16 +342,20 @@ def dead_row_gradient(t):
            if grad is not None and not torch.isfinite(torch.from_numpy(grad["array"])).all()]
     if bad:
         t.notes.append(
-            f"For training: {probe.where} the output is finite, but the gradient of "
+            f"{_FOR_TRAINING} {probe.where} the output is finite, but the gradient of "
             f"{' and '.join(bad)} holds NaN. A NaN made on the way and wiped from the output later "
-            "(the softmax of a row of -inf, then nan_to_num) still goes through autograd, and in "
-            "training it reaches the weights. A finite fill, scores.masked_fill(~mask, "
-            "torch.finfo(scores.dtype).min), makes none.")
+            "(say -inf added to the scores, or a division by a row's tiny sum, then nan_to_num) still "
+            "goes backward through autograd, and in training it reaches the weights. A finite fill, "
+            "scores.masked_fill(~mask, torch.finfo(scores.dtype).min), then torch.softmax, makes none.")
     return None
 
 
 def passed(t):
-    return t.spec.passed(t)
+    result = t.spec.passed(t)
+    if any(note.startswith(_FOR_TRAINING) for note in result.notes):
+        result.headline = (result.headline.rstrip(".") + "; but a backward pass through a fully masked row "
+                           "gives NaN gradients: read the note.")
+    return result
 
 
 def contiguous_error(t):

@@ -1,6 +1,6 @@
 """Whether the code a check is handed is what the learner meant: a warning when a newer cell failed,
-and plain words when their code sits below the stub's ``raise NotImplementedError`` line; and which of
-the notebook's globals that code reads (:func:`globals_read`).
+and plain words when their code sits below (or above) the stub's ``raise NotImplementedError`` line;
+and which of the notebook's globals that code reads (:func:`globals_read`).
 
 A learner fixes an exercise cell, runs it, gets a SyntaxError (or any error before the ``def``
 finishes), and runs the check cell: the name still holds the *previous* definition, so the verdict is
@@ -21,7 +21,7 @@ import re
 import sys
 import types
 
-__all__ = ["stale_note", "below_stub", "with_stale_note", "globals_read"]
+__all__ = ["stale_note", "below_stub", "above_stub", "with_stale_note", "globals_read", "values_read"]
 
 
 def globals_read(fn) -> dict:
@@ -39,6 +39,17 @@ def globals_read(fn) -> dict:
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name in fn.__globals__:
                 found.setdefault(name, fn.__globals__[name])
     return found
+
+
+def values_read(fn) -> dict:
+    """``{name: words}`` for each tensor or whole number of the notebook's a plain function reads
+    (:func:`globals_read`): ``Q`` -> "Q (a tensor of shape (5, 8))", ``n`` -> "n = 5"."""
+    import torch
+
+    read = {name: value for name, value in globals_read(fn).items()
+            if isinstance(value, torch.Tensor) or type(value) is int}
+    return {name: f"{name} (a tensor of shape {tuple(value.shape)})" if isinstance(value, torch.Tensor)
+            else f"{name} = {value}" for name, value in read.items()}
 
 
 def _name_and_code(obj):
@@ -102,6 +113,27 @@ def below_stub(obj) -> bool:
         return False
 
 
+def above_stub(obj) -> bool:
+    """Whether a function in the cell that made ``obj`` ends with the stub's ``raise
+    NotImplementedError`` after statements of its own (a docstring aside): the learner wrote their code
+    above the stub's line and left it, so the function still raises before it returns."""
+    try:
+        _, code = _name_and_code(obj)
+        if code is None:
+            return False
+        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
+                    and _raises_not_implemented(node.body[-1]):
+                own = [s for s in node.body[:-1]
+                       if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+                if own:
+                    return True
+        return False
+    except Exception:  # noqa: BLE001 - words are a courtesy; never let them break a verdict
+        return False
+
+
 def with_stale_note(check):
     """Decorator for a public checker: :func:`stale_note`'s words as the verdict's first warning (and
     its headline says so), and the not-written verdict told apart from code written under the stub's
@@ -115,6 +147,11 @@ def with_stale_note(check):
             result.headline = (
                 "your code is written, but below the stub's line raise NotImplementedError(...), which "
                 "still runs first: delete that line, run the cell, then run this cell again.")
+        elif result.status == "not_implemented" and above_stub(fn):
+            result.headline = (
+                "your code is written, but the stub's line raise NotImplementedError(...) is still at its "
+                "end, and it raises before anything is returned: put your return in its place, run the "
+                "cell, then run this cell again.")
         note = stale_note(fn)
         if note:
             result.warnings.insert(0, note)

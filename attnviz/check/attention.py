@@ -20,7 +20,7 @@ from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
-from ._stale import with_stale_note
+from ._stale import values_read, with_stale_note
 
 __all__ = ["check_attention"]
 
@@ -338,16 +338,24 @@ def _wrong_in_value(t, kind):
     return probe, ans
 
 
-def _blocked_far(t):
+def _blocked_far_softmax(t):
+    """The softmax ran over the blocked keys too (see :func:`_blocked_far`), named before the float16
+    probe is read: renormalised with an epsilon that float16 rounds to 0, that code is NaN there too,
+    and a fill it does not have would be blamed."""
+    return _blocked_far(t, named_only=True)
+
+
+def _blocked_far(t, named_only=False):
     """Right everywhere else, wrong when a blocked key scores far above the allowed ones: the blocked key
     won (an additive mask too small for the gap), or every allowed weight underflowed (the row's
-    largest score, a blocked one, subtracted before masking)."""
+    largest score, a blocked one, subtracted before masking, or the weights masked and renormalised
+    after the softmax)."""
     probe, ans = _wrong_in_value(t, "blocked_far")
     if probe is None:
         return None
     row, blocked = ans.output[0].detach().to(torch.float64), probe.args["v"][4].to(torch.float64)
     seen, finite = [t.describe(probe, ans)], bool(torch.isfinite(row).all())
-    if finite and torch.allclose(row, blocked, atol=1e-3):
+    if finite and torch.allclose(row, blocked, atol=1e-3) and not named_only:
         return t.bug("additive_mask_too_small", f"{t.spec.subject} gave query 0's weight to a blocked key",
                      seen + ["Query 0's output is key 4's value: the blocked key won."])
     if not finite or float(row.abs().max()) < 1e-6:
@@ -355,6 +363,8 @@ def _blocked_far(t):
                      f"{t.spec.subject} gave query 0 no weight on the keys it may see",
                      seen + [f"Query 0's output is {'all 0' if finite else 'NaN'}: every key it may see got "
                              "weight 0."])
+    if named_only:
+        return None
     return t.problem(f"{t.spec.subject} is right on ordinary inputs, wrong when a blocked key scores far "
                      "above the keys a query may see.", seen)
 
@@ -453,7 +463,8 @@ SPEC = Spec(
         "long_fix": "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]); mask; softmax over dim=-1; "
         "weights @ v   # or check each tile's rescaling against this on long inputs",
     },
-    rules=rules(before={"passed": [Rule("long_keys", "right", long_inputs),
+    rules=rules(before={"other_dtypes": [Rule("blocked_far_softmax", "right", _blocked_far_softmax)],
+                        "passed": [Rule("long_keys", "right", long_inputs),
                                    Rule("dead_row_gradient", "right", dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far),
                                    Rule("allowed_far_below", "right", _allowed_far_below),
@@ -461,6 +472,27 @@ SPEC = Spec(
                         "hypothesis": [Rule("swapped_return", "wrong", _swapped_return)],
                         "no_known_bug": [Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
 )
+
+
+def _with_globals_read(fn, result):
+    """A verdict that matched no known bug says first when the function reads tensors or whole numbers
+    of the notebook's (Q, K, V or n from section 1's cells) instead of its own arguments: run by hand on
+    the notebook's tensors it works, so "run it by hand" alone would send the learner the wrong way."""
+    if result.status != "problem" or not hasattr(fn, "__code__"):
+        return result
+    read = values_read(fn)
+    if not read:
+        return result
+    code = fn.__code__
+    own = ", ".join(code.co_varnames[:code.co_argcount]) or "its arguments"
+    result.observed.insert(0, (
+        f"Your function reads the notebook's {', '.join(read.values())}, not only its own arguments ({own}): "
+        f"the check calls "
+        f"it with other tensors, of other shapes, so inside it use its arguments and their shapes "
+        f"(q.shape[-1], k.shape[-2]) everywhere."))
+    result.fix = (f"inside {fn.__name__}, only {own} and sizes taken from them: never the notebook's "
+                  f"{', '.join(read)}")
+    return result
 
 
 @with_stale_note
@@ -493,4 +525,4 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     cache = _expected()
     spec = replace(SPEC, hypotheses=cache["table"])
     probes = cache["probes"]
-    return run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit)
+    return _with_globals_read(fn, run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit))

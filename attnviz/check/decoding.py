@@ -46,7 +46,7 @@ from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, n
 from ._rules import hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
 from ._sandbox import to_plain
-from ._stale import globals_read, with_stale_note
+from ._stale import globals_read, values_read, with_stale_note
 
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
@@ -438,6 +438,78 @@ def _cat_axis(t):
     return None
 
 
+_BOTTOM_RIGHT = "mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new)"
+_ENTRIES = re.compile(r"^a (list|tuple) of (\d+)")
+
+
+def _cache_grows(t):
+    """A list cache that gains n_layers entries every step: the given cache copied (cache.copy()) and
+    this step's layers appended after the old ones, so layer i keeps reading entry i, an old one."""
+    counts = []
+    for probe, ans in t.pairs():
+        if probe.kind in ("prefill", "cached"):
+            found = _ENTRIES.match((ans.extra or {}).get("cache_is") or "")
+            counts.append((probe, int(found[2]) if found else None))
+    layers = SIZES["n_layers"]
+    if not counts or counts[0][1] != layers or not any((n or 0) > layers for _, n in counts[1:]):
+        return None
+    probe, n = next((p, n) for p, n in counts[1:] if (n or 0) > layers)
+    stop, failed = t.first_wrong()
+    return t.problem(
+        f"{t.happened(stop, failed)}: the cache grows by {layers} entries a step, and layer i reads an old "
+        "one.",
+        [t.describe(stop, failed),
+         f"After the prefill your cache holds {layers} entries, one per layer; after {probe.name} it holds "
+         f"{n}: this step's layers went after the cached ones (a copy of the list, then append), so "
+         f"cache[layer] on the next step is still an old entry."],
+        fix="new_cache = []   # a new list every step, one (key, value) per layer; or new_cache = "
+            "list(cache) and new_cache[layer] = (key, value)",
+    )
+
+
+def _mask_square(t):
+    """A chunk after the prefill raised where its n_new queries' mask (n_new, n_new), a prefill's square
+    triangle, met the n_all keys: with a cache the mask is (n_new, n_all). A single token's (1, 1) mask
+    broadcasts, so only a chunk shows it."""
+    for probe, ans in t.main:
+        found = _SIZES_MEET.search((ans.error or {}).get("message", "")) if ans.error else None
+        n_new, n_all = probe.facts["n_new"], probe.facts["positions"]
+        met = {int(found[1]), int(found[2])} if found else set()
+        if probe.facts["cache_from"] and n_new > 1 and met == {n_all, n_new}:
+            said = (f"With a cache the new queries attend to every key so far: the mask is (n_new, n_all) = "
+                    f"({n_new}, {n_all}), the cached columns all True and a triangle over the new ones. A "
+                    "square (n_new, n_new) triangle is a prefill's; a single token's (1, 1) mask broadcasts, "
+                    "so only a chunk shows it.")
+            return t.problem(f"{t.spec.subject} raised {ans.error['type']} on {probe.name}: a mask over "
+                             f"{n_new} keys met the {n_all} keys attended.", [t.describe(probe, ans), said],
+                             fix=_BOTTOM_RIGHT + "   # n_all = past + n_new keys")
+    return None
+
+
+def _cache_short(t):
+    """A cached step raised IndexError reading the cache, whose prefill returned fewer entries than
+    layers: one entry kept (new_cache = [(key, value)] inside the loop, reset every layer)."""
+    probe, ans = t.first_wrong()
+    if probe is None or ans.error is None or ans.error["type"] != "IndexError":
+        return None
+    if not probe.facts["cache_from"]:
+        return None
+    given = next((a for p, a in t.pairs() if p.name == probe.facts["cache_from"]), None)
+    found = _ENTRIES.match(((given.extra or {}).get("cache_is") or "") if given else "")
+    layers = SIZES["n_layers"]
+    if not found or int(found[2]) >= layers:
+        return None
+    return t.problem(
+        f"{t.spec.subject} raised IndexError on {probe.name}: the cache it was given holds {found[2]} "
+        f"{'entry' if found[2] == '1' else 'entries'} for {layers} layers.",
+        [t.describe(probe, ans), f"After {probe.facts['cache_from']}, your step returned {found[0]}: one "
+         "(key, value) per layer is needed, and cache[layer] runs past the end. A list made anew inside "
+         "the loop over the blocks (new_cache = [(key, value)]) keeps the last layer only."],
+        fix="new_cache = []   # once, before the loop over the blocks; inside it new_cache.append((key, "
+            "value))",
+    )
+
+
 def _layer_state(summary, layer, positions):
     """('right' | 'prepended' | 'behind' | 'absent') for this layer's keys and values in a cache
     summary; 'prepended': as many positions as there should be, the first not position 0 (the new
@@ -602,7 +674,8 @@ def _kv_head_index(t):
         f"{found[0][1]}."])
 
 
-_SIZES_MEET = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)")
+_SIZES_MEET = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\)"
+                         r"(?: at non-singleton dimension (\d+))?")
 
 
 def _sizes_met(t):
@@ -633,6 +706,21 @@ def _sizes_met(t):
                              f"{n_heads} query heads met {n_heads * group} key/value heads: the model's "
                              f"{n_kv} key/value heads were repeated twice ({group} times each time), once "
                              f"before they were cached and again to attend."])
+        other = (met - {n_heads}).pop() if n_heads in met and len(met) == 2 else None
+        group = n_heads // n_kv
+        if other is not None and other != n_kv and other % n_kv == 0 and found[3] == "1":    # the heads' axis
+            times = other // n_kv
+            how = ("0 times: model.n_kv_heads // model.n_heads is 0, the division the wrong way round" if not
+                   times else f"{times} times each, where each must serve {group} query heads")
+            return t.problem(
+                f"{t.spec.subject} raised {ans.error['type']} on {probe.name}: {n_heads} query heads met "
+                f"{other} key/value heads.",
+                [t.describe(probe, ans), f"The model's {n_kv} key/value heads were repeated {how}: the group "
+                 f"is model.n_heads // model.n_kv_heads = {n_heads} // {n_kv} = {group} (not "
+                 "model.n_kv_heads, nor model.n_heads)."],
+                fix=f"group = model.n_heads // model.n_kv_heads   # {group} query heads per key/value head; "
+                    "then key.repeat_interleave(group, dim=1), and the same for value",
+            )
         if met == {n_heads, n_kv}:
             return t.problem(
                 f"{t.spec.subject} raised {ans.error['type']} on {probe.name}: {n_heads} query heads met "
@@ -785,12 +873,42 @@ def _passed(t):
     return _verdict.passed(NAME, "every piece's logits equal a full recomputation.", [_PASSED], t.notes)
 
 
+def _prefill_hypothesis(t):
+    """The prefill hypotheses (:func:`._rules.hypothesis`), with one pair told apart: attention that adds
+    nothing in any layer is a buffer's slots read before they were written (counter advanced before
+    write), or, when the returned cache does hold each prefill's keys from position 0, key/value heads
+    repeated 0 times (model.n_kv_heads // model.n_heads, the wrong way round: torch's fused attention
+    returns zeros for 0 heads, without an error)."""
+    verdict = hypothesis(t)
+    if verdict is None or verdict.bug != "counter_advanced_before_write":
+        return verdict
+    read = [(probe, (ans.extra or {}).get("summary")) for probe, ans in t.main]
+    kept = [any(seen["kind"] == "keys" and seen["start"] == 0 and seen["length"] == probe.facts["positions"]
+                for seen in summary) for probe, summary in read if summary is not None]   # batch 2's read
+    if not kept or not all(kept):
+        return verdict
+    probe, ans = t.first_wrong()
+    group = SIZES["n_heads"] // SIZES["n_kv_heads"]
+    return t.problem(
+        f"{t.happened(probe, ans)}: attention added nothing in any layer.",
+        [t.describe(probe, ans),
+         "Your cache holds each prefill's keys, as it should, yet every block's attention added nothing (W_o "
+         "of zeros): no key/value head was attended. A group of 0, model.n_kv_heads // model.n_heads (the "
+         "division the wrong way round), repeats the key/value heads 0 times, and "
+         "F.scaled_dot_product_attention returns zeros for that without an error."],
+        fix=f"group = model.n_heads // model.n_kv_heads   # {group} query heads per key/value head",
+    )
+
+
 CACHED_RULES = (
     Rule("cache_wrong_axis", "wrong", _cat_axis),
+    Rule("cache_grows", "wrong", _cache_grows),
     Rule("appended", "wrong", _appended),
     Rule("weights_meet_values", "wrong", _weights_meet_values),
     Rule("hypothesis", "wrong", _cached_hypothesis),
     Rule("positions_elsewhere", "wrong", _positions_elsewhere),
+    Rule("mask_square", "wrong", _mask_square),
+    Rule("cache_short", "wrong", _cache_short),
     Rule("raised", "wrong", raised),
     Rule("no_known_bug", "wrong", no_known_bug),
     Rule("cache_modified_in_place", "right", _branch),
@@ -812,7 +930,8 @@ SPEC = Spec(
            "nan": "the logits hold NaN or inf.",
            "batch_one": "Only the batch of 2 goes wrong: take batch from tokens.shape[0], never 1."},
     rules=rules(
-        replace={"passed": Rule("cached_steps", "right", _cached_stage)},
+        replace={"passed": Rule("cached_steps", "right", _cached_stage),
+                 "hypothesis": Rule("hypothesis", "wrong", _prefill_hypothesis)},
         before={"setup_failed": [Rule("delegated", "always", _delegated)],
                 "contiguous_error": [Rule("last_position_only", "wrong", _last_only)],
                 "raised": [Rule("kv_head_index", "wrong", _kv_head_index),
@@ -849,6 +968,15 @@ def _with_models_read(fn, result):
         if result.status == "problem":
             result.fix = (f"{given}.n_heads, {given}.blocks, ...   # the step's own argument, never the "
                           f"notebook's {names[0]}")
+    read = values_read(fn) if result.status == "problem" else {}
+    if read:                        # cell 011's group, keys, values, ... left under the step's own names
+        result.observed.insert(0, (
+            f"Your step reads the notebook's {', '.join(read.values())}, left by an earlier cell, not only "
+            "what it is given: inside the step, compute every size and tensor from model, tokens and cache."))
+        if not names:
+            result.fix = (f"compute {', '.join(read)} inside the step, from model, tokens and cache"
+                          + (" (group = model.n_heads // model.n_kv_heads)" if "group" in read else "")
+                          + ", or use the name the step itself defines")
     return result
 
 

@@ -2570,6 +2570,265 @@ def shared_ptr_advanced_once(model, tokens, cache):
     return model.unembed(x), state
 
 
+def bshd_layout_einsum(model, tokens, cache):
+    """flash-attn's (batch, seq, heads, d) layout: the cache grows along dim 1; einsum throughout."""
+    b, s_new = tokens.shape
+    heads, kv_heads, d = model.n_heads, model.n_kv_heads, model.d_head
+    past = 0 if cache is None else cache[0][0].shape[1]
+    x = model.embed(tokens, past)
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        attn, h = block.attention, block.norm_attention(x)
+        q = attn.W_q(h).view(b, s_new, heads, d)
+        k, v = attn.W_k(h).view(b, s_new, kv_heads, d), attn.W_v(h).view(b, s_new, kv_heads, d)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], dim=1), torch.cat([cache[layer][1], v], dim=1)
+        new_cache.append((k, v))
+        t = k.shape[1]
+        kr, vr = k.repeat_interleave(heads // kv_heads, dim=2), v.repeat_interleave(heads // kv_heads, dim=2)
+        scores = torch.einsum("bshd,bthd->bhst", q, kr) / math.sqrt(d)
+        causal = torch.ones(s_new, t, dtype=torch.bool).tril(t - s_new)
+        p = scores.masked_fill(~causal, float("-inf")).softmax(-1)
+        x = x + attn.W_o(torch.einsum("bhst,bthd->bshd", p, vr).reshape(b, s_new, heads * d))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new_cache
+
+
+def loop_over_kv_groups(model, tokens, cache):
+    """Grouped-query attention as a loop over the key/value heads, each with its group of queries."""
+    n_new = tokens.shape[1]
+    past = cache[0][0].shape[2] if cache is not None else 0
+    group = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, past)
+    cache_out = []
+    for layer, block in enumerate(model.blocks):
+        W, normed = block.attention, block.norm_attention(x)
+        q = split_heads(W.W_q(normed), model.n_heads)
+        k, v = split_heads(W.W_k(normed), model.n_kv_heads), split_heads(W.W_v(normed), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], dim=2), torch.cat([cache[layer][1], v], dim=2)
+        cache_out.append((k, v))
+        mask = gpt.decoding_mask(n_new, k.shape[2])
+        parts = [F.scaled_dot_product_attention(q[:, j * group:(j + 1) * group], k[:, j:j + 1], v[:, j:j + 1],
+                                                attn_mask=mask) for j in range(model.n_kv_heads)]
+        x = x + W.W_o(merge_heads(torch.cat(parts, dim=1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), cache_out
+
+
+def _layers_yielding_kv(model, x, cache, past):
+    g = model.n_heads // model.n_kv_heads
+    for i, block in enumerate(model.blocks):
+        att, h = block.attention, block.norm_attention(x)
+        q = split_heads(att.W_q(h), model.n_heads)
+        k, v = split_heads(att.W_k(h), model.n_kv_heads), split_heads(att.W_v(h), model.n_kv_heads)
+        if cache:
+            k, v = torch.cat([cache[i][0], k], dim=-2), torch.cat([cache[i][1], v], dim=-2)
+        yield k, v
+        mix = F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                             attn_mask=gpt.decoding_mask(x.shape[1], k.shape[-2]))
+        x = x + att.W_o(merge_heads(mix))
+        x = x + block.mlp(block.norm_mlp(x))
+    return x
+
+
+def generator_of_layers(model, tokens, cache):
+    """A generator yields each layer's (k, v) and hands x back through StopIteration."""
+    past = cache[0][0].shape[-2] if cache else 0
+    layers, gen = [], _layers_yielding_kv(model, model.embed(tokens, past), cache, past)
+    while True:
+        try:
+            layers.append(next(gen))
+        except StopIteration as done:
+            return model.unembed(done.value), tuple(layers)
+
+
+# ---- round 18 of unseen learner code, and two readers (notebook 08) ----------------------------------
+
+def norm_before_unembed_too(model, tokens, cache):
+    """A list of (k, v); the final LayerNorm by hand, then unembed, which applies it again."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    group, kept = model.n_heads // model.n_kv_heads, []
+    for layer, block in enumerate(model.blocks):
+        h = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(h), model.n_heads)
+        k, v = (split_heads(w(h), model.n_kv_heads) for w in (block.attention.W_k, block.attention.W_v))
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        kept.append((k, v))
+        out = F.scaled_dot_product_attention(q, k.repeat_interleave(group, 1), v.repeat_interleave(group, 1),
+                                             attn_mask=gpt.decoding_mask(tokens.shape[1], k.shape[-2]))
+        x = x + block.attention.W_o(merge_heads(out))
+        x = x + block.mlp(block.norm_mlp(x))
+    x = model.norm_final(x)                                          # BUG: unembed normalises again
+    return model.unembed(x), kept
+
+
+def ln_f_then_unembed_dict(model, tokens, cache):
+    """nanoGPT's ln_f habit: a dict cache, einsum, x = ln_f(x) then unembed (which has its own)."""
+    cache = cache or {"k": [], "v": []}
+    past = cache["k"][0].shape[2] if cache["k"] else 0
+    t = tokens.shape[1]
+    x = model.embed(tokens, past)
+    out = {"k": [], "v": []}
+    for i, blk in enumerate(model.blocks):
+        z = blk.norm_attention(x)
+        q = _heads(blk.attention.W_q(z), model.n_heads)
+        k, v = _heads(blk.attention.W_k(z), model.n_kv_heads), _heads(blk.attention.W_v(z), model.n_kv_heads)
+        if cache["k"]:
+            k, v = torch.cat((cache["k"][i], k), 2), torch.cat((cache["v"][i], v), 2)
+        out["k"].append(k)
+        out["v"].append(v)
+        g = model.n_heads // model.n_kv_heads
+        kk, vv = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)
+        s = torch.einsum("bhqd,bhkd->bhqk", q, kk) / math.sqrt(q.shape[-1])
+        s = s.masked_fill(~_bottom_right(t, kk.shape[2]), torch.finfo(s.dtype).min)
+        x = x + blk.attention.W_o(_unheads(torch.einsum("bhqk,bhkd->bhqd", s.softmax(-1), vv)))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    ln_f = model.norm_final
+    return model.unembed(ln_f(x)), out                               # BUG: ln_f twice
+
+
+def first_blocks_line_pasted(model, tokens, cache):
+    """Section 2's model.blocks[0] line pasted into the loop: every layer's attention is block 0's."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    n_new = tokens.shape[1]
+    group = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, past)
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        normed, attention = model.blocks[0].norm_attention(x), model.blocks[0].attention      # BUG
+        query = split_heads(attention.W_q(normed), model.n_heads)
+        key = split_heads(attention.W_k(normed), model.n_kv_heads)
+        value = split_heads(attention.W_v(normed), model.n_kv_heads)
+        if cache is not None:
+            key = torch.cat([cache[layer][0], key], dim=-2)
+            value = torch.cat([cache[layer][1], value], dim=-2)
+        new_cache.append((key, value))
+        heads = F.scaled_dot_product_attention(query, key.repeat_interleave(group, dim=1),
+                                               value.repeat_interleave(group, dim=1),
+                                               attn_mask=gpt.decoding_mask(n_new, key.shape[-2]))
+        x = x + attention.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new_cache
+
+
+def block_zero_for_every_layer(model, tokens, cache):
+    """A KVCache and a while loop over the layers that reads model.blocks[0] whole, every time."""
+    past = 0 if cache is None else cache.length
+    new = gpt.KVCache() if cache is None else cache.copy()
+    x, layer = model.embed(tokens, past), 0
+    while layer < len(model.blocks):
+        blk = model.blocks[0]                                         # BUG: never model.blocks[layer]
+        h = blk.norm_attention(x)
+        q = split_heads(blk.attention.W_q(h), model.n_heads)
+        k = split_heads(blk.attention.W_k(h), model.n_kv_heads)
+        v = split_heads(blk.attention.W_v(h), model.n_kv_heads)
+        k, v = new.append(layer, k, v)
+        rep = model.n_heads // model.n_kv_heads
+        w = (q @ k.repeat_interleave(rep, 1).transpose(-2, -1)) / math.sqrt(model.d_head)
+        w = w.masked_fill(~gpt.decoding_mask(tokens.shape[1], k.shape[-2]), float("-inf")).softmax(-1)
+        x = x + blk.attention.W_o(merge_heads(w @ v.repeat_interleave(rep, 1)))
+        x = x + blk.mlp(blk.norm_mlp(x))
+        layer += 1
+    return model.unembed(x), new
+
+
+def stream_named_h_after_attention(model, tokens, cache):
+    """The stream after attention is called h, and the MLP line still adds to x: attention drops out."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    group = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, past)
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        normed = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(normed), model.n_heads)
+        k = split_heads(block.attention.W_k(normed), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(normed), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], dim=-2), torch.cat([cache[layer][1], v], dim=-2)
+        new_cache.append((k, v))
+        heads = F.scaled_dot_product_attention(q, k.repeat_interleave(group, 1),
+                                               v.repeat_interleave(group, 1),
+                                               attn_mask=_bottom_right(tokens.shape[1], k.shape[-2]))
+        h = x + block.attention.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(h))                          # BUG: h + ..., not x + ...
+    return model.unembed(x), new_cache
+
+
+def mlp_added_to_block_input(model, tokens, cache):
+    """Keeps the block's input as `resid` for the MLP's residual: attention reaches it only via the MLP."""
+    cache = cache or {}
+    past = cache["len"] if cache else 0
+    x = model.embed(tokens, past)
+    out = {"len": past + tokens.shape[1]}
+    for i, blk in enumerate(model.blocks):
+        resid = x
+        z = blk.norm_attention(x)
+        q = _heads(blk.attention.W_q(z), model.n_heads)
+        k, v = _heads(blk.attention.W_k(z), model.n_kv_heads), _heads(blk.attention.W_v(z), model.n_kv_heads)
+        if cache:
+            k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+        out[i] = (k, v)
+        g = model.n_heads // model.n_kv_heads
+        s = q @ k.repeat_interleave(g, 1).transpose(2, 3) / math.sqrt(model.d_head)
+        s = s.masked_fill(~_bottom_right(tokens.shape[1], k.shape[2]), -1e9)
+        x = x + blk.attention.W_o(_unheads(s.softmax(-1) @ v.repeat_interleave(g, 1)))
+        x = resid + blk.mlp(blk.norm_mlp(x))                          # BUG: resid, not x
+    return model.unembed(x), out
+
+
+def cached_columns_padded_false(model, tokens, cache):
+    """Pads a square triangle for the cached columns, with False where True belongs."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    n_new = tokens.shape[1]
+    group = model.n_heads // model.n_kv_heads
+    square = torch.ones(n_new, n_new, dtype=torch.bool).tril()
+    mask = torch.cat([torch.zeros(n_new, past, dtype=torch.bool), square], dim=1)   # BUG: zeros
+    x = model.embed(tokens, past)
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        normed, attention = block.norm_attention(x), block.attention
+        query = split_heads(attention.W_q(normed), model.n_heads)
+        key = split_heads(attention.W_k(normed), model.n_kv_heads)
+        value = split_heads(attention.W_v(normed), model.n_kv_heads)
+        if cache is not None:
+            key = torch.cat([cache[layer][0], key], dim=-2)
+            value = torch.cat([cache[layer][1], value], dim=-2)
+        new_cache.append((key, value))
+        heads = F.scaled_dot_product_attention(query, key.repeat_interleave(group, dim=1),
+                                               value.repeat_interleave(group, dim=1), attn_mask=mask)
+        x = x + attention.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new_cache
+
+
+def additive_bias_blocks_the_past(model, tokens, cache):
+    """An additive bias: -inf over the cached columns (meant: 0), a causal -inf over the new ones."""
+    past = 0 if cache is None else cache[0].shape[3]
+    n_new = tokens.shape[1]
+    bias = torch.full((n_new, past + n_new), float("-inf"))
+    bias[:, past:] = torch.zeros(n_new, n_new).masked_fill(
+        ~torch.ones(n_new, n_new, dtype=torch.bool).tril(), float("-inf"))   # BUG: the past stays -inf
+    x = model.embed(tokens, past)
+    keys, values = [], []
+    for layer, block in enumerate(model.blocks):
+        h = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(h), model.n_heads)
+        k = split_heads(block.attention.W_k(h), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(h), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[0][layer], k], -2), torch.cat([cache[1][layer], v], -2)
+        keys.append(k)
+        values.append(v)
+        g = model.n_heads // model.n_kv_heads
+        w = torch.softmax(q @ k.repeat_interleave(g, 1).mT / math.sqrt(model.d_head) + bias, dim=-1)
+        x = x + block.attention.W_o(merge_heads(w @ v.repeat_interleave(g, 1)))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), (torch.stack(keys), torch.stack(values))
+
+
 CASES = [
     # correct
     Case("solution", solution, PASS),
@@ -2717,4 +2976,15 @@ CASES = [
     Case("prompt_in_chunks_of_three", prompt_in_chunks_of_three, "prefill_pieces_isolated"),
     Case("counter_moves_by_one", counter_moves_by_one, "positions_not_advanced",
          note="right for one token at a time; the token after a chunk stands too early"),
+    Case("bshd_layout_einsum", bshd_layout_einsum, PASS),
+    Case("loop_over_kv_groups", loop_over_kv_groups, PASS),
+    Case("generator_of_layers", generator_of_layers, PASS),
+    Case("norm_before_unembed_too", norm_before_unembed_too, "final_norm_twice"),
+    Case("ln_f_then_unembed_dict", ln_f_then_unembed_dict, "final_norm_twice"),
+    Case("first_blocks_line_pasted", first_blocks_line_pasted, "first_block_reused"),
+    Case("block_zero_for_every_layer", block_zero_for_every_layer, "first_block_reused"),
+    Case("stream_named_h_after_attention", stream_named_h_after_attention, "attention_output_left_out"),
+    Case("mlp_added_to_block_input", mlp_added_to_block_input, "attention_output_left_out"),
+    Case("cached_columns_padded_false", cached_columns_padded_false, "cache_masked_out"),
+    Case("additive_bias_blocks_the_past", additive_bias_blocks_the_past, "cache_masked_out"),
 ]
