@@ -119,7 +119,7 @@ class HeadExplorer(Explorer):
         if shown > 12:                                  # two columns, queries running down the first
             listing = f"<div class='attnviz-columns'>{listing}</div>"
         table = metrics_table(["", "this head"], [["entropy (nats)", m["entropy"]],
-                                                  ["max_weight", m["max_weight"]]])
+                                                  ["largest weight", m["max_weight"]]])
         return (note(f"<b>layer {state['layer']}, head {state['head']}</b>") + table
                 + note("Where each query looks most:<br>" + listing + more))
 

@@ -163,7 +163,7 @@ class LookupExplorer(Explorer):
     def _describe(self, state):
         m = state["metrics"]
         verdict = lookup_verdict(m, state["weights"].numpy())
-        rows = [["entropy (nats)", m["entropy"]], ["max_weight", m["max_weight"]],
+        rows = [["entropy (nats)", m["entropy"]], ["largest weight", m["max_weight"]],
                 ["answer to best value", m["distance_to_best"]],
                 ["answer to average", m["distance_to_average"]]]
         return (note(f"temperature {state['temperature']:.3g}<br>{verdict}")
