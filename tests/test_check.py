@@ -1194,3 +1194,32 @@ def test_attention_a_pass_whose_gradients_hold_nan_says_so_in_its_headline():
     assert result.passed and "gives NaN gradients: read the note" in result.headline, result
     right = check_attention(attnviz.scaled_dot_product_attention)
     assert right.passed and "NaN" not in right.headline, right
+
+
+def test_attention_if_mask_a_float64_fill_and_transposed_weights_are_said_in_plain_words():
+    def scores_of(q, k):
+        return q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+
+    def truthiness(q, k, v, mask=None):
+        scores = scores_of(q, k)
+        if mask:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=-1) @ v
+
+    def float64_fill(q, k, v, mask=None):
+        scores = scores_of(q, k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(torch.float64).min)
+        return torch.softmax(scores, dim=-1) @ v
+
+    def transposed(q, k, v, mask=None):
+        scores = scores_of(q, k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=-1)
+        return weights @ v, weights.mT
+
+    assert check_attention(truthiness).fix.startswith("if mask is not None:")
+    assert "does not fit in float32" in check_attention(float64_fill).observed[-1]
+    said = check_attention(transposed).observed[0]
+    assert "the right weights transposed" in said and "Return the softmax" not in said

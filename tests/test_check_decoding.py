@@ -713,3 +713,25 @@ def test_a_square_mask_with_a_cache_and_a_cache_of_one_layer_are_said_in_plain_w
 def test_mistakes_the_exercise_text_warns_about_are_named(edits, bug):
     result = check_decoding_step(_solution_edited(*edits))
     assert result.bug == bug, result
+
+
+def test_a_step_that_reads_one_kind_of_cache_and_returns_another_is_told_so():
+    result = check_decoding_step(_solution_edited(
+        ("past = 0 if cache is None else cache[0][0].shape[-2]",
+         "past = 0 if cache is None else cache.length")))
+    assert "it read .length on the cache its previous call returned, a list of 2" in result.headline, result
+
+
+def test_a_sliding_window_is_said_as_such_and_its_own_constant_is_not_called_the_notebooks(tmp_path):
+    source = tmp_path / "cell.py"                 # a cell of the learner's own: WINDOW is theirs
+    nb = json.loads((ROOT / "notebooks" / "08_generation_kv_cache.ipynb").read_text())
+    (solution,) = ["".join(c["source"]) for c in nb["cells"] if "### BEGIN SOLUTION" in "".join(c["source"])
+                   and "def decode_step" in "".join(c["source"])]
+    source.write_text("WINDOW = 8\n" + solution.replace(
+        "new_cache.append((key, value))", "new_cache.append((key[:, :, -WINDOW:], value[:, :, -WINDOW:]))"))
+    space = {"torch": torch, "F": F, "math": math, "gpt": gpt, "split_heads": split_heads,
+             "merge_heads": merge_heads}
+    exec(compile(source.read_text(), str(source), "exec"), space)    # noqa: S102 - the test's own text
+    result = check_decoding_step(space["decode_step"])
+    assert "the cache keeps the latest 8 positions only" in result.headline, result
+    assert not any("WINDOW" in line for line in result.observed), result

@@ -588,6 +588,15 @@ def raised(t):
             lines.append("The check calls your code with the exercise's arguments, and your def takes "
                          "others: compare its first line with the exercise's.")
             fix = t.spec.words.get("signature", fix)
+        elif "Boolean value of Tensor with more than one value is ambiguous" in message:
+            lines.append("An if (or and, or, not) asked a tensor of several numbers for one True or False: "
+                         "if mask: is one. Whether a mask was given is a question about None.")
+            fix = "if mask is not None:   # not if mask:"
+        elif error_kind(ans.error) == "overflow":
+            lines.append("A fill too large for the scores' dtype went into them: "
+                         "torch.finfo(torch.float64).min (or -1e39) does not fit in float32, nor -1e9 in "
+                         "float16.")
+            fix = "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # the scores' dtype"
         return t.problem(f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.", lines, fix=fix)
     return None
 

@@ -41,13 +41,31 @@ def globals_read(fn) -> dict:
     return found
 
 
+def _assigned_in_own_cell(fn) -> set:
+    """The names the cell (or file) that defined ``fn`` assigns at its top level: the learner's own
+    constants, not left by an earlier cell."""
+    try:
+        tree = ast.parse("".join(linecache.getlines(fn.__code__.co_filename)))
+    except Exception:  # noqa: BLE001 - no text to read: nothing known to be their own
+        return set()
+    names = set()
+    for node in tree.body:
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, (ast.AnnAssign, ast.AugAssign)) else []
+        for target in targets:
+            names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+    return names
+
+
 def values_read(fn) -> dict:
     """``{name: words}`` for each tensor or whole number of the notebook's a plain function reads
-    (:func:`globals_read`): ``Q`` -> "Q (a tensor of shape (5, 8))", ``n`` -> "n = 5"."""
+    (:func:`globals_read`), its own cell's constants aside: ``Q`` -> "Q (a tensor of shape (5, 8))",
+    ``n`` -> "n = 5"."""
     import torch
 
+    own = _assigned_in_own_cell(fn) if type(fn) is types.FunctionType else set()
     read = {name: value for name, value in globals_read(fn).items()
-            if isinstance(value, torch.Tensor) or type(value) is int}
+            if (isinstance(value, torch.Tensor) or type(value) is int) and name not in own}
     return {name: f"{name} (a tensor of shape {tuple(value.shape)})" if isinstance(value, torch.Tensor)
             else f"{name} = {value}" for name, value in read.items()}
 

@@ -315,13 +315,17 @@ def _weights_returned(t):
             args = probe.args
             unmasked = attention(*(args[n].to(torch.float64) for n in "qkv"))[1]
             unmasked_weights = "mask" in args and agrees(ans.weights, unmasked, probe.live)
+            square = weights.shape[-1] == weights.shape[-2]
+            transposed = square and agrees(ans.weights.transpose(-2, -1), weights, probe.live)
             said = (" They are the softmax of the scores without the mask: the output uses the mask, "
-                    "the weights you return do not." if unmasked_weights else "")
+                    "the weights you return do not." if unmasked_weights else
+                    " They are the right weights transposed: return them as (..., n_q, n_k), a row per query."
+                    if transposed else "")
             return t.problem(
                 "the output is right but the weights you return are not.",
                 [
                     f"{probe.where} the second thing returned has the weights' shape but different "
-                    f"numbers.{said} Return the softmax of the scaled, masked scores."
+                    f"numbers.{said or ' Return the softmax of the scaled, masked scores.'}"
                 ],
             )
     return None

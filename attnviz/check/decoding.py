@@ -510,6 +510,31 @@ def _cache_short(t):
     )
 
 
+_NO_ATTRIBUTE = re.compile(r"'(\w+)' object has no attribute '(\w+)'")
+
+
+def _cache_kind_changed(t):
+    """A cached step raised AttributeError reading, on the cache its previous call returned, an
+    attribute that cache's kind lacks (cache.length on a list): it started one kind of cache and
+    returned another."""
+    probe, ans = t.first_wrong()
+    if probe is None or ans.error is None or ans.error["type"] != "AttributeError":
+        return None
+    found = _NO_ATTRIBUTE.search(ans.error.get("message", ""))
+    given = next((a for p, a in t.pairs() if p.name == probe.facts["cache_from"]), None)
+    kind = ((given.extra or {}).get("cache_is") or "") if given else ""
+    if not found or not kind.startswith(f"a {found[1]}"):
+        return None
+    return t.problem(
+        f"{t.spec.subject} raised AttributeError on {probe.name}: it read .{found[2]} on the cache its "
+        f"previous call returned, {kind}.",
+        [t.describe(probe, ans), f"After {probe.facts['cache_from']}, your step returned {kind} as the "
+         f"cache, and the next call read it as another kind of cache (one with .{found[2]}): the cache a "
+         "step returns is the one the next call reads, so return the same kind you read."],
+        fix="return logits, new_cache   # the cache you built and appended to (a gpt.KVCache stays one)",
+    )
+
+
 def _layer_state(summary, layer, positions):
     """('right' | 'prepended' | 'behind' | 'absent') for this layer's keys and values in a cache
     summary; 'prepended': as many positions as there should be, the first not position 0 (the new
@@ -534,6 +559,25 @@ def _held(summary, kind, layer):
     return " and ".join(f"{a}..{b}" for a, b in spans)
 
 
+def _windowed(t, probe, summary, layer):
+    """The cache holds a layer's latest positions, more than this step added, and not the oldest: a
+    sliding window, said in plain words (not "not appended": it was, then trimmed)."""
+    window = [e for e in summary if e["kind"] == "keys" and e["layer"] == layer and e["start"] > 0
+              and e["start"] + e["length"] == probe.facts["positions"]
+              and e["length"] > probe.facts["n_new"]]     # more than this step's own: not only the newest
+    if not window:
+        return None
+    stop, failed = t.first_wrong()
+    return t.problem(
+        f"{t.happened(stop, failed)}: the cache keeps the latest {window[0]['length']} positions only.",
+        [t.describe(stop, failed),
+         f"After {probe.name} the cache your step returned holds layer {layer}'s keys for positions "
+         f"{_held(summary, 'keys', layer)} only: the oldest were dropped, a sliding window. This model "
+         "attends to every earlier position (it was trained so, and its positions are absolute), so the "
+         "window changes its logits as soon as it is full."],
+        fix="new_cache.append((key, value))   # every position so far: no trimming to a window")
+
+
 def _appended(t):
     """Read the caches the step returned, up to the first wrong piece: are keys AND values appended?"""
     stop, failed = t.first_wrong()
@@ -554,6 +598,9 @@ def _appended(t):
                         f"After {probe.name} the cache your step returned holds layer {layer}'s {kind} "
                         f"for all {probe.facts['positions']} positions, but the first of them is position "
                         f"{first}, the newest: the new ones went in front of the cached ones."])
+                windowed = _windowed(t, probe, summary, layer) if bug else None
+                if windowed:
+                    return windowed
                 if bug:
                     last = probe.facts["positions"] - 1
                     return t.bug(bug, t.happened(stop, failed), [
@@ -909,6 +956,7 @@ CACHED_RULES = (
     Rule("positions_elsewhere", "wrong", _positions_elsewhere),
     Rule("mask_square", "wrong", _mask_square),
     Rule("cache_short", "wrong", _cache_short),
+    Rule("cache_kind_changed", "wrong", _cache_kind_changed),
     Rule("raised", "wrong", raised),
     Rule("no_known_bug", "wrong", no_known_bug),
     Rule("cache_modified_in_place", "right", _branch),
