@@ -1223,3 +1223,20 @@ def test_attention_if_mask_a_float64_fill_and_transposed_weights_are_said_in_pla
     assert "does not fit in float32" in check_attention(float64_fill).observed[-1]
     said = check_attention(transposed).observed[0]
     assert "the right weights transposed" in said and "Return the softmax" not in said
+
+
+def test_attention_a_pass_that_calls_a_ready_made_attention_says_so_in_a_note():
+    def fused(q, k, v, mask=None):
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+    for fn in (fused, attnviz.scaled_dot_product_attention):
+        result = check_attention(fn)
+        assert result.passed and any("ready-made attention" in n for n in result.notes), result
+    def written_out(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=-1) @ v
+
+    written = check_attention(written_out)
+    assert written.passed and not any("ready-made" in n for n in written.notes), written

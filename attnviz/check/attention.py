@@ -478,6 +478,24 @@ SPEC = Spec(
 )
 
 
+def _built_in_note(fn, result):
+    """A pass whose function is, or calls, a ready-made attention (torch's or the course's) says so: the
+    exercise is the steps written out, and a teacher grading with the check may want to know."""
+    if not result.passed:
+        return result
+    module = getattr(fn, "__module__", "") or ""
+    names, todo = set(), [fn.__code__] if hasattr(fn, "__code__") else []
+    while todo:
+        code = todo.pop()
+        names |= set(code.co_names)
+        todo += [c for c in code.co_consts if hasattr(c, "co_names")]
+    if module.split(".")[0] in ("attnviz", "torch") or "scaled_dot_product_attention" in names:
+        result.notes.append("Your function calls a ready-made attention (scaled_dot_product_attention): its "
+                            "numbers are right, and the exercise asks for the steps written out: scores, "
+                            "scale, mask, softmax, blend.")
+    return result
+
+
 def _with_globals_read(fn, result):
     """A verdict that matched no known bug says first when the function reads tensors or whole numbers
     of the notebook's (Q, K, V or n from section 1's cells) instead of its own arguments: run by hand on
@@ -529,4 +547,5 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     cache = _expected()
     spec = replace(SPEC, hypotheses=cache["table"])
     probes = cache["probes"]
-    return _with_globals_read(fn, run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit))
+    result = run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit)
+    return _built_in_note(fn, _with_globals_read(fn, result))
