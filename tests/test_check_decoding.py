@@ -32,15 +32,34 @@ CACHE_LEVEL = ["positions_not_advanced", "cache_not_appended", "keys_not_appende
                "kv_heads_repeated_not_interleaved", "cache_modified_in_place"]
 
 
-def _solution():
-    """Notebook 08's exercise solution, read from its cell (### BEGIN SOLUTION)."""
+def _solution_source():
+    """Notebook 08's exercise solution cell (### BEGIN SOLUTION)."""
     nb = json.loads((ROOT / "notebooks" / "08_generation_kv_cache.ipynb").read_text())
     (source,) = ["".join(c["source"]) for c in nb["cells"] if "### BEGIN SOLUTION" in "".join(c["source"])
                  and "def decode_step" in "".join(c["source"])]
-    space = {"torch": torch, "F": F, "math": math, "gpt": gpt,           # the names notebook 08 imports
-             "split_heads": split_heads, "merge_heads": merge_heads}
+    return source
+
+
+def _notebook_names():
+    """The names notebook 08 imports before its exercise."""
+    return {"torch": torch, "F": F, "math": math, "gpt": gpt, "split_heads": split_heads,
+            "merge_heads": merge_heads}
+
+
+def _solution_edited(*edits, **names):
+    """Notebook 08's solution with each (old, new) text replaced; ``names``: globals the notebook left."""
+    source = _solution_source()
+    for old, new in edits:
+        assert old in source, old
+        source = source.replace(old, new)
+    space = {**_notebook_names(), **names}
     exec(source, space)                                          # noqa: S102 - the notebook's own cell
     return space["decode_step"]
+
+
+def _solution():
+    """Notebook 08's exercise solution, as the notebook defines it."""
+    return _solution_edited()
 
 
 class _RecipeStep(zoo.DecodeStep):
@@ -638,19 +657,6 @@ def test_the_wrong_axis_fix_names_the_positions_axis_not_one_layout():
     assert "on another axis the cache holds 4 positions where this step has 1" in result.observed[1], result
 
 
-def _solution_edited(*edits, **names):
-    """Notebook 08's solution with each (old, new) text replaced; ``names``: globals the notebook left."""
-    nb = json.loads((ROOT / "notebooks" / "08_generation_kv_cache.ipynb").read_text())
-    (source,) = ["".join(c["source"]) for c in nb["cells"] if "### BEGIN SOLUTION" in "".join(c["source"])
-                 and "def decode_step" in "".join(c["source"])]
-    for old, new in edits:
-        assert old in source, old
-        source = source.replace(old, new)
-    space = {"torch": torch, "F": F, "math": math, "gpt": gpt, "split_heads": split_heads,
-             "merge_heads": merge_heads, **names}
-    exec(source, space)                                          # noqa: S102 - the notebook's own cell
-    return space["decode_step"]
-
 
 GROUP = "group = model.n_heads // model.n_kv_heads"
 
@@ -724,13 +730,9 @@ def test_a_step_that_reads_one_kind_of_cache_and_returns_another_is_told_so():
 
 def test_a_sliding_window_is_said_as_such_and_its_own_constant_is_not_called_the_notebooks(tmp_path):
     source = tmp_path / "cell.py"                 # a cell of the learner's own: WINDOW is theirs
-    nb = json.loads((ROOT / "notebooks" / "08_generation_kv_cache.ipynb").read_text())
-    (solution,) = ["".join(c["source"]) for c in nb["cells"] if "### BEGIN SOLUTION" in "".join(c["source"])
-                   and "def decode_step" in "".join(c["source"])]
-    source.write_text("WINDOW = 8\n" + solution.replace(
+    source.write_text("WINDOW = 8\n" + _solution_source().replace(
         "new_cache.append((key, value))", "new_cache.append((key[:, :, -WINDOW:], value[:, :, -WINDOW:]))"))
-    space = {"torch": torch, "F": F, "math": math, "gpt": gpt, "split_heads": split_heads,
-             "merge_heads": merge_heads}
+    space = _notebook_names()
     exec(compile(source.read_text(), str(source), "exec"), space)    # noqa: S102 - the test's own text
     result = check_decoding_step(space["decode_step"])
     assert "the cache keeps the latest 8 positions only" in result.headline, result

@@ -113,16 +113,18 @@ def _raises_not_implemented(node):
     return isinstance(node, ast.Raise) and isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
+def _cell_tree(obj) -> ast.AST:
+    """The syntax tree of the cell (or file) that made ``obj``; an empty module when there is none."""
+    _, code = _name_and_code(obj)
+    return ast.parse("".join(linecache.getlines(code.co_filename)) if code is not None else "")
+
+
 def below_stub(obj) -> bool:
     """Whether the cell that made ``obj`` has a ``raise NotImplementedError`` with more statements
     after it in the same block: the learner wrote their code under the stub's line instead of in its
     place, so the raise still runs first. Read from the cell's text (never by calling their code)."""
     try:
-        _, code = _name_and_code(obj)
-        if code is None:
-            return False
-        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
-        for node in ast.walk(tree):
+        for node in ast.walk(_cell_tree(obj)):
             for body in (getattr(node, field, None) for field in ("body", "orelse", "finalbody")):
                 if isinstance(body, list) and any(_raises_not_implemented(s) for s in body[:-1]):
                     return True
@@ -136,11 +138,7 @@ def above_stub(obj) -> bool:
     NotImplementedError`` after statements of its own (a docstring aside): the learner wrote their code
     above the stub's line and left it, so the function still raises before it returns."""
     try:
-        _, code = _name_and_code(obj)
-        if code is None:
-            return False
-        tree = ast.parse("".join(linecache.getlines(code.co_filename)))
-        for node in ast.walk(tree):
+        for node in ast.walk(_cell_tree(obj)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
                     and _raises_not_implemented(node.body[-1]):
                 own = [s for s in node.body[:-1]

@@ -486,6 +486,12 @@ def _mask_square(t):
     return None
 
 
+def _given_cache_is(t, probe) -> str:
+    """What the cache ``probe`` was handed is ("a list of 2", ...), as the step that returned it saw it."""
+    given = next((a for p, a in t.pairs() if p.name == probe.facts["cache_from"]), None)
+    return ((given.extra or {}).get("cache_is") or "") if given else ""
+
+
 def _cache_short(t):
     """A cached step raised IndexError reading the cache, whose prefill returned fewer entries than
     layers: one entry kept (new_cache = [(key, value)] inside the loop, reset every layer)."""
@@ -494,8 +500,7 @@ def _cache_short(t):
         return None
     if not probe.facts["cache_from"]:
         return None
-    given = next((a for p, a in t.pairs() if p.name == probe.facts["cache_from"]), None)
-    found = _ENTRIES.match(((given.extra or {}).get("cache_is") or "") if given else "")
+    found = _ENTRIES.match(_given_cache_is(t, probe))
     layers = SIZES["n_layers"]
     if not found or int(found[2]) >= layers:
         return None
@@ -521,8 +526,7 @@ def _cache_kind_changed(t):
     if probe is None or ans.error is None or ans.error["type"] != "AttributeError":
         return None
     found = _NO_ATTRIBUTE.search(ans.error.get("message", ""))
-    given = next((a for p, a in t.pairs() if p.name == probe.facts["cache_from"]), None)
-    kind = ((given.extra or {}).get("cache_is") or "") if given else ""
+    kind = _given_cache_is(t, probe)
     if not found or not kind.startswith(f"a {found[1]}"):
         return None
     return t.problem(
