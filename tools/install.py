@@ -48,8 +48,28 @@ def uv_command(python: str, settings: dict[str, list[str]], args: list[str]) -> 
     return command + args
 
 
+NEEDED = (3, 11)   # the pinned numpy, ipykernel and nbgrader need Python 3.11 or newer
+
+
+def too_old(python: str) -> str | None:
+    """Words for the learner when ``python`` is older than the pinned packages need, else None."""
+    done = subprocess.run([python, "-c", "import sys; print(*sys.version_info[:2])"], capture_output=True,
+                          text=True)
+    found = tuple(int(part) for part in done.stdout.split()[:2]) if done.returncode == 0 else None
+    if found is None or found >= NEEDED:
+        return None
+    return (f"tools/install.py: this course needs Python {NEEDED[0]}.{NEEDED[1]} or newer (its pinned numpy, "
+            f"ipykernel and nbgrader do), and .venv was made with Python {found[0]}.{found[1]}. Install a "
+            f"newer Python, delete .venv, and run make again with it first on your PATH (or make "
+            f"PYTHON=python3.11).")
+
+
 def main(argv: list[str]) -> int:
     python, args = argv[0], argv[1:]
+    message = too_old(python)
+    if message:
+        print(message, file=sys.stderr)
+        return 1
     settings = pip_settings(python)
     env = dict(os.environ)
     if settings.get("cert"):
