@@ -1240,3 +1240,21 @@ def test_attention_a_pass_that_calls_a_ready_made_attention_says_so_in_a_note():
 
     written = check_attention(written_out)
     assert written.passed and not any("ready-made" in n for n in written.notes), written
+
+
+def test_causal_mask_a_squeeze_that_drops_both_axes_at_n_1_passes_with_a_note():
+    squeezed = check_causal_mask(lambda n: torch.ones(1, n, n, dtype=torch.bool).tril().squeeze())
+    assert squeezed.passed and "your mask has shape (), not (1, 1)" in squeezed.notes[0], squeezed
+    assert not check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool).tril()).notes
+
+
+def test_multi_head_if_mask_is_told_the_none_check_not_a_misplaced_axis():
+    class Truthiness(_Split):
+        def forward(self, x, mask=None):
+            scores, v = _scores_and_values(self, x)
+            if mask:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            return self.W_o(self.merge(scores.softmax(dim=-1) @ v, *x.shape))
+
+    result = check_multi_head(Truthiness)
+    assert result.bug is None and result.fix.startswith("if mask is not None:"), result

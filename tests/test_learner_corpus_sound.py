@@ -58,7 +58,8 @@ LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_
              "cache_layer_not_advanced", "causal_added_to_mask", "mask_cached_columns_last",
              "three_dims_only", "static_buffer_whole_attended",
              "counter_advanced_per_layer", "counter_advanced_before_write", "prefill_pieces_isolated",
-             "final_norm_twice", "first_block_reused", "attention_output_left_out", "cache_masked_out"}
+             "final_norm_twice", "first_block_reused", "attention_output_left_out", "cache_masked_out",
+             "sequence_first_input"}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -599,6 +599,16 @@ _ENTRIES = [
         "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # mask as given: rows = queries",
     ),
     Bug(
+        "sequence_first_input",
+        "forward reads x as (n, batch, d_model), the layout nn.MultiheadAttention takes by default "
+        "(batch_first=False), where the exercise gives (batch, n, d_model): attention runs across the "
+        "batch instead of the positions.",
+        "Without a mask each position's output blends the same position of the other sequences (a batch "
+        "of one gives each position its own value); with a mask the call raises, the (n, n) mask meeting "
+        "(batch, batch) scores.",
+        "batch, n, d_model = x.shape   # batch first: no transpose(0, 1) to (n, batch, d_model)",
+    ),
+    Bug(
         "mask_axis_misplaced",
         "The mask gets an axis in the wrong place: mask.unsqueeze(1) turns an (n, n) mask into "
         "(n, 1, n), and broadcasting then lines its first n up with the heads.",

@@ -470,6 +470,9 @@ MULTI_HEAD_VARIANTS = {
                               _parts(untransposed=("W_q", "W_k", "W_v"))],
     "heads_count_and_width_swapped": [_swapped_heads(True), _swapped_heads(False)],
     "residual_added": [lambda x, weights, h, mask, dead: x + multi_head(x, weights, h, mask, dead=dead)],
+    # x read as (n, batch, d_model), nn.MultiheadAttention's default layout: attention across the batch
+    "sequence_first_input": [lambda x, weights, h, mask, dead: multi_head(x.transpose(0, 1), weights, h, mask,
+                                                                         dead=dead).transpose(0, 1)],
     "layer_norm_added": [_normed("output"), _normed("input"), _normed("sum")],
     "heads_averaged": [_averaged_pattern, _averaged_outputs, _averaged_scores],
     "heads_not_split": [_one_head(False), _one_head(True)],

@@ -570,6 +570,24 @@ def call_mismatch(t):
     )
 
 
+_TRUTH = "Boolean value of Tensor with more than one value is ambiguous"
+
+
+def mask_truthiness(t):
+    """Some input raised asking a tensor for one True or False (if mask:, if mask and ...): told in plain
+    words before any hypothesis (a bug that raises on every masked input would match it too)."""
+    raised_here = [(p, a) for p, a in t.main if a.error is not None and _TRUTH in a.error.get("message", "")]
+    if not raised_here:
+        return None
+    probe, ans = raised_here[0]
+    return t.problem(
+        f"{t.spec.subject} raised {ans.error['type']} on {probe.name}.",
+        [t.describe(probe, ans),
+         "An if (or and, or, not) asked a tensor of several numbers for one True or False: if mask: is "
+         "one. Whether a mask was given is a question about None."],
+        fix="if mask is not None:   # not if mask:")
+
+
 def raised(t):
     errors = [(p, a) for p, a in t.main if a.error is not None]
     if errors:
@@ -588,10 +606,6 @@ def raised(t):
             lines.append("The check calls your code with the exercise's arguments, and your def takes "
                          "others: compare its first line with the exercise's.")
             fix = t.spec.words.get("signature", fix)
-        elif "Boolean value of Tensor with more than one value is ambiguous" in message:
-            lines.append("An if (or and, or, not) asked a tensor of several numbers for one True or False: "
-                         "if mask: is one. Whether a mask was given is a question about None.")
-            fix = "if mask is not None:   # not if mask:"
         elif error_kind(ans.error) == "overflow":
             lines.append("A fill too large for the scores' dtype went into them: "
                          "torch.finfo(torch.float64).min (or -1e39) does not fit in float32, nor -1e9 in "
@@ -673,6 +687,7 @@ RULES = (
     Rule("passed", "right", passed),
     # a main probe wrong: which bug
     Rule("call_mismatch", "wrong", call_mismatch),
+    Rule("mask_truthiness", "wrong", mask_truthiness),
     Rule("contiguous_error", "wrong", contiguous_error),
     Rule("mask_indexed", "wrong", mask_indexed),
     Rule("hypothesis", "wrong", hypothesis),

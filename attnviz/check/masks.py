@@ -438,8 +438,14 @@ def _causal_passed(t):
     corner = _corner(*rectangles[0]) if rectangles else None
     tried = "n = 1, 4, 6, 40 and 300" + (f" and (n_q, n_k) = (3, 5), (5, 3), the triangle from the {corner} "
                                          "corner" if rectangles else "")
+    other = [(p, a) for p, a in t.pairs() if isinstance(a.output, torch.Tensor)
+             and tuple(a.output.shape) != tuple(p.expected.shape)]
+    notes = [f"{other[0][0].where} your mask has shape {shape_str(other[0][1].output.shape)}, not "
+             f"{shape_str(other[0][0].expected.shape)}: it broadcasts, so it works as a mask, but the "
+             "exercise asks for (n, n) whatever n (a bare squeeze() drops every axis of size 1, both of "
+             "them when n = 1; squeeze(0) drops only the first)."] if other else None
     return _verdict.passed("check_causal_mask", f"correct for {tried}.",
-                           ["Each query sees itself and every earlier position, nothing later."])
+                           ["Each query sees itself and every earlier position, nothing later."], notes)
 
 
 CAUSAL = Spec(

@@ -1130,6 +1130,30 @@ class SoftmaxAlwaysFloat32(Solution):
         return self.W_o((weights @ v).transpose(1, 2).reshape(b, t, dm))
 
 
+# ---- round 19 of unseen learner code ---------------------------------------------------------------
+
+class SequenceFirstBmm(Linears):
+    """nn.MultiheadAttention's own layout, (L, N, E), read into the exercise's (batch, n, d_model)."""
+
+    def forward(self, x, mask=None):
+        L, N, E = x.shape                                 # BUG: x is (batch, n, d_model)
+        q = self.W_q(x).contiguous().view(L, N * self.n_heads, self.d_k).transpose(0, 1)
+        k = self.W_k(x).contiguous().view(L, N * self.n_heads, self.d_k).transpose(0, 1)
+        v = self.W_v(x).contiguous().view(L, N * self.n_heads, self.d_k).transpose(0, 1)
+        scores = torch.bmm(q, k.transpose(1, 2)) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        out = torch.bmm(scores.softmax(dim=-1), v).transpose(0, 1).contiguous().view(L, N, E)
+        return self.W_o(out)
+
+
+class TransposedToSequenceFirst(Solution):
+    """Turns x to (n, batch, d_model) "as PyTorch expects", then runs the right module on it."""
+
+    def forward(self, x, mask=None):
+        return super().forward(x.transpose(0, 1), mask).transpose(0, 1)      # BUG: it was batch first
+
+
 CASES = [
     # correct
     Case("solution", Solution, PASS),
@@ -1242,4 +1266,6 @@ CASES = [
     Case("additive_where_min", AdditiveWhereMin, "fill_overflows_float16"),
     Case("softmax_always_float32", SoftmaxAlwaysFloat32, FAIL,
          note="right in float32; in float64 a fully masked position is NaN (said in plain words)"),
+    Case("sequence_first_bmm", SequenceFirstBmm, "sequence_first_input"),
+    Case("transposed_to_sequence_first", TransposedToSequenceFirst, "sequence_first_input"),
 ]
