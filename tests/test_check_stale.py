@@ -120,8 +120,9 @@ def test_code_written_above_the_stubs_raise_is_told_to_put_its_return_there(cell
     verdict = check_attention(space["my_attention"])
     assert above_stub(space["my_attention"]) and verdict.status == "not_implemented"
     assert "is still at its end" in verdict.headline and "put your return in its place" in verdict.headline
-    # the untouched stub (a docstring and comments above the raise) is not code above it
-    stub = 'def my_attention(q, k, v, mask=None):\n    """docstring"""\n    # a hint\n' + STUB.splitlines()[1]
+    # the untouched stub (a docstring, comments, nbgrader's hint = "..." above the raise) is not code above it
+    stub = ('def my_attention(q, k, v, mask=None):\n    """docstring"""\n    # a hint\n'
+            '    hint = "q @ kT"\n    raise NotImplementedError(hint)\n')
     _define(stub, "<cell-2>", space)
     cells.append(stub)
     assert not above_stub(space["my_attention"])

@@ -133,16 +133,23 @@ def below_stub(obj) -> bool:
         return False
 
 
+def _stub_part(statement) -> bool:
+    """A statement a stub has besides its raise: a docstring, or nbgrader's ``hint = "..."``."""
+    value = getattr(statement, "value", None)
+    return isinstance(statement, (ast.Expr, ast.Assign)) and isinstance(value, ast.Constant) \
+        and isinstance(value.value, str)
+
+
 def above_stub(obj) -> bool:
     """Whether a function in the cell that made ``obj`` ends with the stub's ``raise
-    NotImplementedError`` after statements of its own (a docstring aside): the learner wrote their code
+    NotImplementedError`` after statements of its own (a docstring or nbgrader's ``hint = "..."``
+    aside): the learner wrote their code
     above the stub's line and left it, so the function still raises before it returns."""
     try:
         for node in ast.walk(_cell_tree(obj)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.body \
                     and _raises_not_implemented(node.body[-1]):
-                own = [s for s in node.body[:-1]
-                       if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+                own = [s for s in node.body[:-1] if not _stub_part(s)]
                 if own:
                     return True
         return False
