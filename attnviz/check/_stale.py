@@ -21,7 +21,17 @@ import re
 import sys
 import types
 
-__all__ = ["stale_note", "below_stub", "above_stub", "with_stale_note", "globals_read", "values_read"]
+__all__ = ["stale_note", "below_stub", "above_stub", "with_stale_note", "globals_read", "values_read",
+           "code_objects"]
+
+
+def code_objects(code) -> list:
+    """``code`` and every code object written inside it (nested functions, lambdas, comprehensions)."""
+    found, todo = [], [code]
+    while todo:
+        found.append(todo.pop())
+        todo += [c for c in found[-1].co_consts if type(c) is types.CodeType]
+    return found
 
 
 def globals_read(fn) -> dict:
@@ -30,10 +40,8 @@ def globals_read(fn) -> dict:
     but a plain function (nothing of an object the learner wrote is called, as in :func:`_name_and_code`)."""
     if type(fn) is not types.FunctionType:
         return {}
-    found, todo = {}, [fn.__code__]
-    while todo:
-        code = todo.pop()
-        todo += [c for c in code.co_consts if type(c) is types.CodeType]
+    found = {}
+    for code in code_objects(fn.__code__):
         for instruction in dis.get_instructions(code):
             name = instruction.argval
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name in fn.__globals__:

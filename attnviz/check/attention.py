@@ -20,7 +20,7 @@ from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
-from ._stale import values_read, with_stale_note
+from ._stale import code_objects, values_read, with_stale_note
 
 __all__ = ["check_attention"]
 
@@ -484,11 +484,8 @@ def _built_in_note(fn, result):
     if not result.passed:
         return result
     module = getattr(fn, "__module__", "") or ""
-    names, todo = set(), [fn.__code__] if hasattr(fn, "__code__") else []
-    while todo:
-        code = todo.pop()
-        names |= set(code.co_names)
-        todo += [c for c in code.co_consts if hasattr(c, "co_names")]
+    codes = code_objects(fn.__code__) if hasattr(fn, "__code__") else []
+    names = {name for code in codes for name in code.co_names}
     if module.split(".")[0] in ("attnviz", "torch") or "scaled_dot_product_attention" in names:
         result.notes.append("Your function calls a ready-made attention (scaled_dot_product_attention): its "
                             "numbers are right, and the exercise asks for the steps written out: scores, "
