@@ -72,6 +72,18 @@ def test_right_steps_pass(step):
     assert result.passed and result.status == "passed" and result.bug is None, result
 
 
+def test_a_step_rounded_to_float16_passes_with_a_note_and_a_float32_one_without():
+    """Within the tolerance on the checker's model, but a thousand times farther than float32's 2e-7."""
+    half = _solution_edited(
+        ("F.scaled_dot_product_attention(query,", "F.scaled_dot_product_attention(query.half(),"),
+        ("key.repeat_interleave(group, dim=1),", "key.repeat_interleave(group, dim=1).half(),"),
+        ("value.repeat_interleave(group, dim=1),\n", "value.repeat_interleave(group, dim=1).half(),\n"),
+        ("merge_heads(heads)", "merge_heads(heads.float())"))
+    result = check_decoding_step(half)
+    assert result.passed and any("rounded to a smaller type" in note for note in result.notes), result
+    assert not check_decoding_step(_solution()).notes
+
+
 @pytest.mark.parametrize("step", [reference_decode_step, zoo.decode_step,
                                   lambda model, tokens, cache: reference_decode_step(model, tokens, cache)],
                          ids=["reference", "zoo", "wrapped"])

@@ -13,7 +13,7 @@ import torch
 from nbclient import NotebookClient
 
 from attnviz.check import check_attention, check_causal_mask, check_multi_head
-from attnviz.check._stale import above_stub, below_stub, stale_note
+from attnviz.check._stale import above_stub, below_stub, names_used, stale_note
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -143,3 +143,59 @@ def test_in_a_real_kernel_the_check_after_a_syntax_error_says_so():
     verdict = nb.cells[3].outputs[0]["data"]["text/plain"]
     assert "causal excludes self" in verdict
     assert "This checked the my_causal_mask your cell [2] defined. Cell [3], run after it" in verdict
+
+
+def test_a_fill_of_finfo_tiny_is_told_as_the_fill_of_zero_it_is():
+    """finfo.tiny sounds like 'the tiniest float'; it is the smallest positive one: a fill of 0."""
+    def tiny_fill(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).tiny)
+        return scores.softmax(dim=-1) @ v
+
+    class TinyFill(torch.nn.Module):
+        def __init__(self, d_model, n_heads):
+            super().__init__()
+            self.h = n_heads
+            self.W_q, self.W_k, self.W_v, self.W_o = (torch.nn.Linear(d_model, d_model, bias=False)
+                                                      for _ in range(4))
+
+        def forward(self, x, mask=None):
+            b, n, d = x.shape
+            q, k, v = (w(x).view(b, n, self.h, d // self.h).transpose(1, 2)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).tiny)
+            return self.W_o((scores.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, n, d))
+
+    said = "torch.finfo(...).tiny: the smallest POSITIVE float"
+    for result in (check_attention(tiny_fill), check_multi_head(TinyFill)):
+        assert result.bug == "mask_fill_zero" and said in result.observed[0], result
+
+
+def test_names_used_reads_code_only_never_the_learners_attributes():
+    class Meta(type):
+        def __getattribute__(cls, name):
+            raise AssertionError("looked up on the learner's class")
+
+    class Hostile(metaclass=Meta):
+        def forward(self):
+            return torch.finfo(torch.float32).tiny
+
+    class Plain:
+        def forward(self):
+            return torch.finfo(torch.float32).tiny
+
+    assert names_used(Hostile) == set()
+    assert "tiny" in names_used(Plain)
+    assert "tiny" in names_used(Plain.forward) and names_used(42) == set()
+
+
+def test_an_inverted_mask_handed_to_the_fused_function_gets_its_fix_in_that_form():
+    def fused_inverted(q, k, v, mask=None):
+        blocked = None if mask is None else ~mask
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=blocked)
+
+    result = check_attention(fused_inverted)
+    assert result.bug == "mask_inverted" and result.fix.startswith("F.scaled_dot_product_attention"), result

@@ -599,6 +599,14 @@ _ENTRIES = [
         "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # mask as given: rows = queries",
     ),
     Bug(
+        "heads_split_along_positions",
+        "The heads are cut along the positions (q.chunk(n_heads, dim=1)), not along the features: each "
+        "\"head\" is a block of neighbouring positions with all d_model features.",
+        "Without a mask each position attends only to the positions of its own block; with an (n, n) mask "
+        "the call raises, the mask meeting a block's smaller scores.",
+        "q.view(batch, n, n_heads, d_k).transpose(1, 2)   # split the features (the last axis) into heads",
+    ),
+    Bug(
         "sequence_first_input",
         "forward reads x as (n, batch, d_model), the layout nn.MultiheadAttention takes by default "
         "(batch_first=False), where the exercise gives (batch, n, d_model): attention runs across the "

@@ -144,7 +144,11 @@ class Trial:
             if ans.output.is_floating_point() and not finite:
                 return f"{subject} returned NaN or inf on {probe.name}"
         wrong = sum(not self.right(p, a) for p, a in self.main)
+        raised = sum(a.error is not None for _, a in self.main)
         inputs = self.inputs("test inputs")
+        if raised and raised < wrong:          # some raised, the others returned something wrong
+            return (f"{subject} returned the wrong {output} on {wrong - raised} and raised on {raised} of "
+                    f"{len(self.main)} {inputs}")
         return f"{subject} returned the wrong {output} on {wrong} of {len(self.main)} {inputs}"
 
     def inputs(self, default="main inputs") -> str:

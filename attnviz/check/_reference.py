@@ -451,6 +451,18 @@ def _normed(where):
     return variant
 
 
+def _positions_split(scale_by_d_model):
+    """Heads cut from the positions (q.chunk(h, dim=1)): each a block of positions with every feature."""
+    def variant(x, weights, h, mask, dead):
+        q, k, v = (_project(x, weights[name]).chunk(h, dim=1) for name in ("W_q", "W_k", "W_v"))
+        d = x.shape[-1] if scale_by_d_model else x.shape[-1] // h
+        outs = [_finish(a @ _t(b) / math.sqrt(d), mask, c, dead=dead)[0]
+                for a, b, c in zip(q, k, v, strict=True)]
+        return _project(torch.cat(outs, dim=1), weights["W_o"])
+
+    return variant
+
+
 def _parts(**parts):
     return lambda x, weights, h, mask, dead: multi_head(x, weights, h, mask, dead=dead, **parts)
 
@@ -466,6 +478,7 @@ MULTI_HEAD_VARIANTS = {
     "heads_split_interleaved": [_parts(split=_split_interleaved, merge=_merge_interleaved),
                                 _parts(split=_split_interleaved)],
     "heads_overlap": [_parts(split=_split_overlapping)],
+    "heads_split_along_positions": [_positions_split(False), _positions_split(True)],
     "weight_not_transposed": [_parts(untransposed=("W_q", "W_k", "W_v", "W_o")),
                               _parts(untransposed=("W_q", "W_k", "W_v"))],
     "heads_count_and_width_swapped": [_swapped_heads(True), _swapped_heads(False)],

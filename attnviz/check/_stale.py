@@ -1,6 +1,7 @@
 """Whether the code a check is handed is what the learner meant: a warning when a newer cell failed,
 and plain words when their code sits below (or above) the stub's ``raise NotImplementedError`` line;
-and which of the notebook's globals that code reads (:func:`globals_read`).
+which of the notebook's globals that code reads (:func:`globals_read`), and which names it uses
+(:func:`names_used`, :func:`code_notes`: a fill of ``torch.finfo(...).tiny`` told as such).
 
 A learner fixes an exercise cell, runs it, gets a SyntaxError (or any error before the ``def``
 finishes), and runs the check cell: the name still holds the *previous* definition, so the verdict is
@@ -22,7 +23,7 @@ import sys
 import types
 
 __all__ = ["stale_note", "below_stub", "above_stub", "with_stale_note", "globals_read", "values_read",
-           "code_objects"]
+           "code_objects", "names_used", "code_notes"]
 
 
 def code_objects(code) -> list:
@@ -32,6 +33,37 @@ def code_objects(code) -> list:
         found.append(todo.pop())
         todo += [c for c in found[-1].co_consts if type(c) is types.CodeType]
     return found
+
+
+def names_used(obj) -> set:
+    """The global and attribute names the learner's code uses: a plain function's (functions written
+    inside it included), or for a plain class those of the functions in its own body. Read from the
+    code objects only: nothing the learner wrote is called or looked up by attribute."""
+    if type(obj) is types.FunctionType:
+        functions = [obj]
+    elif type(obj) is type:
+        functions = [value for value in obj.__dict__.values() if type(value) is types.FunctionType]
+    else:
+        return set()
+    return {name for fn in functions for code in code_objects(fn.__code__) for name in code.co_names}
+
+
+def code_notes(obj, result):
+    """Plain words from the names the code uses: a mask_fill_zero verdict on code that fills with
+    torch.finfo(...).tiny says why that is a fill of 0; a mask_inverted one on code that hands the mask
+    to F.scaled_dot_product_attention gives the fix in that form."""
+    if result.bug not in ("mask_fill_zero", "mask_inverted"):
+        return result
+    names = names_used(obj)
+    if result.bug == "mask_fill_zero" and "tiny" in names:
+        result.observed.insert(0, (
+            "Your code uses torch.finfo(...).tiny: the smallest POSITIVE float (about 1.2e-38 in float32), "
+            "so a blocked score becomes almost exactly 0. The most negative finite float is "
+            "torch.finfo(...).min."))
+    if result.bug == "mask_inverted" and "scaled_dot_product_attention" in names:
+        result.fix = ("F.scaled_dot_product_attention(q, k, v, attn_mask=mask)   # the bool mask as given: "
+                      "True = may attend, for it as for this course")
+    return result
 
 
 def globals_read(fn) -> dict:

@@ -20,7 +20,7 @@ from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
-from ._stale import code_objects, values_read, with_stale_note
+from ._stale import code_notes, names_used, values_read, with_stale_note
 
 __all__ = ["check_attention"]
 
@@ -484,8 +484,7 @@ def _built_in_note(fn, result):
     if not result.passed:
         return result
     module = getattr(fn, "__module__", "") or ""
-    codes = code_objects(fn.__code__) if hasattr(fn, "__code__") else []
-    names = {name for code in codes for name in code.co_names}
+    names = names_used(fn)
     if module.split(".")[0] in ("attnviz", "torch") or "scaled_dot_product_attention" in names:
         result.notes.append("Your function calls a ready-made attention (scaled_dot_product_attention): its "
                             "numbers are right, and the exercise asks for the steps written out: scores, "
@@ -545,4 +544,4 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     spec = replace(SPEC, hypotheses=cache["table"])
     probes = cache["probes"]
     result = run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit)
-    return _built_in_note(fn, _with_globals_read(fn, result))
+    return code_notes(fn, _built_in_note(fn, _with_globals_read(fn, result)))

@@ -22,7 +22,7 @@ from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, mul
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
-from ._stale import globals_read, with_stale_note
+from ._stale import code_notes, globals_read, with_stale_note
 
 __all__ = ["check_multi_head"]
 
@@ -721,4 +721,4 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     cache = _expected()
     probes, steps = _plan(cls, cache)
     spec = replace(SPEC, hypotheses=cache["table"], words={**SPEC.words, "globals": _sizes_read(cls)})
-    return run_check(spec, probes, steps, time_limit, read=_read)
+    return code_notes(cls, run_check(spec, probes, steps, time_limit, read=_read))

@@ -1154,6 +1154,37 @@ class TransposedToSequenceFirst(Solution):
         return super().forward(x.transpose(0, 1), mask).transpose(0, 1)      # BUG: it was batch first
 
 
+class ChunkAlongPositions(Linears):
+    """A list of heads with torch.chunk, one attention each, then cat: cut along dim 1, the positions."""
+
+    def forward(self, x, mask=None):
+        heads = zip(self.W_q(x).chunk(self.n_heads, dim=1), self.W_k(x).chunk(self.n_heads, dim=1),
+                    self.W_v(x).chunk(self.n_heads, dim=1), strict=True)     # BUG: dim=-1, the features
+        outs = []
+        for q, k, v in heads:
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            outs.append(scores.softmax(dim=-1) @ v)
+        return self.W_o(torch.cat(outs, dim=1))
+
+
+class SlicedPositionBlocks(Linears):
+    """Heads as slices of width ceil(n / n_heads), taken from the second axis (the positions)."""
+
+    def forward(self, x, mask=None):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        width = -(-x.shape[1] // self.n_heads)
+        outs = []
+        for start in range(0, x.shape[1], width):                        # BUG: slices positions, not features
+            part = slice(start, start + width)
+            scores = torch.einsum("bqd,bkd->bqk", q[:, part], k[:, part]) / math.sqrt(x.shape[-1])
+            if mask is not None:
+                scores = torch.where(mask, scores, torch.tensor(-1e9, dtype=scores.dtype))
+            outs.append(torch.einsum("bqk,bkd->bqd", scores.softmax(-1), v[:, part]))
+        return self.W_o(torch.cat(outs, dim=1))
+
+
 CASES = [
     # correct
     Case("solution", Solution, PASS),
@@ -1268,4 +1299,6 @@ CASES = [
          note="right in float32; in float64 a fully masked position is NaN (said in plain words)"),
     Case("sequence_first_bmm", SequenceFirstBmm, "sequence_first_input"),
     Case("transposed_to_sequence_first", TransposedToSequenceFirst, "sequence_first_input"),
+    Case("chunk_along_positions", ChunkAlongPositions, "heads_split_along_positions"),
+    Case("sliced_position_blocks", SlicedPositionBlocks, "heads_split_along_positions"),
 ]
