@@ -11,13 +11,15 @@ UV     := uv==0.13.9
 # JupyterLab refuses to start as root unless told; containers and CI often run as root.
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test check unit lint js canvas clean help student nbgrader screenshots
+.PHONY: lab test check unit lint js canvas clean help student nbgrader screenshots format docs
 
 help:
 	@echo "make lab    open the course in JupyterLab (first run installs into .venv)"
 	@echo "make test   run every test: lint, unit tests, every notebook (nbval), the browser test, Binder, nbgrader, the hub"
 	@echo "make check  the quick loop: lint and the unit tests (no notebooks, no browser, no slow builds)"
 	@echo "make canvas rebuild attnviz/widgets/canvas.js from the front-end's modules in attnviz/widgets/js/"
+	@echo "make format fix what the linters can fix by themselves (ruff, biome); make lint says what is left"
+	@echo "make docs   regenerate the generated pages: docs/checkers.md (the bug catalog), docs/answers.md"
 	@echo "make student  build the learner's edition in student/ (exercises as stubs; keeps every notebook you changed)"
 	@echo "make nbgrader write an nbgrader course folder (one assignment per exercise notebook) to nbgrader_course/"
 	@echo "make screenshots  run the browser test and refresh the README's images in docs/screenshots/"
@@ -72,10 +74,19 @@ lint: $(STAMP) $(NODE)
 # The front-end's unit tests on node's own test runner (no browser), among them that
 # attnviz/widgets/canvas.js is what its modules in attnviz/widgets/js/ build.
 js: $(NODE)
-	node --test tests/js/*.test.js
+	node --test --test-reporter=dot tests/js/*.test.js
 
 canvas: $(NODE)
 	node tools/build_canvas.js
+
+format: $(STAMP) $(NODE)
+	$(BIN)/python -m ruff check --fix attnviz tests notebooks benchmarks tools conftest.py
+	node_modules/.bin/biome check --write
+
+# docs/checkers.md from attnviz/check/_catalog.py; docs/answers.md from the quiz banks (tools/answer_key.py)
+docs: $(STAMP)
+	$(BIN)/python -c "from attnviz.check._catalog import catalog_markdown; print(catalog_markdown(), end='')" > docs/checkers.md
+	$(BIN)/python tools/answer_key.py > docs/answers.md
 
 student: $(STAMP)
 	$(BIN)/python tools/make_student.py notebooks student

@@ -303,6 +303,13 @@ def gradient_blocked(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def softmax_low_precision(q, k, v, mask=None):
+    """The softmax taken in float16 on float32 scores, "to save memory"."""
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = torch.softmax(scores.half(), dim=-1).to(scores.dtype)    # BUG: in the scores' own dtype
+    return weights @ v, weights
+
+
 def dtype_changed(q, k, v, mask=None):
     """The output comes back in float64 whatever the inputs' dtype."""
     weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
@@ -391,7 +398,7 @@ ATTENTION_BUGS = {
         output_and_weights_swapped,
         mask_transposed, mask_axis_misplaced, weights_transposed, softmax_sum_not_kept, mask_boolean_indexed,
         key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked, causal_when_no_mask,
-        causal_added_to_mask,
+        causal_added_to_mask, softmax_low_precision,
     )
 }
 """Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the

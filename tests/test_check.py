@@ -1183,6 +1183,20 @@ def test_attention_reading_the_notebooks_tensors_is_named():
     assert "never the notebook's Q, K, V" in result.fix
 
 
+def test_masks_reading_the_notebooks_sizes_are_named():
+    """04 leaves n = 5 and batch = 2 behind: a mask built from them is right only by hand."""
+    space = {"torch": torch, "n": 5, "batch": 2}
+    exec("def my_causal_mask(size):\n"                                     # noqa: S102 - the test's own code
+         "    return torch.ones(n, n, dtype=torch.bool).tril()\n"
+         "def my_padding_mask(lengths, width):\n"
+         "    return (torch.arange(width)[None, :] < lengths.reshape(batch, 1))[:, None, :]\n", space)
+    for check, name, said in ((check_causal_mask, "my_causal_mask", "n = 5"),
+                              (check_padding_mask, "my_padding_mask", "batch = 2")):
+        result = check(space[name])
+        assert not result.passed and f"reads the notebook's {said}" in result.observed[0], result
+        assert result.fix.endswith(f"never the notebook's {said.split()[0]}"), result
+
+
 def test_attention_a_pass_whose_gradients_hold_nan_says_so_in_its_headline():
     def log_mask(q, k, v, mask=None):
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
@@ -1258,3 +1272,53 @@ def test_multi_head_if_mask_is_told_the_none_check_not_a_misplaced_axis():
 
     result = check_multi_head(Truthiness)
     assert result.bug is None and result.fix.startswith("if mask is not None:"), result
+
+
+class _SplitAndMergeWithoutTranspose(nn.Module):
+    """view(batch, h, n, d_k) to split and reshape(batch, n, d_model) to merge, no transpose either way."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.h = n_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        b, n, d = x.shape
+        q, k, v = (w(x).view(b, self.h, n, d // self.h) for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return self.W_o((scores.softmax(-1) @ v).reshape(b, n, d))
+
+
+def test_multi_head_split_and_merge_both_without_transpose_are_both_told():
+    result = check_multi_head(_SplitAndMergeWithoutTranspose)
+    assert result.bug == "heads_split_without_transpose", result
+    assert any("The merge has the same slip" in line for line in result.observed), result
+    assert "merge: out.transpose(1, 2)" in result.fix
+    # the split alone (the zoo's member) keeps the catalog's one-line fix
+    alone = check_multi_head(zoo.MULTI_HEAD_BUGS["heads_split_without_transpose"])
+    assert alone.bug == "heads_split_without_transpose" and "merge" not in alone.fix, alone
+
+
+class _FirstMaskKept(nn.Module):
+    """Keeps the first mask it is given per length, "to save building it again"."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.h, self.kept = n_heads, {}
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        b, n, d = x.shape
+        keep = self.kept.setdefault(n, torch.ones(n, n, dtype=torch.bool) if mask is None else mask)
+        q, k, v = (w(x).view(b, n, self.h, d // self.h).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = (q @ k.transpose(-2, -1) / math.sqrt(d // self.h)).masked_fill(~keep, -1e30)
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
+
+
+def test_multi_head_state_left_by_one_call_for_the_next_is_told():
+    result = check_multi_head(_FirstMaskKept)
+    assert not result.passed and "the right one for the same call to a new module" in result.headline, result
+    assert "store nothing on self" in result.fix

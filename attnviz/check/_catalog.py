@@ -530,6 +530,16 @@ _ENTRIES = [
         "weights = torch.softmax(scores, dim=-1)   # no .detach(), torch.no_grad() or NumPy round trip",
     ),
     Bug(
+        "softmax_low_precision",
+        "The softmax is taken in a smaller dtype than the scores' (scores.half().softmax(dim=-1).float(), "
+        "or bfloat16), to save memory.",
+        "Every output is a little off: float16 keeps about 3 significant digits (bfloat16 about 2), so "
+        "the weights are off by about 1e-3 of their size where float32's are off by 1e-7; and float32's "
+        "most negative number, the course's fill, becomes -inf in float16, so a fully masked row comes "
+        "out NaN.",
+        "weights = torch.softmax(scores, dim=-1)   # in the scores' own dtype: no .half() before it",
+    ),
+    Bug(
         "dtype_changed",
         "The output's dtype differs from the inputs' (for example float64 out for float32 in), or a tensor "
         "built inside the code in the default float32 (torch.zeros(mask.shape) for an additive mask) meets "
@@ -1017,8 +1027,7 @@ def catalog_markdown() -> str:
         "",
         "Every bug id the checkers in `attnviz.check` can name (`check_attention`, `check_multi_head`,",
         "`check_causal_mask`, `check_padding_mask`, `check_decoding_step`): what is wrong, how it shows, the",
-        "fix. Generated from `attnviz/check/_catalog.py` by",
-        "`python -m attnviz.check._catalog > docs/checkers.md`; do not edit by hand.",
+        "fix. Generated from `attnviz/check/_catalog.py` by `make docs`; do not edit by hand.",
         "",
         "## How a checker decides",
         "",
@@ -1038,17 +1047,25 @@ def catalog_markdown() -> str:
         "## Adding a bug",
         "",
         "1. A `Bug(id, what, shows, fix)` entry in `attnviz/check/_catalog.py` (with `fixes={checker: ...}`",
-        "   when an exercise names things its own way), then regenerate this file.",
+        "   when an exercise names things its own way), then `make docs` to regenerate this file.",
         "2. The hypothesis that reproduces it, in `attnviz/check/_reference.py`, in the table of the",
         "   checker that should name it (`ATTENTION_VARIANTS`, `MULTI_HEAD_VARIANTS`, `PREFILL_VARIANTS`,",
         "   `CACHED_VARIANTS`; the masks' tables are in `attnviz/check/masks.py`), or a rule in",
         "   `_rules.py` (or the checker's own rules) when no hypothesis can reproduce it. Without one",
-        "   of these the id is never named.",
+        "   of these the id is never named. A table is tried in its order and the first variant that",
+        "   reproduces every main probe wins. `ATTENTION_VARIANTS` feeds three checkers: `check_multi_head`",
+        "   tries each inside correct multi-head attention, and `PREFILL_VARIANTS` (`check_decoding_step`)",
+        "   is built from it.",
         "3. A member of the bug zoo, `attnviz/zoo.py`, in the family's `*_BUGS` dict, written the way a",
         "   learner would, with its one wrong line marked `# BUG`.",
-        "4. Tests: `tests/test_zoo.py` (the checker names the zoo member by its id, and the fix line put",
-        "   in place of the `# BUG` line passes) and a case in the learner corpus, `tests/learner_code/`,",
-        "   written in a style of your own.",
+        "4. Tests: `tests/test_zoo.py` checks that the checker names the zoo member by its id, and that",
+        "   the fix line put in place of the `# BUG` line passes (the fix is code up to its first `   #`,",
+        "   and replaces that one line, indentation kept: so the zoo's bug sits on one line). Write two",
+        "   cases in the learner corpus, `tests/learner_code/<family>.py`, each in a style of your own,",
+        "   and add the id to `LATER_IDS` in `tests/test_learner_corpus_sound.py`. The corpus runs",
+        "   through the checkers only in `make test`, not in `make check`; after a new hypothesis run",
+        "   `ATTNVIZ_CORPUS=1 .venv/bin/python -m pytest tests/test_learner_corpus.py -n 2 -k \"not hostile\"`",  # noqa: E501
+        "   (one to two minutes): a new hypothesis can take over cases another id used to name.",
         "",
         "## The bug ids",
         "",

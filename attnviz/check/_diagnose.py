@@ -19,7 +19,7 @@ from .._threads import one_thread
 from ._reference import neutral
 from ._run import rebuild
 
-__all__ = ["Answer", "answer", "RAISED", "Hypotheses", "matching_bug", "error_kind"]
+__all__ = ["Answer", "answer", "RAISED", "Hypotheses", "matching_bug", "variant_matches", "error_kind"]
 
 RAISED = "raised"
 
@@ -98,22 +98,27 @@ def _informative(theirs) -> bool:
     return True
 
 
+def variant_matches(answers, hypotheses, probes, bug_id, v, *, compare) -> bool:
+    """Whether variant ``v`` of ``bug_id`` matches every probe: both raised (or the learner's output
+    has another shape, the way a raise would), or ``compare(probe, answer, variant_output)``. A
+    variant that raises, or gives nothing but NaN or inf, on every probe explains nothing (many bugs
+    do that)."""
+    ran = False
+    for a, probe in zip(answers, probes, strict=True):
+        theirs = hypotheses.output(bug_id, v, probe)
+        if not _same(probe, a, theirs, compare):
+            return False
+        ran = ran or _informative(theirs)
+    return ran
+
+
 def matching_bug(answers, hypotheses, probes, *, compare, order=None):
     """The first bug id (in ``order``, default the variants' order) with a variant that matches
-    every probe: both raised (or the learner's output has another shape, the way a raise would),
-    or ``compare(probe, answer, variant_output)``. A variant that raises, or gives nothing but NaN
-    or inf, on every probe explains nothing (many bugs do that)."""
+    every probe (:func:`variant_matches`)."""
     for bug_id in order or hypotheses.variants:
         for v in range(len(hypotheses.variants.get(bug_id, ()))):
-            ran = False
-            for a, probe in zip(answers, probes, strict=True):
-                theirs = hypotheses.output(bug_id, v, probe)
-                if not _same(probe, a, theirs, compare):
-                    break
-                ran = ran or _informative(theirs)
-            else:
-                if ran:
-                    return bug_id
+            if variant_matches(answers, hypotheses, probes, bug_id, v, compare=compare):
+                return bug_id
     return None
 
 

@@ -68,7 +68,8 @@ class Spec:
     ``subject`` names the learner's code in verdicts ("your function", "forward", "your step").
     ``compare(probe, answer, expected) -> bool`` says whether an answer equals ``expected`` (the
     probe's reference result, or a hypothesis's; default: the output agrees on the live rows).
-    ``passed(trial)`` gives the passing verdict; ``words`` holds the checker's own sentences.
+    ``passed(trial)`` gives the passing verdict; ``words`` holds the checker's own sentences (and, under
+    ``"refine:hypothesis"``, a function ``(trial, verdict) -> verdict`` that adds to a named bug's words).
     """
 
     name: str

@@ -103,6 +103,21 @@ def _causal_and(dead):
     return attend
 
 
+def _low_precision_softmax(dtype, fill_first):
+    """The softmax taken in a smaller dtype than the scores' (scores.half().softmax(-1).float()): the
+    course's finfo(float32).min fill first (it rounds to -inf in float16: a fully masked row NaN), or
+    the cast first and that dtype's own minimum (a fully masked row uniform)."""
+    def variant(q, k, v, m):
+        scores = q @ _t(k) / math.sqrt(q.shape[-1])
+        if fill_first:
+            small = _fill(scores, m, _MIN).to(dtype)
+        else:
+            small = _fill(scores.to(dtype), m, torch.finfo(dtype).min)
+        return torch.softmax(small, dim=-1).to(scores.dtype) @ v
+
+    return variant
+
+
 def _fills(make):
     """The same variant with a -inf fill (a fully masked row NaN, or zero as PyTorch's fused function
     gives) and a finite finfo.min fill (a fully masked row uniform)."""
@@ -243,6 +258,8 @@ ATTENTION_VARIANTS = {
             dead=f[1])[0]
     ),
     "mask_inverted": _mask_read(lambda m: ~m) + [_additive(lambda m: m * -1e9)],
+    "softmax_low_precision": [_low_precision_softmax(dtype, first)
+                              for dtype in (torch.float16, torch.bfloat16) for first in (True, False)],
     "mask_ignored": [lambda q, k, v, m: attention(q, k, v)[0]],
     "weights_transposed": _fills(   # weights.mT @ v, or an einsum summing over the queries' index
         lambda f: (

@@ -383,7 +383,9 @@ def hypothesis(t):
     if bug:
         probe, ans = t.first_wrong()
         fix = t.spec.words.get(f"fix:{bug}")
-        return t.bug(bug, t.happened(probe, ans), [t.describe(probe, ans)], fix=fix)
+        verdict = t.bug(bug, t.happened(probe, ans), [t.describe(probe, ans)], fix=fix)
+        refine = t.spec.words.get("refine:hypothesis")      # a checker's words on one variant it tells apart
+        return refine(t, verdict) if refine else verdict
     return None
 
 

@@ -23,7 +23,7 @@ import sys
 import types
 
 __all__ = ["stale_note", "below_stub", "above_stub", "with_stale_note", "globals_read", "values_read",
-           "code_objects", "names_used", "code_notes"]
+           "code_objects", "names_used", "code_notes", "globals_note"]
 
 
 def code_objects(code) -> list:
@@ -46,6 +46,27 @@ def names_used(obj) -> set:
     else:
         return set()
     return {name for fn in functions for code in code_objects(fn.__code__) for name in code.co_names}
+
+
+def globals_note(fn, result, sizes: str = ""):
+    """A verdict that matched no known bug says first when a plain function reads tensors or whole
+    numbers of the notebook's (Q, K, V or n from section 1's cells) instead of its own arguments: run
+    by hand on the notebook's values it works, so "run it by hand" alone would send the learner the
+    wrong way. ``sizes``: where the sizes come from instead (``"q.shape[-1], k.shape[-2]"``), if said."""
+    if result.status != "problem" or type(fn) is not types.FunctionType:
+        return result
+    read = values_read(fn)
+    if not read:
+        return result
+    code = fn.__code__
+    own = ", ".join(code.co_varnames[:code.co_argcount]) or "its arguments"
+    result.observed.insert(0, (
+        f"Your function reads the notebook's {', '.join(read.values())}, not only its own arguments ({own}): "
+        f"the check calls it with other values, of other sizes, so inside it use its arguments"
+        + (f" and what they give ({sizes})" if sizes else "") + " everywhere."))
+    result.fix = (f"inside {fn.__name__}, only {own} and sizes taken from them: never the notebook's "
+                  f"{', '.join(read)}")
+    return result
 
 
 def code_notes(obj, result):

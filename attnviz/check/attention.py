@@ -20,7 +20,7 @@ from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
-from ._stale import code_notes, names_used, values_read, with_stale_note
+from ._stale import code_notes, globals_note, names_used, with_stale_note
 
 __all__ = ["check_attention"]
 
@@ -492,27 +492,6 @@ def _built_in_note(fn, result):
     return result
 
 
-def _with_globals_read(fn, result):
-    """A verdict that matched no known bug says first when the function reads tensors or whole numbers
-    of the notebook's (Q, K, V or n from section 1's cells) instead of its own arguments: run by hand on
-    the notebook's tensors it works, so "run it by hand" alone would send the learner the wrong way."""
-    if result.status != "problem" or not hasattr(fn, "__code__"):
-        return result
-    read = values_read(fn)
-    if not read:
-        return result
-    code = fn.__code__
-    own = ", ".join(code.co_varnames[:code.co_argcount]) or "its arguments"
-    result.observed.insert(0, (
-        f"Your function reads the notebook's {', '.join(read.values())}, not only its own arguments ({own}): "
-        f"the check calls "
-        f"it with other tensors, of other shapes, so inside it use its arguments and their shapes "
-        f"(q.shape[-1], k.shape[-2]) everywhere."))
-    result.fix = (f"inside {fn.__name__}, only {own} and sizes taken from them: never the notebook's "
-                  f"{', '.join(read)}")
-    return result
-
-
 @with_stale_note
 @in_neutral
 def check_attention(fn, *, time_limit: float = TIME_LIMIT):
@@ -544,4 +523,4 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     spec = replace(SPEC, hypotheses=cache["table"])
     probes = cache["probes"]
     result = run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit)
-    return code_notes(fn, _built_in_note(fn, _with_globals_read(fn, result)))
+    return code_notes(fn, _built_in_note(fn, globals_note(fn, result, "q.shape[-1], k.shape[-2]")))

@@ -23,7 +23,7 @@ from ._engine import Probe, Rule, Spec, dtype_name, run_check
 from ._reference import causal, in_neutral, padding
 from ._rules import rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
-from ._stale import with_stale_note
+from ._stale import globals_note, with_stale_note
 
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
@@ -482,7 +482,7 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     probes = [_probe({"n": n}, causal(n)) for n in _CAUSAL_SIZES]
     if _takes_two(fn):
         probes += [_probe({"n_q": a, "n_k": b}, causal(a, b), kind="rectangle") for a, b in _RECTANGLES]
-    return _run(CAUSAL, fn, probes, time_limit)
+    return globals_note(fn, _run(CAUSAL, fn, probes, time_limit))
 
 
 def _padding_notes(probe, ans):
@@ -507,6 +507,13 @@ def _padding_notes(probe, ans):
 def _padding_passed(t):
     full = any(isinstance(a.output, torch.Tensor) and a.output.dim() == 3 and a.output.shape[-2] > 1
                for _, a in t.main)
+    # neither (batch, 1, n) nor (batch, n, n): a squeeze() that dropped the batch of one, say
+    other = [(p, a) for p, a in t.pairs() if isinstance(a.output, torch.Tensor) and a.output.dim() != 3]
+    asked = (len(other[0][0].args["lengths"]), 1, other[0][0].args["n"]) if other else ()
+    notes = [f"{other[0][0].where} your mask has shape {shape_str(other[0][1].output.shape)}, not "
+             f"(batch, 1, n) = {shape_str(asked)}: it broadcasts against these scores, so it works as a "
+             "mask here, but the exercise asks for (batch, 1, n) whatever the batch (a bare squeeze() "
+             "also drops a batch of one)."] if other else []
     return _verdict.passed(
         "check_padding_mask", "correct: padding keys are blocked for every query.",
         [
@@ -516,7 +523,7 @@ def _padding_passed(t):
         ["Your mask is the full (batch, n, n): right for these scores, which have n queries. The exercise "
          "asks for (batch, 1, n), which fits any number of queries; with one query (a decoding step, "
          "notebook 08) a (batch, n, n) mask turns its one row of scores into n. Keep one row: "
-         "mask[:, :1, :]."] if full else None,
+         "mask[:, :1, :]."] * full + notes,
     )
 
 
@@ -557,4 +564,4 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
         lengths = torch.tensor(lengths)
         expected = padding(lengths, n).expand(len(lengths), n, n)
         probes.append(_probe({"lengths": lengths, "n": n}, expected, batch_one=single, lengths=lengths))
-    return _run(PADDING, fn, probes, time_limit)
+    return globals_note(fn, _run(PADDING, fn, probes, time_limit))

@@ -16,8 +16,8 @@ from torch import nn
 
 from . import _verdict
 from ._compare import agrees
-from ._diagnose import Answer, Hypotheses, answer
-from ._engine import Probe, Rule, Spec, live_queries, run_check
+from ._diagnose import Answer, Hypotheses, answer, variant_matches
+from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
 from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
@@ -271,6 +271,10 @@ def _probes():
         # a new x of the first input's shape: state kept by shape (keys and values cached) shows here
         _probe(f"{tag}: batch 2, 5 positions, no mask, a new x of the first input's shape", 0,
                _x(torch.Generator().manual_seed(54), 2, 5, d_model), None, kind="same_shape"),
+        # the second call again, on a module built for it alone: state an earlier call left shows here
+        _probe(f"{tag}, n_heads={n_heads}: batch 2, 5 positions, a (5, 5) mask, on a new module", 0, x5,
+               _mask(_M5), kind="fresh",
+               twin=f"{tag}, n_heads={n_heads}: batch 2, 5 positions, a (5, 5) mask"),
         _probe(f"{tag}: large scores (x times 30)", 0, x5 * 30, _mask(_M5), kind="large"),
         _probe(f"{tag}: the module and x in float64", 0, x4.double(), _mask(_M4), kind="float64"),
         _probe(f"{tag}: the module and x in float16, position 1 fully masked", 0, x4.half(), _mask(_M4),
@@ -320,8 +324,9 @@ _DTYPES = {"float64": torch.float64, "float16": torch.float16}
 
 
 def _module_key(probe):
-    """Which module a call runs on: its config, in float32 or the probe's own dtype."""
-    return (probe.facts["config"], probe.kind if probe.kind in _DTYPES else "float32")
+    """Which module a call runs on: its config, in float32 or the probe's own dtype, or a new one."""
+    kind = probe.kind if probe.kind in _DTYPES or probe.kind == "fresh" else "float32"
+    return (probe.facts["config"], kind)
 
 
 def _build_step(cls, key, weights, state):
@@ -419,6 +424,25 @@ def _state_by_shape(t):
          "shape: keys and values (a cache), scores or a mask stored on self (or a global), keyed by the "
          "shape rather than by x."],
         fix="compute q, k, v from this call's x in every call, and store nothing on self",
+    )
+
+
+def _state_between_calls(t):
+    """Wrong on the second call of a module, right on the same call to a new module: something the
+    first call left on the module (a mask or keys and values kept on self, or a global) is used again."""
+    probe, ans = t.one("fresh")
+    if probe is None or not t.right(probe, ans):
+        return None
+    twin, twin_ans = t.named(probe.facts["twin"])
+    if twin is None or t.right(twin, twin_ans):
+        return None
+    return t.problem(
+        f"{t.spec.subject} gave a wrong output on {twin.name}, and the right one for the same call to a "
+        "new module",
+        [t.describe(twin, twin_ans), "That call came after another call (no mask, the same shape) on the "
+         "same module: something a call leaves behind (a mask, keys, values or scores stored on self, or "
+         "in a global) is used again by the next one."],
+        fix="compute everything from this call's x and mask, and store nothing on self between calls",
     )
 
 
@@ -520,6 +544,30 @@ def _backward_step(key, probe, cotangent, state):
 
 
 _CACHE: dict = {}
+_DEAD_STYLES = 3          # each structural variant is tried with the three fully-masked-row styles
+
+
+def _merge_too(t, verdict):
+    """A hypothesis's verdict (``words["refine:hypothesis"]``), with one pair told apart: heads split
+    without the transpose, and merged without it too (MULTI_HEAD_VARIANTS' second split variant), whose
+    fix needs both lines."""
+    if verdict.bug != "heads_split_without_transpose":
+        return verdict
+    answers, probes = [a for _, a in t.main], [p for p, _ in t.main]
+
+    def matches(first):
+        compare = t.spec.compare or default_compare
+        return any(variant_matches(answers, t.spec.hypotheses, probes, verdict.bug, v, compare=compare)
+                   for v in range(first, first + _DEAD_STYLES))
+
+    if not matches(0) and matches(_DEAD_STYLES):
+        verdict.observed.insert(1, "The merge has the same slip: the heads go back to (batch, n, d_model) "
+                                   "with .view or .reshape straight from (batch, n_heads, n, d_k), without "
+                                   "transpose(1, 2) first. Fix both lines; fixing the split alone leaves the "
+                                   "output wrong.")
+        verdict.fix = ("x.view(batch, n, n_heads, d_k).transpose(1, 2)   # split; merge: "
+                       "out.transpose(1, 2).contiguous().view(batch, n, d_model)")
+    return verdict
 
 
 def _variants():
@@ -576,7 +624,7 @@ def _plan(cls, cache):
     for key in dict.fromkeys(_module_key(p) for p in cache["calls"]):
         config, dtype = key
         d_model, n_heads = CONFIGS[config]
-        in_dtype = "" if dtype == "float32" else f" in {dtype}"
+        in_dtype = {"float32": "", "fresh": " again, for one call"}.get(dtype, f" in {dtype}")
         note = " After module.to(dtype) every parameter has that dtype." if in_dtype else ""
         probes.append(Probe(f"Building cls({d_model}, {n_heads}){in_dtype}", kind="setup",
                             facts={"raised_note": note}))
@@ -631,7 +679,8 @@ def _passed(t):
             "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
             "no mask, a mask that is not symmetric, a fully masked position, large scores, a blocked "
             f"position scoring far above the allowed ones, {_LONG} positions, float64 and float16 modules, a "
-            "repeated call, a new x of an earlier shape and the gradients of two backward passes (one "
+            "repeated call, a new x of an earlier shape, a call on a new module and the gradients of two "
+            "backward passes (one "
             "through a fully masked position)."
         ],
         t.notes + _dropout_note(t) + _shape_notes(t),
@@ -664,6 +713,7 @@ SPEC = Spec(
         "extra_dims": _extra_dims,
         "long": ("up to 5 positions", f"{_LONG} positions"),
         "signature": "def forward(self, x, mask=None):   # called as module(x) and module(x, mask=mask)",
+        "refine:hypothesis": _merge_too,
         "mask_fix": "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # scores (batch, "
         "heads, n, n), before the softmax: the (n, n) mask reaches every head and batch entry as it is",
     },
@@ -673,6 +723,7 @@ SPEC = Spec(
                         "large_scores_nan": [Rule("state_by_shape", "right", _state_by_shape),
                                              Rule("blocked_far_softmax", "right", _blocked_far_softmax)],
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
+                        "hypothesis": [Rule("state_between_calls", "wrong", _state_between_calls)],
                         "passed": [Rule("long_positions", "right", long_inputs),
                                    Rule("dead_row_gradient", "right", dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far)],
@@ -700,7 +751,8 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     weights in, and compares with its own reference on several inputs (batch
     1, 2 and 3, masks, a fully masked position where any finite output is
     accepted, a blocked position scoring far above the allowed ones), a
-    repeated call, a new x of an earlier shape and two backward passes (the
+    repeated call, a new x of an earlier shape, the second call again on a new
+    module and two backward passes (the
     second through a fully masked position: NaN in its gradients is told in a
     note). The module runs in a child process with a time limit; the kernel
     is never changed. A pass says so when the layers have biases (set to 0)

@@ -153,7 +153,10 @@ def heatmap_panel(name, values, mask=None, *, title="", scale="weights", query_l
     nan = np.isnan(values)
     blocked = np.zeros(values.shape, bool) if mask is None else ~np.broadcast_to(np.asarray(mask, bool),
                                                                                  values.shape)
-    leak = blocked & ~nan & (values != 0) if scale == "weights" else np.zeros(values.shape, bool)
+    # a leak: weight on a blocked key of a row that has an allowed one (a row with none has nowhere
+    # else to put its weight: it is drawn masked, and its explorer says what such rows hold)
+    live_row = (~blocked).any(axis=1, keepdims=True)
+    leak = blocked & ~nan & (values != 0) & live_row if scale == "weights" else np.zeros(values.shape, bool)
     masked = blocked & ~nan & ~leak
     if scale == "scores" and (vmin is None or vmax is None):
         allowed = values[~blocked & np.isfinite(values)]

@@ -118,8 +118,8 @@ class HeadExplorer(Explorer):
         listing = "<br>".join(lines)
         if shown > 12:                                  # two columns, queries running down the first
             listing = f"<div class='attnviz-columns'>{listing}</div>"
-        table = metrics_table(["", "this head"], [["entropy (nats)", m["entropy"]],
-                                                  ["largest weight", m["max_weight"]]])
+        table = metrics_table(["", "this head, mean over its rows"], [["entropy (nats)", m["entropy"]],
+                                                                      ["largest weight", m["max_weight"]]])
         return (note(f"<b>layer {state['layer']}, head {state['head']}</b>") + table
                 + note("Where each query looks most:<br>" + listing + more))
 

@@ -24,7 +24,9 @@ def sharing_sentence(n_heads: int, n_kv_heads: int, bytes_mha: int, bytes_gqa: i
     verb = "shares" if n_heads == 1 else "share"
     share = (f"{_plural(n_heads, 'query head')} {verb} {_plural(n_kv_heads, 'KV head')} "
              f"({per} query head{'' if per == 1 else 's'} per KV head)")
-    if bytes_gqa == 0 or bytes_mha == bytes_gqa:
+    if bytes_gqa == 0:
+        return f"{share}: with no position cached, every cache is empty."
+    if bytes_mha == bytes_gqa:
         return f"{share}: the cache is the same size as full multi-head attention's."
     return f"{share}: the cache is {bytes_mha / bytes_gqa:g}x smaller than full multi-head attention's."
 
@@ -69,8 +71,12 @@ class KVCacheExplorer(Explorer):
         self.update()
 
     def _compute(self, values):
-        state = kv_cache_state(values["n_layers"], values["n_heads"], values["n_kv_heads"], values["d_head"],
-                               values["seq_len"], values["dtype"], values["batch"])
+        try:
+            state = kv_cache_state(values["n_layers"], values["n_heads"], values["n_kv_heads"],
+                                   values["d_head"], values["seq_len"], values["dtype"], values["batch"])
+        except ValueError as err:      # said with the controls' own labels beside the argument names
+            words = str(err).replace("n_kv_heads=", "KV heads (n_kv_heads) = ")
+            raise ValueError(words.replace("n_heads=", "query heads (n_heads) = ")) from None
         state["settings"] = dict(values)
         return state
 

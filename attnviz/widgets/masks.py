@@ -68,6 +68,7 @@ class MaskExplorer(Explorer):
         raw = state["scores"].numpy()
         filled = state["filled_scores"]
         label = None if filled is None else ("no fill" if mask == "none" else fill)
+        cell_text = "min" if label == "finfo.min" else label      # "finfo.min" is wider than a cell
         shown_scores = raw if filled is None else filled.numpy().astype(np.float64)
         bound = float(np.abs(raw).max()) or 1.0
         panels = {}
@@ -79,7 +80,7 @@ class MaskExplorer(Explorer):
             panels[f"scores/{i}"] = heatmap_panel(
                 f"scores/{i}", shown_scores[i], allowed[i], title=title, scale="scores", room=150,
                 colour_bar=i == self.batch - 1,
-                value_name="score", vmin=-bound, vmax=bound, masked_text=label or "",
+                value_name="score", vmin=-bound, vmax=bound, masked_text=cell_text or "",
                 masked_hover=("masked: holds the fill " + label) if label else "masked (not filled: "
                 "masked_fill failed)", what=f"scores of sequence {i} after the fill")
             panels[f"mask/{i}"] = heatmap_panel(
@@ -123,8 +124,8 @@ class MaskExplorer(Explorer):
             lines.append(f"{m['dead_rows']} rows have no allowed key; with this fill they come out finite "
                          "(spread over the blocked keys), which is harmless only if those rows are ignored.")
         if m["leaked_weight"] and m["leaked_weight"] > 1e-6:
-            lines.append(f"<b>Leak</b>: a query with real keys still puts {m['leaked_weight']:.3f} of its "
-                         "weight on blocked keys (red ×). A fill of 0 is an ordinary score, not a block.")
+            lines.append(f"<b>Leak</b>: a query with an allowed key still puts {m['leaked_weight']:.3f} of "
+                         "its weight on blocked keys (red ×). A fill of 0 is an ordinary score, not a block.")
         elif mask != "none":
             lines.append("Rows with an allowed key put exactly 0 weight on blocked keys.")
         rows = [["nan_rows", str(m["nan_rows"])], ["dead_rows (no allowed key)", str(m["dead_rows"])],

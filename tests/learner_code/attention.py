@@ -1314,7 +1314,26 @@ def online_max_starts_at_zero(q, k, v, mask=None):
     return _online_softmax(q, k, v, mask, tile=4, start_max=0.0, rescale_sum=True)
 
 
+def softmax_in_half_to_save_memory(q, k, v, mask=None):
+    """The scores filled, then a float16 softmax: 'weights are in [0, 1] anyway'."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, _fill(scores))
+    return F.softmax(scores.half(), dim=-1).type_as(q) @ v
+
+
+def bfloat16_autocast_by_hand(q, k, v, mask=None):
+    """Everything cast to bfloat16 for the softmax, its own minimum as the fill, then back."""
+    low = (torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5).to(torch.bfloat16)
+    if mask is not None:
+        low = torch.where(mask, low, torch.tensor(torch.finfo(torch.bfloat16).min, dtype=torch.bfloat16))
+    weights = low.softmax(-1).to(q.dtype)
+    return weights @ v, weights
+
+
 CASES = [
+    Case("softmax_in_half_to_save_memory", softmax_in_half_to_save_memory, "softmax_low_precision"),
+    Case("bfloat16_autocast_by_hand", bfloat16_autocast_by_hand, "softmax_low_precision"),
     Case("key_view_as_transpose", key_view_as_transpose,
          {"missing_contiguous", "key_reshaped_not_transposed"},
          note="view raises on the non-contiguous input first; once reshaped, the scramble is named"),
