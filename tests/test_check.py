@@ -1318,7 +1318,22 @@ class _FirstMaskKept(nn.Module):
         return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
 
 
+class _FirstMaskEverKept(_FirstMaskKept):
+    """Keeps the first mask it is ever given, whatever the length: a later length raises."""
+
+    def forward(self, x, mask=None):
+        b, n, d = x.shape
+        q, k, v = (w(x).view(b, n, self.h, d // self.h).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+        if mask is not None:
+            scores = scores.masked_fill(~self.kept.setdefault("mask", mask), -1e30)
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
+
+
 def test_multi_head_state_left_by_one_call_for_the_next_is_told():
-    result = check_multi_head(_FirstMaskKept)
-    assert not result.passed and "the right one for the same call to a new module" in result.headline, result
-    assert "store nothing on self" in result.fix
+    for module, did in ((_FirstMaskKept, "gave a wrong output"), (_FirstMaskEverKept, "raised")):
+        result = check_multi_head(module)
+        assert not result.passed and result.headline.startswith(f"forward {did} on "), result
+        assert result.headline.endswith("was right on the same call to a new module"), result
+        assert "store nothing on self" in result.fix

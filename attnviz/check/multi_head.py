@@ -77,9 +77,11 @@ def sizes_from_globals(t):
         said = " and ".join(used)
         values = ", ".join(f"{name} = {value}" for name, value in used.items())
         raised = sum(a.error is not None for _, a in t.main)
+        # batch and n belong to this call's x; n_heads, d_k and d_model to the module (self)
+        source = " and ".join(dict.fromkeys("x" if name in ("batch", "n") else "self" for name in used))
         return t.problem(
-            f"{t.spec.subject} reads {said} from the notebook ({values}), not from x, so the view raised "
-            "RuntimeError on inputs of another size.",
+            f"{t.spec.subject} reads {said} from the notebook ({values}), not from {source}, so the view "
+            "raised RuntimeError on inputs of another size.",
             [t.describe(probe, ans), f"It raised on {raised} of the {len(t.main)} main inputs; where x "
              "happens to have those sizes it runs. A variable an earlier cell defined is the notebook's, "
              "not this call's."],
@@ -271,10 +273,14 @@ def _probes():
         # a new x of the first input's shape: state kept by shape (keys and values cached) shows here
         _probe(f"{tag}: batch 2, 5 positions, no mask, a new x of the first input's shape", 0,
                _x(torch.Generator().manual_seed(54), 2, 5, d_model), None, kind="same_shape"),
-        # the second call again, on a module built for it alone: state an earlier call left shows here
+        # the second and third calls again, each on a module built for it alone: state that earlier
+        # calls left on the module (a mask kept from the first call with one, say) shows here
         _probe(f"{tag}, n_heads={n_heads}: batch 2, 5 positions, a (5, 5) mask, on a new module", 0, x5,
                _mask(_M5), kind="fresh",
                twin=f"{tag}, n_heads={n_heads}: batch 2, 5 positions, a (5, 5) mask"),
+        _probe(f"{tag}, n_heads={n_heads}: batch 2, 4 positions, position 1 fully masked, on a new module", 0,
+               x4, _mask(_M4), kind="fresh",
+               twin=f"{tag}, n_heads={n_heads}: batch 2, 4 positions, position 1 fully masked"),
         _probe(f"{tag}: large scores (x times 30)", 0, x5 * 30, _mask(_M5), kind="large"),
         _probe(f"{tag}: the module and x in float64", 0, x4.double(), _mask(_M4), kind="float64"),
         _probe(f"{tag}: the module and x in float16, position 1 fully masked", 0, x4.half(), _mask(_M4),
@@ -326,7 +332,7 @@ _DTYPES = {"float64": torch.float64, "float16": torch.float16}
 def _module_key(probe):
     """Which module a call runs on: its config, in float32 or the probe's own dtype, or a new one."""
     kind = probe.kind if probe.kind in _DTYPES or probe.kind == "fresh" else "float32"
-    return (probe.facts["config"], kind)
+    return (probe.facts["config"], kind + (f" {probe.facts['twin']}" if kind == "fresh" else ""))
 
 
 def _build_step(cls, key, weights, state):
@@ -428,22 +434,22 @@ def _state_by_shape(t):
 
 
 def _state_between_calls(t):
-    """Wrong on the second call of a module, right on the same call to a new module: something the
-    first call left on the module (a mask or keys and values kept on self, or a global) is used again."""
-    probe, ans = t.one("fresh")
-    if probe is None or not t.right(probe, ans):
-        return None
-    twin, twin_ans = t.named(probe.facts["twin"])
-    if twin is None or t.right(twin, twin_ans):
-        return None
-    return t.problem(
-        f"{t.spec.subject} gave a wrong output on {twin.name}, and the right one for the same call to a "
-        "new module",
-        [t.describe(twin, twin_ans), "That call came after another call (no mask, the same shape) on the "
-         "same module: something a call leaves behind (a mask, keys, values or scores stored on self, or "
-         "in a global) is used again by the next one."],
-        fix="compute everything from this call's x and mask, and store nothing on self between calls",
-    )
+    """Wrong on the second or third call of a module, right on the same call to a new module: something
+    an earlier call left on the module (a mask or keys and values kept on self, or a global) is used
+    again."""
+    for probe, ans in t.pairs("fresh"):
+        twin, twin_ans = t.named(probe.facts["twin"])
+        if not t.right(probe, ans) or twin is None or t.right(twin, twin_ans):
+            continue
+        did = "raised" if twin_ans.error is not None else "gave a wrong output"
+        return t.problem(
+            f"{t.spec.subject} {did} on {twin.name}, and was right on the same call to a new module",
+            [t.describe(twin, twin_ans), "That call came after others on the same module: something a "
+             "call leaves behind (a mask, keys, values or scores stored on self, or in a global) is used "
+             "again by a later one."],
+            fix="compute everything from this call's x and mask, and store nothing on self between calls",
+        )
+    return None
 
 
 def _blocked_far_softmax(t):
@@ -624,7 +630,8 @@ def _plan(cls, cache):
     for key in dict.fromkeys(_module_key(p) for p in cache["calls"]):
         config, dtype = key
         d_model, n_heads = CONFIGS[config]
-        in_dtype = {"float32": "", "fresh": " again, for one call"}.get(dtype, f" in {dtype}")
+        in_dtype = " again, for one call" if dtype.startswith("fresh") else "" if dtype == "float32" \
+            else f" in {dtype}"
         note = " After module.to(dtype) every parameter has that dtype." if in_dtype else ""
         probes.append(Probe(f"Building cls({d_model}, {n_heads}){in_dtype}", kind="setup",
                             facts={"raised_note": note}))
