@@ -269,6 +269,13 @@ def weights_not_normalised(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def softmax_applied_twice(q, k, v, mask=None):
+    """A second softmax over the weights, already a softmax: every row flattened, the mask leaking."""
+    scores = _finite(_scaled_scores(q, k), mask)
+    weights = torch.softmax(torch.softmax(scores, dim=-1), dim=-1)   # BUG: torch.softmax(scores, dim=-1)
+    return weights @ v, weights
+
+
 def keys_values_swapped(q, k, v, mask=None):
     """The weights blend the keys instead of the values."""
     weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
@@ -398,7 +405,7 @@ ATTENTION_BUGS = {
         output_and_weights_swapped,
         mask_transposed, mask_axis_misplaced, weights_transposed, softmax_sum_not_kept, mask_boolean_indexed,
         key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked, causal_when_no_mask,
-        causal_added_to_mask, softmax_low_precision,
+        causal_added_to_mask, softmax_low_precision, softmax_applied_twice,
     )
 }
 """Bugs that show only on some inputs (float16, large scores, a backward pass, a second call, the

@@ -60,7 +60,8 @@ LATER_IDS = {"final_norm_skipped", "new_token_not_attended", "cache_keys_values_
              "three_dims_only", "static_buffer_whole_attended",
              "counter_advanced_per_layer", "counter_advanced_before_write", "prefill_pieces_isolated",
              "final_norm_twice", "first_block_reused", "attention_output_left_out", "cache_masked_out",
-             "sequence_first_input", "heads_split_along_positions", "softmax_low_precision"}
+             "sequence_first_input", "heads_split_along_positions", "softmax_low_precision",
+             "softmax_applied_twice"}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -489,6 +489,15 @@ _ENTRIES = [
         "weights = torch.softmax(scores, dim=-1)",
     ),
     Bug(
+        "softmax_applied_twice",
+        "The softmax is applied twice: once to the scores, then again to the weights it gave "
+        "(softmax(softmax(scores)), or an nn.Softmax and torch.softmax one after the other).",
+        "Each row still sums to 1, but it is flattened towards an even spread: the second softmax reads "
+        "numbers between 0 and 1, so no key weighs more than e times another (with n_k keys, at most "
+        "e / (n_k - 1 + e)), and a blocked key, weight 0 after the first, gets exp(0) back: the mask leaks.",
+        "weights = torch.softmax(scores, dim=-1)   # once: the weights already sum to 1",
+    ),
+    Bug(
         "keys_values_swapped",
         "The keys and the values are mixed up (scores from the values, or the keys blended).",
         "It breaks as soon as d_v differs from d_k; when they are equal the numbers are wrong.",

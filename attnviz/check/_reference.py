@@ -178,6 +178,15 @@ def _sum_not_kept(shift, fill):
     return variant
 
 
+def _softmax_twice(fill, dead):
+    """Correct weights (each fill and dead row), then a second softmax over the keys of the weights."""
+    def variant(q, k, v, mask):
+        weights = _finish(q @ _t(k) / math.sqrt(q.shape[-1]), mask, v, fill=fill, dead=dead)[1]
+        return _softmax(weights, dim=-1) @ v
+
+    return variant
+
+
 def _rsqrt_dk(q, k, v):
     return 1 / math.sqrt(q.shape[-1])
 
@@ -317,6 +326,7 @@ ATTENTION_VARIANTS = {
     "softmax_sum_not_kept": [
         _sum_not_kept(shift, fill) for shift in ("kept", None, "lost") for fill in (_MIN, -_INF)
     ],
+    "softmax_applied_twice": _fills(lambda f: _softmax_twice(*f)),
     "keys_values_swapped": [
         lambda q, k, v, m: _finish(q @ _t(v) / math.sqrt(q.shape[-1]), m, k)[0],
         lambda q, k, v, m: attention(q, k, k, m)[0],

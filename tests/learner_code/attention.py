@@ -522,6 +522,26 @@ def softmax_overflow_loop(q, k, v, mask=None):
     return torch.stack(rows, dim=-2) @ v
 
 
+def softmax_module_then_functional(q, k, v, mask=None):
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(k.size(-1))
+    if mask is not None:
+        scores = scores.masked_fill(mask == 0, torch.finfo(scores.dtype).min)
+    attn = nn.Softmax(dim=-1)(scores)
+    return torch.matmul(F.softmax(attn, dim=-1), v), attn
+
+
+def _attention_weights(q, k, mask):
+    scores = q @ k.mT * q.shape[-1] ** -0.5
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return scores.softmax(dim=-1)
+
+
+def helper_weights_softmaxed_again(q, k, v, mask=None):
+    weights = _attention_weights(q, k, mask).softmax(dim=-1)   # the helper already took the softmax
+    return weights @ v, weights
+
+
 # ---------------------------------------------------------------- buggy: masks -----------------------
 
 def mask_inverted_fill(q, k, v, mask=None):
@@ -1420,6 +1440,8 @@ CASES = [
     Case("softmax_overflow_by_hand", softmax_overflow_by_hand, "softmax_overflow"),
     Case("softmax_overflow_einsum", softmax_overflow_einsum, "softmax_overflow"),
     Case("softmax_overflow_loop", softmax_overflow_loop, "softmax_overflow"),
+    Case("softmax_module_then_functional", softmax_module_then_functional, "softmax_applied_twice"),
+    Case("helper_weights_softmaxed_again", helper_weights_softmaxed_again, "softmax_applied_twice"),
     # masks
     Case("mask_inverted_fill", mask_inverted_fill, "mask_inverted"),
     Case("mask_inverted_where", mask_inverted_where, "mask_inverted"),
