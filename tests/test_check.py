@@ -1337,3 +1337,22 @@ def test_multi_head_state_left_by_one_call_for_the_next_is_told():
         assert not result.passed and result.headline.startswith(f"forward {did} on "), result
         assert result.headline.endswith("was right on the same call to a new module"), result
         assert "store nothing on self" in result.fix
+
+
+class _FillMinus1e4(_FirstMaskKept):
+    """The fill BERT once used, -10000, in place of the dtype's own minimum."""
+
+    def forward(self, x, mask=None):
+        b, n, d = x.shape
+        q, k, v = (w(x).view(b, n, self.h, d // self.h).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, -1e4)
+        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
+
+
+def test_multi_head_a_fixed_fill_of_minus_1e4_fails_where_allowed_scores_are_lower():
+    result = check_multi_head(_FillMinus1e4)
+    assert not result.passed and "all score far below 0" in result.headline, result
+    assert "finfo(scores.dtype).min" in result.fix

@@ -225,6 +225,23 @@ def _blocked_far_x(generator, weights, d_model, n_heads):
     return x.to(torch.float32), mask, facts
 
 
+def _allowed_far_below_x(generator, weights, d_model, n_heads):
+    """x (1, 3, d_model) and its mask: position 0 may see positions 1 and 2 only, and in head 0 scores
+    them about 20000 below 0; the position it may not see (itself) scores ordinarily. A fill of a fixed
+    -10000 (BERT's old constant, replaced or added) is then above the allowed scores and the blocked
+    position wins; the dtype's own minimum is below every score."""
+    d_k = d_model // n_heads
+    w = {name: weight.to(torch.float64) for name, weight in weights.items()}
+    x = _x(generator, 1, 3, d_model).to(torch.float64)
+    q0 = w["W_q"][:d_k] @ x[0, 0]
+    toward = w["W_k"][:d_k].T @ q0                 # q0 . k_j = size * |toward|^2 when x_j = size * toward
+    for j, score in ((1, -20000.0), (2, -20001.0)):
+        x[0, j] = toward * (score * d_k**0.5 / float(toward @ toward))
+    mask = torch.ones(3, 3, dtype=torch.bool)
+    mask[0, 0] = False
+    return x.to(torch.float32), mask
+
+
 _LONG = 130   # positions in the long probe: past tiles of 32, 64 and 128, with a partial last tile
 
 
@@ -293,6 +310,11 @@ def _probes():
     far_name = (f"{tag}: batch 1, 5 positions, position 4 blocked and scored 20000 above the positions "
                 "position 0 may see (head 1)")
     calls.append(_probe(far_name, 0, far_x, far_mask, kind="blocked_far", **far))
+    below_x, below_mask = _allowed_far_below_x(torch.Generator().manual_seed(55), weights[0], d_model,
+                                               n_heads)
+    calls.append(_probe(f"{tag}: batch 1, 3 positions, position 0 may see positions 1 and 2 only, which it "
+                        "scores about 20000 below 0 (head 1)", 0, below_x, below_mask,
+                        kind="allowed_far_below"))
     long = torch.Generator().manual_seed(53)       # its own draws: the other probes stay as they were
     long_mask = (torch.rand(_LONG, _LONG, generator=long) > 0.3) | torch.eye(_LONG, dtype=torch.bool)
     calls.append(_probe(f"{tag}: batch 1, {_LONG} positions, a mask", 0, _x(long, 1, _LONG, d_model),
@@ -495,6 +517,22 @@ def _blocked_far(t, named_only=False, ids=("additive_mask_too_small", "softmax_m
                      "the positions a query may see.", seen)
 
 
+def _allowed_far_below(t):
+    """Right everywhere else, wrong when the positions a query may see all score far below 0: a fixed
+    fill such as -10000 (replaced or added) is then above them, and the blocked position wins."""
+    probe, ans = t.one("allowed_far_below")
+    if probe is None or ans.error is not None or t.right(probe, ans):
+        return None
+    return t.problem(
+        "forward is right on ordinary inputs, wrong when the positions a query may see all score far "
+        "below 0.",
+        [t.describe(probe, ans), "A fill of a fixed number such as -10000 (BERT's old constant, or -1e4) "
+         "is above scores of -20000, so the blocked position wins there; the dtype's own minimum, "
+         "torch.finfo(scores.dtype).min, is below every score the dtype can hold."],
+        fix="scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
+    )
+
+
 _PROJECTIONS = ("W_q", "W_k", "W_v", "W_o")
 
 
@@ -685,7 +723,8 @@ def _passed(t):
         [
             "(d_model, n_heads) = (12, 3), (10, 2) and (18, 3) with known weights: batch 1, 2 and 3, "
             "no mask, a mask that is not symmetric, a fully masked position, large scores, a blocked "
-            f"position scoring far above the allowed ones, {_LONG} positions, float64 and float16 modules, a "
+            f"position scoring far above the allowed ones, allowed positions scoring far below 0, {_LONG} "
+            "positions, float64 and float16 modules, a "
             "repeated call, a new x of an earlier shape, a call on a new module and the gradients of two "
             "backward passes (one "
             "through a fully masked position)."
@@ -733,7 +772,8 @@ SPEC = Spec(
                         "hypothesis": [Rule("state_between_calls", "wrong", _state_between_calls)],
                         "passed": [Rule("long_positions", "right", long_inputs),
                                    Rule("dead_row_gradient", "right", dead_row_gradient),
-                                   Rule("blocked_far", "right", _blocked_far)],
+                                   Rule("blocked_far", "right", _blocked_far),
+                                   Rule("allowed_far_below", "right", _allowed_far_below)],
                         "matmul_everywhere": [Rule("projections_unused", "wrong", projections_unused),
                                               Rule("sizes_from_globals", "wrong", sizes_from_globals),
                                               Rule("linear_wrong_width", "wrong", linear_wrong_width),
