@@ -1301,34 +1301,21 @@ def test_multi_head_split_and_merge_both_without_transpose_are_both_told():
     assert alone.bug == "heads_split_without_transpose" and "merge" not in alone.fix, alone
 
 
-class _FirstMaskKept(nn.Module):
+class _FirstMaskKept(_Split):
     """Keeps the first mask it is given per length, "to save building it again"."""
 
-    def __init__(self, d_model, n_heads):
-        super().__init__()
-        self.h, self.kept = n_heads, {}
-        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False) for _ in range(4))
-
     def forward(self, x, mask=None):
-        b, n, d = x.shape
-        keep = self.kept.setdefault(n, torch.ones(n, n, dtype=torch.bool) if mask is None else mask)
-        q, k, v = (w(x).view(b, n, self.h, d // self.h).transpose(1, 2)
-                   for w in (self.W_q, self.W_k, self.W_v))
-        scores = (q @ k.transpose(-2, -1) / math.sqrt(d // self.h)).masked_fill(~keep, -1e30)
-        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
+        n = x.shape[1]
+        keep = vars(self).setdefault("kept", {}).setdefault(n, torch.ones(n, n, dtype=torch.bool)
+                                                           if mask is None else mask)
+        return _right_forward(self, x, keep)
 
 
-class _FirstMaskEverKept(_FirstMaskKept):
+class _FirstMaskEverKept(_Split):
     """Keeps the first mask it is ever given, whatever the length: a later length raises."""
 
     def forward(self, x, mask=None):
-        b, n, d = x.shape
-        q, k, v = (w(x).view(b, n, self.h, d // self.h).transpose(1, 2)
-                   for w in (self.W_q, self.W_k, self.W_v))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
-        if mask is not None:
-            scores = scores.masked_fill(~self.kept.setdefault("mask", mask), -1e30)
-        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
+        return _right_forward(self, x, None if mask is None else vars(self).setdefault("kept_mask", mask))
 
 
 def test_multi_head_state_left_by_one_call_for_the_next_is_told():
@@ -1339,17 +1326,14 @@ def test_multi_head_state_left_by_one_call_for_the_next_is_told():
         assert "store nothing on self" in result.fix
 
 
-class _FillMinus1e4(_FirstMaskKept):
+class _FillMinus1e4(_Split):
     """The fill BERT once used, -10000, in place of the dtype's own minimum."""
 
     def forward(self, x, mask=None):
-        b, n, d = x.shape
-        q, k, v = (w(x).view(b, n, self.h, d // self.h).transpose(1, 2)
-                   for w in (self.W_q, self.W_k, self.W_v))
-        scores = q @ k.transpose(-2, -1) / math.sqrt(d // self.h)
+        scores, v = _scores_and_values(self, x)
         if mask is not None:
             scores = scores.masked_fill(~mask, -1e4)
-        return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
+        return self.W_o(self.merge(scores.softmax(dim=-1) @ v, *x.shape))
 
 
 def test_multi_head_a_fixed_fill_of_minus_1e4_fails_where_allowed_scores_are_lower():
