@@ -520,10 +520,10 @@ def _padding_passed(t):
             "lengths [3] with n=5 (a batch of one), [2, 5, 1, 3] with n=5, [4, 0] with n=4, [2, 3, 1] "
             "with n=6 (longer than any sequence), and [5, 1, 3, 2] with n=5 (the same shape, other lengths)."
         ],
-        ["Your mask is the full (batch, n, n): right for these scores, which have n queries. The exercise "
-         "asks for (batch, 1, n), which fits any number of queries; with one query (a decoding step, "
-         "notebook 08) a (batch, n, n) mask turns its one row of scores into n. Keep one row: "
-         "mask[:, :1, :]."] * full + notes,
+        (["Your mask is the full (batch, n, n): right for these scores, which have n queries. The exercise "
+          "asks for (batch, 1, n), which fits any number of queries; with one query (a decoding step, "
+          "notebook 08) a (batch, n, n) mask turns its one row of scores into n. Keep one row: "
+          "mask[:, :1, :]."] if full else []) + notes,
     )
 
 
