@@ -94,6 +94,18 @@ def test_every_cell_is_an_nbgrader_cell_and_the_lesson_is_locked(course):
         assert len(set(ids)) == len(ids)
 
 
+def test_the_release_turns_the_fix_lines_off_before_any_code(course):
+    """A graded exercise's verdict names the mistake but not the line that fixes it (the answer)."""
+    out, written = course
+    for path in written:
+        nb, cells = _nbgrader_cells(path)
+        first_code = next(c for c in nb["cells"] if c["cell_type"] == "code")
+        meta = first_code["metadata"]["nbgrader"]
+        assert meta["grade_id"] == make_nbgrader.GRADED_MODE_ID, path.name
+        assert meta["locked"] and not meta["grade"] and not meta["solution"]
+        assert "attnviz.check.show_fixes(False)" in "".join(first_code["source"])
+
+
 def test_solution_cells_keep_their_hint_for_the_stub(course):
     out, _ = course
     cells = _by_id(_nbgrader_cells(out / "source/02_scaled_dot_product_attention/"
@@ -328,6 +340,13 @@ def test_autograded_check_cells_show_the_verdict(graded, assignment):
 
     buggy = check_output("one_zoo_bug")
     assert f"[bug: {bug_id}]" in buggy and "AssertionError" in buggy
+    # ... and how it showed, but not the fix line (the answer), in the kernel's verdict and the assert
+    from attnviz.check import BUGS as CATALOG
+    from attnviz.check._verdict import FIX_WITHHELD
+    assert json.dumps(FIX_WITHHELD, ensure_ascii=False)[1:-1] in buggy
+    assert json.dumps(CATALOG[bug_id].what, ensure_ascii=False)[1:-1] in buggy
+    fixes = [CATALOG[bug_id].fix, *CATALOG[bug_id].fixes.values()]
+    assert not [fix for fix in fixes if json.dumps(fix, ensure_ascii=False)[1:-1] in buggy], buggy
     untouched = check_output("untouched_release")
     assert "not written yet" in untouched and "Hint: " in untouched
     assert "AssertionError" not in check_output("teacher_solution")

@@ -12,7 +12,11 @@ Every notebook with an exercise (a code cell tagged ``solution``) becomes one as
 * each exercise gets an autograded test cell "it runs and returns the right shape" (1 point) when
   ``RUNS`` knows its name, and its check cell becomes an autograded test cell (2 points) that shows
   the verdict, then asserts it passed: a checker that finds a mistake fails the cell;
-* every other cell, markdown or code, is a read-only (locked) nbgrader cell.
+* every other cell, markdown or code, is a read-only (locked) nbgrader cell;
+* a locked cell before the first code cell turns the checkers' fix lines off
+  (``attnviz.check.show_fixes(False)``): in a graded exercise the fix would be the answer. The
+  verdicts still name the bug, what is wrong and how it showed, in the student's kernel and in
+  nbgrader's feedback.
 
 The markers are validated exactly as for the student edition (``make_student.student_notebook``):
 unbalanced markers, or markers outside a cell tagged ``solution``, are an error. Notebooks without
@@ -56,6 +60,13 @@ c.ClearSolutions.code_stub = {{"python": {CODE_STUB!r}}}
 # learner's loop that never ends costs 60 s of grading per cell that calls it, not 300.
 c.Execute.timeout = 60
 '''
+
+GRADED_MODE_ID = "graded-mode"   # not a lesson cell: the course has no such cell
+GRADED_MODE = '''\
+# A graded assignment: the checkers' verdicts say what is wrong and how it showed, not the line that fixes it
+import attnviz.check
+
+attnviz.check.show_fixes(False)'''
 
 # A quick test per exercise, graded before the checker: it runs and returns the right shape.
 # The inputs come from a private generator, so the notebook's own random numbers do not change.
@@ -235,6 +246,8 @@ def nbgrader_notebook(nb: dict, name: str = "notebook") -> dict | None:
                                  points=CHECK_POINTS * len(checked)))
             continue
         out.append(_nbgrader(cell, unique(f"lesson-{index:03d}")))
+    first_code = next(i for i, cell in enumerate(out) if cell.get("cell_type") == "code")
+    out.insert(first_code, _nbgrader(_code_cell(GRADED_MODE, unique(GRADED_MODE_ID)), GRADED_MODE_ID))
     unchecked = sorted(set(names) - graded)
     if unchecked:
         raise StudentEditionError(f"{name}: no check cell calls a checker on {', '.join(unchecked)}, "

@@ -4,7 +4,8 @@
 ``check_padding_mask(fn)`` and ``check_decoding_step(fn)`` (notebook 08) each
 return a :class:`CheckResult` with ``.passed`` and ``.bug`` (a bug id from
 :data:`BUGS`, or None) that shows itself in a notebook as a short verdict: what
-happened, which bug it looks like, how it shows, the one-line fix. Learner code
+happened, which bug it looks like, how it shows, the one-line fix (``show_fixes(False)``
+leaves the fix out: an nbgrader release does, where it would be the answer). Learner code
 that raises, returns the wrong thing, changes its inputs or runs too long gets a
 verdict too; nothing it does escapes as an exception. All five run on one engine
 (:mod:`._engine`: probes, and one ordered list of rules in :mod:`._rules`).
@@ -25,7 +26,7 @@ Torch only (no ipywidgets or plotly).
 """
 
 from ._catalog import BUGS
-from ._verdict import CheckResult
+from ._verdict import CheckResult, show_fixes
 from .attention import check_attention
 from .decoding import check_decoding_step
 from .masks import check_causal_mask, check_padding_mask
@@ -39,4 +40,5 @@ __all__ = [
     "CheckResult",
     "BUGS",
     "check_decoding_step",
+    "show_fixes",
 ]

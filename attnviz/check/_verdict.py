@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from ._catalog import BUGS
 
-__all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem", "bug_words"]
+__all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem", "bug_words", "show_fixes"]
 
 # sizes and flags an id names: kept as the code spells them
 _NAMES = ("d_model", "d_head", "d_k", "n_heads", "is_causal")
@@ -20,6 +20,26 @@ def bug_words(bug_id: str) -> str:
     for name in _NAMES:
         words = re.sub(rf"\b{name.replace('_', ' ')}\b", name, words)   # whole words: 'repeated heads' stays
     return words
+
+# Whether a verdict shows its one-line fix (show_fixes); the line that replaces it when not
+_SHOWN = {"fix": True}
+FIX_WITHHELD = ("not shown in a graded assignment (it would be the answer): the lines above say what is "
+                "wrong and how it showed.")
+
+
+def show_fixes(shown: bool = True) -> bool:
+    """Whether verdicts end with their one-line fix (the default); returns the setting it replaces.
+
+    An nbgrader release (``tools/make_nbgrader.py``) calls ``show_fixes(False)`` in its first code
+    cell: in a graded exercise the fix line would be the answer. The verdict still names the bug,
+    what is wrong and how it showed, and the result's ``fix`` field keeps the fix: this is a
+    default for the graded notebook, not a lock.
+    """
+    if not isinstance(shown, bool):
+        raise TypeError(f"show_fixes(shown): shown must be True or False, not {shown!r}.")
+    before, _SHOWN["fix"] = _SHOWN["fix"], shown
+    return before
+
 
 # code inside a verdict keeps the verdict's own light colours (a dark theme would give it a dark box)
 _CODE = ' style="background:rgba(0,0,0,0.07);color:#1f1f1f;padding:0 0.2em;border-radius:3px"'
@@ -70,7 +90,7 @@ class CheckResult:
         for note in self.notes:                     # beside a verdict, not what it checked or saw
             rows.append(("Note", note))
         if self.fix:
-            rows.append(("Fix", self.fix))
+            rows.append(("Fix", self.fix if _SHOWN["fix"] else FIX_WITHHELD))
         return rows
 
     def __repr__(self) -> str:
@@ -90,7 +110,8 @@ class CheckResult:
         )
         rows = []
         for label, value in self._lines():
-            body = f"<code{_CODE}>{esc(value)}</code>" if label == "Fix" else esc(value)
+            code = label == "Fix" and value is not FIX_WITHHELD
+            body = f"<code{_CODE}>{esc(value)}</code>" if code else esc(value)
             colour_of = ";color:#8a3b00" if label == "Warning" else ""   # dark amber on the light box
             rows.append(f'<div style="margin:0.25em 0{colour_of}"><b>{esc(label)}:</b> {body}</div>')
         return (
