@@ -40,16 +40,15 @@ def test_show_fixes_false_leaves_the_fix_line_out_and_true_brings_it_back():
 
     result = check_attention(zoo.mask_fill_zero)
     assert result.fix and "finfo" in result.fix
-    assert show_fixes(False) is True
+    show_fixes(False)
     try:
         text, page = repr(result), result._repr_html_()
         assert "finfo" not in text and "finfo" not in page
         assert "Fix: not shown in a graded assignment" in text and "What is wrong" in text
         assert "not shown in a graded assignment" in page and "mask_fill_zero" in page
         assert result.fix and "finfo" in result.fix                    # kept: a default, not a lock
-        assert show_fixes(False) is False
     finally:
-        assert show_fixes(True) is False
+        show_fixes(True)
     assert "finfo" in repr(result)
     with pytest.raises(TypeError, match="shown must be True or False"):
         show_fixes("no")

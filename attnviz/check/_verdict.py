@@ -27,8 +27,8 @@ FIX_WITHHELD = ("not shown in a graded assignment (it would be the answer): the 
                 "wrong and how it showed.")
 
 
-def show_fixes(shown: bool = True) -> bool:
-    """Whether verdicts end with their one-line fix (the default); returns the setting it replaces.
+def show_fixes(shown: bool = True) -> None:
+    """Whether verdicts end with their one-line fix (the default).
 
     An nbgrader release (``tools/make_nbgrader.py``) calls ``show_fixes(False)`` in its first code
     cell: in a graded exercise the fix line would be the answer. The verdict still names the bug,
@@ -37,8 +37,7 @@ def show_fixes(shown: bool = True) -> bool:
     """
     if not isinstance(shown, bool):
         raise TypeError(f"show_fixes(shown): shown must be True or False, not {shown!r}.")
-    before, _SHOWN["fix"] = _SHOWN["fix"], shown
-    return before
+    _SHOWN["fix"] = shown
 
 
 # code inside a verdict keeps the verdict's own light colours (a dark theme would give it a dark box)
