@@ -87,15 +87,17 @@ def _blocked_far_above_probe(randn):
 
 
 def _allowed_far_below_probe(randn):
-    """Query 0 may see keys 0 and 1 only, and scores them about 20000 below 0; the blocked key 2 scores
-    about 0. A fill of a fixed -10000 (BERT's old constant) in the blocked key's place lets it win; the
-    dtype's own minimum does not."""
+    """Query 0 may see keys 0 and 1 only, and scores them about 100000 below 0; the blocked key 2 scores
+    about 0. A fill of a fixed -10000 (BERT's old constant), or float16's minimum -65504 used for every
+    dtype, in the blocked key's place lets it win; the dtype's own minimum does not. In float64, so
+    that scores of that size still differ between two right implementations by far less than the
+    check's tolerance (float32 rounds them to about 0.01)."""
     q, k = randn(2, 16), randn(3, 16)
-    for j, score in enumerate((-20000.0, -20001.0)):      # q[0] . k_j / √16 = score
+    for j, score in enumerate((-100000.0, -100001.0)):      # q[0] . k_j / √16 = score
         k[j] = q[0] * (4 * score / float(q[0] @ q[0]))
     mask = torch.ones(2, 3, dtype=torch.bool)
     mask[0, 2] = False
-    return _probe("query 0's allowed keys scoring 20000 below 0, its blocked key about 0", q, k,
+    return _probe("query 0's allowed keys scoring 100000 below 0, its blocked key about 0 (float64)", q, k,
                   randn(3, 3), mask, kind="allowed_far_below")
 
 
@@ -222,7 +224,7 @@ def _probes():
         ),
         _negative_float16_probe(randn),
         _blocked_far_above_probe(lambda *shape: torch.randn(*shape, generator=far, dtype=torch.float32)),
-        _allowed_far_below_probe(lambda *shape: torch.randn(*shape, generator=below, dtype=torch.float32)),
+        _allowed_far_below_probe(lambda *shape: torch.randn(*shape, generator=below, dtype=torch.float64)),
         _probe(   # code that walks the keys in tiles (an online softmax) is tried past one tile
             f"5 queries, {_LONG} keys, a mask",
             *(torch.randn(n, d, generator=long, dtype=torch.float32)
@@ -383,8 +385,9 @@ def _allowed_far_below(t):
     row, blocked = ans.output[0].detach().to(torch.float64), probe.args["v"][2].to(torch.float64)
     if bool(torch.isfinite(row).all()) and torch.allclose(row, blocked, atol=1e-3):
         seen.append("Query 0's output is key 2's value: the blocked key won. Its fill, a fixed number such "
-                    "as -10000 (BERT's old constant), is above scores of -20000; the dtype's own minimum, "
-                    "torch.finfo(scores.dtype).min, is below every score the dtype can hold.")
+                    "as -10000 (BERT's old constant) or float16's minimum -65504, is above scores of "
+                    "-100000; the dtype's own minimum, torch.finfo(scores.dtype).min, is below every score "
+                    "the dtype can hold.")
     return t.problem(f"{t.spec.subject} is right on ordinary inputs, wrong when the keys a query may see "
                      "all score far below 0.", seen,
                      fix="scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)")
@@ -440,7 +443,8 @@ def _passed(t):
         [
             "n_q ≠ n_k, a batch of heads, masks that are not symmetric, a fully masked query row (your "
             "result there is finite, as it should be), large scores, a blocked key scoring far above the "
-            f"allowed ones, {_LONG} keys, float64 and float16 inputs, and "
+            "allowed ones, allowed keys all scoring far below 0, "
+            f"{_LONG} keys, float64 and float16 inputs, and "
             "the gradients of a backward pass."
         ],
         t.notes,

@@ -227,19 +227,21 @@ def _blocked_far_x(generator, weights, d_model, n_heads):
 
 def _allowed_far_below_x(generator, weights, d_model, n_heads):
     """x (1, 3, d_model) and its mask: position 0 may see positions 1 and 2 only, and in head 0 scores
-    them about 20000 below 0; the position it may not see (itself) scores ordinarily. A fill of a fixed
-    -10000 (BERT's old constant, replaced or added) is then above the allowed scores and the blocked
-    position wins; the dtype's own minimum is below every score."""
+    them about 100000 below 0; the position it may not see (itself) scores ordinarily. A fill of a fixed
+    -10000 (BERT's old constant, replaced or added), or float16's minimum -65504 used for every dtype,
+    is then above the allowed scores and the blocked position wins; the dtype's own minimum is below
+    every score. In float64 (x and the module, see _module_key): float32 would round scores of that
+    size to about 0.01, more than two right implementations may differ by."""
     d_k = d_model // n_heads
     w = {name: weight.to(torch.float64) for name, weight in weights.items()}
     x = _x(generator, 1, 3, d_model).to(torch.float64)
     q0 = w["W_q"][:d_k] @ x[0, 0]
     toward = w["W_k"][:d_k].T @ q0                 # q0 . k_j = size * |toward|^2 when x_j = size * toward
-    for j, score in ((1, -20000.0), (2, -20001.0)):
+    for j, score in ((1, -100000.0), (2, -100001.0)):
         x[0, j] = toward * (score * d_k**0.5 / float(toward @ toward))
     mask = torch.ones(3, 3, dtype=torch.bool)
     mask[0, 0] = False
-    return x.to(torch.float32), mask
+    return x, mask
 
 
 _LONG = 130   # positions in the long probe: past tiles of 32, 64 and 128, with a partial last tile
@@ -309,7 +311,8 @@ def _probes():
     below_x, below_mask = _allowed_far_below_x(torch.Generator().manual_seed(55), weights[0], d_model,
                                                n_heads)
     calls.append(_probe(f"{tag}: batch 1, 3 positions, position 0 may see positions 1 and 2 only, which it "
-                        "scores about 20000 below 0 (head 1)", 0, below_x, below_mask,
+                        "scores about 100000 below 0 (head 1; the module and x in float64)", 0, below_x,
+                        below_mask,
                         kind="allowed_far_below"))
     long = torch.Generator().manual_seed(53)       # its own draws: the other probes stay as they were
     long_mask = (torch.rand(_LONG, _LONG, generator=long) > 0.3) | torch.eye(_LONG, dtype=torch.bool)
@@ -349,7 +352,8 @@ _DTYPES = {"float64": torch.float64, "float16": torch.float16}
 
 def _module_key(probe):
     """Which module a call runs on: its config, in float32 or the probe's own dtype, or a new one."""
-    kind = probe.kind if probe.kind in _DTYPES or probe.kind == "fresh" else "float32"
+    kind = "float64" if probe.kind == "allowed_far_below" else probe.kind     # its scores need float64
+    kind = kind if kind in _DTYPES or kind == "fresh" else "float32"
     return (probe.facts["config"], kind + (f" {probe.facts['twin']}" if kind == "fresh" else ""))
 
 
@@ -523,7 +527,8 @@ def _allowed_far_below(t):
         "forward is right on ordinary inputs, wrong when the positions a query may see all score far "
         "below 0.",
         [t.describe(probe, ans), "A fill of a fixed number such as -10000 (BERT's old constant, or -1e4) "
-         "is above scores of -20000, so the blocked position wins there; the dtype's own minimum, "
+         "or float16's minimum -65504 is above scores of -100000, so the blocked position wins there; "
+         "the dtype's own minimum, "
          "torch.finfo(scores.dtype).min, is below every score the dtype can hold."],
         fix="scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)",
     )
