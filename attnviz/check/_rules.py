@@ -327,35 +327,31 @@ def _grad_trouble(ans, expected):
     return None
 
 
-_FOR_TRAINING = "For training:"
-
-
 def dead_row_gradient(t):
     """Right outputs, but a backward pass through a fully masked row gives NaN or inf gradients (a -inf
-    fill whose NaN was wiped from the output with nan_to_num): the exercise asks for finite outputs
-    only, so the verdict still passes, with a note, since in training that NaN reaches the weights."""
+    fill whose NaN was wiped from the output with nan_to_num): the exercise's finite fill is there so
+    that no NaN is made at all, and in training this one reaches the weights, so the check fails."""
     probe, ans = t.one("backward_dead")
     grads = (ans.extra or {}).get("grad") if probe is not None and ans.error is None else None
     if not isinstance(grads, dict):
         return None
     bad = [name for name, grad in grads.items()
            if grad is not None and not torch.isfinite(torch.from_numpy(grad["array"])).all()]
-    if bad:
-        t.notes.append(
-            f"{_FOR_TRAINING} {probe.where} the output is finite, but the gradient of "
-            f"{' and '.join(bad)} holds NaN. A NaN made on the way and wiped from the output later "
-            "(say -inf added to the scores, or a division by a row's tiny sum, then nan_to_num) still "
-            "goes backward through autograd, and in training it reaches the weights. A finite fill, "
-            "scores.masked_fill(~mask, torch.finfo(scores.dtype).min), then torch.softmax, makes none.")
-    return None
+    if not bad:
+        return None
+    return t.problem(
+        f"{t.spec.subject} gives the right outputs, but a backward pass through a fully masked row gives "
+        "NaN gradients.",
+        [f"{probe.where} the output is finite, but the gradient of {' and '.join(bad)} holds NaN. A NaN "
+         "made on the way and wiped from the output later (say -inf added to the scores, or a division by "
+         "a row's tiny sum, then nan_to_num) still goes backward through autograd, and in training it "
+         "reaches the weights."],
+        fix="scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # then torch.softmax: "
+            "no NaN made, forward or backward")
 
 
 def passed(t):
-    result = t.spec.passed(t)
-    if any(note.startswith(_FOR_TRAINING) for note in result.notes):
-        result.headline = (result.headline.rstrip(".") + "; but a backward pass through a fully masked row "
-                           "gives NaN gradients: read the note.")
-    return result
+    return t.spec.passed(t)
 
 
 def contiguous_error(t):

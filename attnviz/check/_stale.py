@@ -15,6 +15,7 @@ define the same name. Read without importing IPython (the checkers' layer must n
 from __future__ import annotations
 
 import ast
+import dataclasses
 import dis
 import functools
 import linecache
@@ -53,20 +54,38 @@ def globals_note(fn, result, sizes: str = ""):
     numbers of the notebook's (Q, K, V or n from section 1's cells) instead of its own arguments: run
     by hand on the notebook's values it works, so "run it by hand" alone would send the learner the
     wrong way. ``sizes``: where the sizes come from instead (``"q.shape[-1], k.shape[-2]"``), if said."""
-    if result.status != "problem" or type(fn) is not types.FunctionType:
+    if type(fn) is not types.FunctionType:
         return result
     read = values_read(fn)
-    if not read:
-        return result
     code = fn.__code__
+    typo = _capital_of_an_argument(fn, read)
+    if result.status == "bug" and typo:
+        # K for k: the error K's shape gives looked like a known bug the line does not have; keep only
+        # what happened, not the bug's explanation of it
+        result = dataclasses.replace(result, status="problem", bug=None, what="", shows="",
+                                     observed=result.observed[:1],
+                                     headline=result.headline.split(". It looks like the known bug")[0] + ".")
+    if result.status != "problem" or not read:
+        return result
     own = ", ".join(code.co_varnames[:code.co_argcount]) or "its arguments"
     result.observed.insert(0, (
         f"Your function reads the notebook's {', '.join(read.values())}, not only its own arguments ({own}): "
         f"the check calls it with other values, of other sizes, so inside it use its arguments"
-        + (f" and what they give ({sizes})" if sizes else "") + " everywhere."))
+        + (f" and what they give ({sizes})" if sizes else "") + " everywhere."
+        + (f" {typo} is not {typo.lower()}: Python tells capitals apart." if typo else "")))
     result.fix = (f"inside {fn.__name__}, only {own} and sizes taken from them: never the notebook's "
                   f"{', '.join(read)}")
     return result
+
+
+def _capital_of_an_argument(fn, read) -> str:
+    """The first tensor of the notebook's the function reads whose name is one of its arguments' in
+    another case (the notebook's ``K`` typed for the argument ``k``, the likeliest typo of 02), or ''."""
+    code = fn.__code__
+    arguments = code.co_varnames[:code.co_argcount]
+    lower = {name.lower() for name in arguments}
+    return next((name for name, words in read.items()
+                 if name.lower() in lower and name not in arguments and "tensor" in words), "")
 
 
 def code_notes(obj, result):
