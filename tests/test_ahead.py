@@ -116,9 +116,9 @@ def test_saturation_prepares_both_neighbours_of_the_slider_moved_last():
     assert {name for name, link in ex.canvas.links.items() if link["step"]} == {"d_k", "temperature"}
     assert ex.canvas.links["mask"] == {"id": ex.controls["mask"].model_id, "attr": "index", "step": False,
                                       "move": False}
-    assert ex.canvas.links["d_k"]["attr"] == "index" and ex.canvas.links["temperature"]["attr"] == "value"
+    assert ex.canvas.links["d_k"]["attr"] == "value" and ex.canvas.links["temperature"]["attr"] == "value"
     assert ex.look_ahead() == 2                                     # nothing moved yet: the first slider
-    assert [e["value"] for e in ex.canvas.ahead["entries"]] == [5, 7]   # d_k 32 and 128, by index
+    assert [e["value"] for e in ex.canvas.ahead["entries"]] == [32, 128]   # a power of two either side
     ex.controls["temperature"].value = 2.0
     assert ex.look_ahead() == 2
     values = sorted(e["value"] for e in ex.canvas.ahead["entries"])
@@ -180,12 +180,12 @@ def test_a_delta_names_what_changed_and_what_went():
 
 def test_the_linked_sliders_are_not_echoed_and_other_widgets_are():
     ex = saturation_explorer(n=8, d_k=64)
-    assert ex.controls["d_k"].trait_metadata("index", "echo_update") is False
+    assert ex.controls["d_k"].trait_metadata("value", "echo_update") is False
     assert ex.controls["temperature"].trait_metadata("value", "echo_update") is False
     assert w.SelectionSlider(options=[1, 2]).trait_metadata("index", "echo_update") is None   # untouched
     ex.controls["temperature"].value = 1e9                        # still validated: clamped to the top
     assert ex.controls["temperature"].value == pytest.approx(10 ** 1.3)
-    assert isinstance(ex.controls["d_k"], w.SelectionSlider)
+    assert isinstance(ex.controls["d_k"], w.FloatLogSlider)       # its readout takes a typed d_k
 
 
 def test_a_step_travels_as_one_buffer_and_unpacks_to_its_delta():
@@ -259,13 +259,13 @@ def test_a_burst_that_turns_round_prepares_the_other_way():
         sent = []
         ex.canvas.observe(lambda change: sent.append({**change["new"], "at": ex.canvas.scene["at"]}),
                           names="ahead")
-        for index in (d_k.index - 1, d_k.index - 2, d_k.index - 3):
-            d_k.index = index
+        for value in (32, 16, 8):
+            d_k.value = value
             await asyncio.sleep(0.02)
         assert sent
         first = sent[0]
         at = first["at"]["d_k"]
-        assert [e["value"] for e in first["entries"]][:2] == [at - 1, at + 1]   # downwards first, one back
+        assert [e["value"] for e in first["entries"]][:2] == [at / 2, at * 2]   # downwards first, one back
     asyncio.run(drive())
 
 
@@ -300,12 +300,11 @@ def _move(ex, name, value):
 def test_a_move_from_the_browser_is_computed_before_the_sliders_own_message():
     ex = saturation_explorer(n=8, d_k=64)
     d_k, start = ex.controls["d_k"], ex.computations
-    index = d_k.index
-    _move(ex, "d_k", index + 1)                                   # the browser's slider is one step on
+    _move(ex, "d_k", 128.0)                                       # the browser's slider is one step on
     assert ex.computations == start + 1 and ex.state["d_k"] == 128
     assert d_k.value == 64                                        # the kernel's slider has not heard yet
     title = ex.canvas.scene["sections"][0]["title"]
-    d_k.index = index + 1                                         # the slider's message: same value
+    d_k.value = 128                                               # the slider's message: same value
     assert ex.computations == start + 1 and ex.canvas.scene["sections"][0]["title"] == title
     d_k.value = 16                                                # a cell sets another value: computed
     assert ex.computations == start + 2 and ex.state["d_k"] == 16
@@ -351,6 +350,8 @@ def test_kernel_values_of_browser_values():
     assert _sliders.kernel_value(w.FloatSlider(value=0.5, min=0, max=1), 0.25) == 0.25
     log = w.FloatLogSlider(value=1.0, base=10, min=-1, max=1)
     assert _sliders.kernel_value(log, 10.0) == 10.0 and _sliders.kernel_value(log, 0.01) is None
+    powers = w.FloatLogSlider(value=64, base=2, min=0, max=12, step=1)     # 03's d_k: only its grid
+    assert _sliders.kernel_value(powers, 128.0) == 128.0 and _sliders.kernel_value(powers, 99.0) is None
     assert _sliders.kernel_value(w.Dropdown(options=[1, 2]), 1) is None
 
 
@@ -358,9 +359,9 @@ def test_a_scene_says_what_the_browsers_controls_hold_for_it():
     ex = saturation_explorer(n=8, d_k=64)
     at = ex.canvas.scene["at"]
     assert at == {name: getattr(ex.controls[name], link["attr"]) for name, link in ex.canvas.links.items()}
-    assert at["d_k"] == ex.controls["d_k"].index                  # the browser's value: an index
-    _move(ex, "d_k", at["d_k"] + 1)                               # before the slider's own message
-    assert ex.canvas.scene["at"]["d_k"] == at["d_k"] + 1
+    assert at["d_k"] == ex.controls["d_k"].value                  # the browser's value: d_k itself
+    _move(ex, "d_k", at["d_k"] * 2)                               # before the slider's own message
+    assert ex.canvas.scene["at"]["d_k"] == at["d_k"] * 2
     mask = ex.controls["mask"]
     mask.index = 1                                                # another control: in `at` too
     assert ex.canvas.scene["at"]["mask"] == 1

@@ -80,10 +80,20 @@ def kernel_value(control: w.Widget, browser_value):
     if isinstance(control, (w.IntSlider, w.FloatSlider, w.FloatLogSlider)):
         if not math.isfinite(browser_value):
             return None
+        if isinstance(control, w.FloatLogSlider) and not _on_log_grid(control, browser_value):
+            return None                         # the browser's log slider only stops on its grid
         low, high = ((control.base ** control.min, control.base ** control.max)
                      if isinstance(control, w.FloatLogSlider) else (control.min, control.max))
         return browser_value if low - 1e-9 * abs(low) <= browser_value <= high + 1e-9 * abs(high) else None
     return None
+
+
+def _on_log_grid(control: w.FloatLogSlider, value: float) -> bool:
+    """Whether ``value`` is ``base ** (min + k * step)`` for a whole k (within rounding)."""
+    if value <= 0 or control.step <= 0:
+        return False
+    steps = (math.log(value, control.base) - control.min) / control.step
+    return abs(steps - round(steps)) < 1e-6
 
 
 def without_echo(control: w.Widget, attr: str) -> None:

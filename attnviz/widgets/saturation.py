@@ -67,8 +67,11 @@ class SaturationExplorer(Explorer):
         self.n = n
         wide = {"description_width": "90px"}
         self.controls = {
-            "d_k": w.SelectionSlider(options=D_K_OPTIONS, value=d_k, description="d_k",
-                                     style=wide, layout=w.Layout(width="330px")),
+            # a log slider over the powers of two: its readout takes a typed d_k (snapped to the
+            # nearest power of two); a SelectionSlider's readout can be typed into and ignores it
+            "d_k": w.FloatLogSlider(value=d_k, base=2, min=0, max=math.log2(D_K_OPTIONS[-1]), step=1,
+                                    readout_format=".0f", description="d_k", style=wide,
+                                    layout=w.Layout(width="330px")),
             "temperature": w.FloatLogSlider(value=temperature, base=10, min=-1.3, max=1.3, step=0.01,
                                             readout_format=".3g",
                                             description="temperature", style=wide,
@@ -100,7 +103,7 @@ class SaturationExplorer(Explorer):
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
-        args = dict(d_k=values["d_k"], temperature=values["temperature"], mask=values["mask"],
+        args = dict(d_k=int(round(values["d_k"])), temperature=values["temperature"], mask=values["mask"],
                     seed=values["seed"], n=self.n)
         pair = saturation_states(settings=(True, False), **args)      # one stack, the same vectors
         return {"scaled": pair[True], "unscaled": pair[False], "selected": bool(values["scaled"]), **args}
