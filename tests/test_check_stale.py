@@ -59,6 +59,8 @@ def test_a_pass_of_an_older_definition_warns_first(cells):
     result = check_causal_mask(space["my_causal_mask"])
     assert result.passed and result.warnings == [stale_note(space["my_causal_mask"])]
     assert "older definition" in result.headline and "Warning:" in result._repr_html_()
+    # not a green ✓ under the failed cell's red error: amber, with a warning sign (a reader's finding)
+    assert repr(result).startswith("⚠") and "#1b7f3b" not in result._repr_html_()
 
 
 def test_no_note_when_the_latest_cell_defined_it_or_outside_a_kernel(cells, monkeypatch):

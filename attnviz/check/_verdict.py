@@ -49,6 +49,8 @@ _LOOK = {
     "bug": ("✗", "#b3261e", "#fdf0ef"),
     "problem": ("✗", "#b3261e", "#fdf0ef"),
     "not_implemented": ("…", "#5f6368", "#f3f4f6"),
+    # a pass of an older definition (a newer cell failed): not green under a red SyntaxError
+    "passed_stale": ("⚠", "#8a5a00", "#fff6e0"),
 }
 
 
@@ -92,15 +94,18 @@ class CheckResult:
             rows.append(("Fix", self.fix if _SHOWN["fix"] else FIX_WITHHELD))
         return rows
 
+    def _look(self) -> tuple[str, str, str]:
+        return _LOOK["passed_stale" if self.passed and self.warnings else self.status]
+
     def __repr__(self) -> str:
-        icon = _LOOK[self.status][0]
+        icon = self._look()[0]
         bug = f" [bug: {self.bug}]" if self.bug else ""
         text = [f"{icon} {self.checked}: {self.headline}{bug}"]
         text += [f"  {label}: {value}" for label, value in self._lines()]
         return "\n".join(text)
 
     def _repr_html_(self) -> str:
-        icon, colour, background = _LOOK[self.status]
+        icon, colour, background = self._look()
         esc = html.escape
         bug = (
             f' <span style="font-size:0.85em;color:#555">(bug id: <code{_CODE}>{esc(self.bug)}</code>)</span>'
