@@ -1205,6 +1205,34 @@ def test_attention_reading_the_notebooks_tensors_is_named():
     assert "never the notebook's Q, K, V" in result.fix
 
 
+@pytest.mark.parametrize(("divisor", "said"), [
+    (lambda q, k: math.sqrt(2 * q.shape[-1]), "it is math.sqrt(2 * q.shape[-1])"),
+    (lambda q, k: math.sqrt(k.shape[0]), "it is math.sqrt(k.shape[0])"),   # √n_k in 2-D, the batch in 4-D
+    (lambda q, k: 3.0, "It is 3 on every input, whatever their sizes: a constant"),
+])
+def test_attention_any_other_divisor_is_named_wrong_scale_with_the_number(divisor, said):
+    """Divisors the catalog's hypotheses do not list are read off the outputs (a fresh reader's
+    sqrt(k.shape[0]) and sqrt(2 * d_k) got 'matches no known bug')."""
+    def scaled(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / divisor(q, k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=-1) @ v
+
+    result = check_attention(scaled)
+    assert result.bug == "wrong_scale", result
+    assert "your output is attention with the scores divided by" in result.observed[0], result
+    assert any(said in line for line in result.observed), result
+
+
+def test_attention_a_scale_is_not_read_into_other_mistakes():
+    def mask_ignored_and_scaled(q, k, v, mask=None):
+        return torch.softmax(q @ k.transpose(-2, -1) / 3.0, dim=-1) @ v
+
+    result = check_attention(mask_ignored_and_scaled)
+    assert not result.passed and "divided by 3" not in repr(result), result
+
+
 @pytest.mark.parametrize("typed", ["q @ K.transpose(-2, -1)", "Q @ k.transpose(-2, -1)"])
 def test_attention_the_notebooks_K_typed_for_k_is_not_named_a_missing_transpose(typed):
     """02's likeliest typo: K's shape makes the product fail as a missing transpose would; the verdict

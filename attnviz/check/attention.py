@@ -20,6 +20,7 @@ from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
+from ._scale import divisor_names, fitted_divisor
 from ._stale import code_notes, globals_note, names_used, with_stale_note
 
 __all__ = ["check_attention"]
@@ -416,6 +417,33 @@ def _swapped_return(t):
     )
 
 
+def _any_scale(t):
+    """Every wrong output is attention with the scores divided by another number than √d_k (none of
+    the catalog's usual ones: √(2·d_k), √(k.shape[0]) ...): named wrong_scale, with the number read
+    off each output and, where one expression of the input's sizes gives it on every input, that."""
+    wrong = [(p, a) for p, a in t.main if not t.right(p, a)]
+    if not wrong:
+        return None
+    found = []
+    for probe, ans in wrong:
+        divisor = fitted_divisor(probe.args, ans.output, probe.live_rows(ans.output))
+        if divisor is None:
+            return None
+        found.append((probe, divisor, divisor_names(divisor, probe.args)))
+    seen = [f"On {probe.name} ({probe.shapes}) your output is attention with the scores divided by "
+            f"{divisor:.4g}, not by √d_k = √{d_k} = {d_k ** 0.5:.4g}."
+            for probe, divisor, _ in found[:3] for d_k in [probe.args["q"].shape[-1]]]
+    everywhere = sorted(set.intersection(*(names for *_, names in found)), key=len)
+    if everywhere:
+        seen.append(f"On every one of these it is {everywhere[0]}, where the scale is "
+                    "math.sqrt(q.shape[-1]).")
+    elif max(d for _, d, _ in found) - min(d for _, d, _ in found) <= 1e-3 * found[0][1]:
+        seen.append(f"It is {found[0][1]:.4g} on every input, whatever their sizes: a constant, where the "
+                    "scale is math.sqrt(q.shape[-1]), this input's own d_k.")
+    probe, ans = wrong[0]
+    return t.bug("wrong_scale", t.happened(probe, ans), seen)
+
+
 def _unmasked_bug(t):
     """Two mistakes at once, one of them in the masking: the inputs without a mask name the other."""
     plain = [(p, a) for p, a in t.main if "mask" not in p.args]
@@ -478,7 +506,8 @@ SPEC = Spec(
                                    Rule("allowed_far_below", "right", _allowed_far_below),
                                    Rule("weights_returned", "right", _weights_returned)],
                         "hypothesis": [Rule("swapped_return", "wrong", _swapped_return)],
-                        "no_known_bug": [Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
+                        "no_known_bug": [Rule("any_scale", "wrong", _any_scale),
+                                         Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
 )
 
 
