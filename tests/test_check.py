@@ -1225,6 +1225,37 @@ def test_attention_any_other_divisor_is_named_wrong_scale_with_the_number(diviso
     assert any(said in line for line in result.observed), result
 
 
+def test_a_sliding_window_causal_mask_and_a_padding_mask_with_swapped_axes_are_said():
+    """Round 21: a Mistral-style window left in a causal mask; positions down, lengths across."""
+    def windowed(n):
+        i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
+        return (j <= i) & (j > i - 8)
+
+    def swapped(lengths, n):
+        return (torch.arange(n)[:, None] < lengths[None, :])[:, None, :]
+
+    result = check_causal_mask(windowed)
+    assert not result.passed and "a sliding window (each query sees itself and the 7 before it" in \
+        result.observed[0], result
+    result = check_padding_mask(swapped)
+    assert not result.passed, result
+    assert any("first and last axes swapped" in line for line in result.observed), result
+
+
+def test_attention_a_max_without_keepdim_is_said():
+    """A softmax by hand whose row max lost its axis: a shape error when n_q ≠ n_k (round 21's file)."""
+    def by_hand(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        exps = torch.exp(scores - scores.max(dim=-1).values)
+        return exps / exps.sum(dim=-1, keepdim=True) @ v
+
+    result = check_attention(by_hand)
+    assert not result.passed and any("without keepdim=True" in line for line in result.observed), result
+    assert "keepdim=True" in result.fix, result
+
+
 def test_attention_a_scale_is_not_read_into_other_mistakes():
     def mask_ignored_and_scaled(q, k, v, mask=None):
         return torch.softmax(q @ k.transpose(-2, -1) / 3.0, dim=-1) @ v

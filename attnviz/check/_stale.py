@@ -92,6 +92,14 @@ def code_notes(obj, result):
     """Plain words from the names the code uses: a mask_fill_zero verdict on code that fills with
     torch.finfo(...).tiny says why that is a fill of 0; a mask_inverted one on code that hands the mask
     to F.scaled_dot_product_attention gives the fix in that form."""
+    if result.status == "problem" and _max_without_keepdim(obj, result):
+        result.observed.insert(1, (
+            "Your code takes a max over the keys without keepdim=True: that drops the keys' axis, so "
+            "subtracting it lines each query's maximum up with a key instead of its own row (a shape "
+            "error when n_q ≠ n_k, wrong weights when they are equal). Keep the axis: "
+            "scores.max(dim=-1, keepdim=True).values."))
+        result.fix = "row_max = scores.max(dim=-1, keepdim=True).values   # (..., n_q, 1): one per query row"
+        return result
     if result.bug not in ("mask_fill_zero", "mask_inverted"):
         return result
     names = names_used(obj)
@@ -104,6 +112,24 @@ def code_notes(obj, result):
         result.fix = ("F.scaled_dot_product_attention(q, k, v, attn_mask=mask)   # the bool mask as given: "
                       "True = may attend, for it as for this course")
     return result
+
+
+def _max_without_keepdim(obj, result) -> bool:
+    """A verdict of mismatched sizes on code that calls max (or amax) without keepdim in that call."""
+    if not any("must match the size of tensor" in line for line in result.observed):
+        return False
+    if type(obj) is not types.FunctionType:
+        return False
+    for code in code_objects(obj.__code__):
+        instructions = list(dis.get_instructions(code))
+        for at, instruction in enumerate(instructions):
+            if instruction.opname in ("LOAD_METHOD", "LOAD_ATTR") and instruction.argval in ("max", "amax"):
+                call = next((k for k in range(at + 1, len(instructions))
+                             if instructions[k].opname.startswith("CALL")), len(instructions))
+                keywords = [i.argval for i in instructions[at + 1:call] if type(i.argval) is tuple]
+                if not any("keepdim" in names for names in keywords):
+                    return True
+    return False
 
 
 def globals_read(fn) -> dict:

@@ -232,7 +232,21 @@ def _differences(probe, ans):
         i, j = leaks[0][-2:]
         return f"{line} For example query {i} may attend to key {j}, which comes after it."
     i, j = missing[0][-2:]
-    return f"{line} For example query {i} may not attend to key {j}, which is not after it."
+    return (f"{line} For example query {i} may not attend to key {j}, which is not after it."
+            + _window_words(missing, shape))
+
+
+def _window_words(missing, shape) -> str:
+    """When the keys blocked wrongly are exactly those w or more positions back: a sliding window."""
+    if len(shape) != 2:
+        return ""
+    window = min(i - j for i, j in missing)
+    far = [[i, j] for i in range(shape[0]) for j in range(shape[1]) if i - j >= window]
+    if window < 1 or sorted(missing) != far:
+        return ""
+    return (f" Every key {window} or more positions back is blocked, and only those: a sliding window "
+            f"(each query sees itself and the {window - 1} before it, as in Mistral's attention), where "
+            "a causal mask lets each query see every earlier key.")
 
 
 def _raised_at_once(t):
@@ -498,6 +512,12 @@ def _padding_notes(probe, ans):
             notes.append("Its values are inverted too: True on the padding, which is what "
                          "nn.MultiheadAttention's key_padding_mask means. Here True = may attend (a real "
                          "token), so compare arange(n) < length.")
+    if isinstance(value, torch.Tensor) and tuple(value.shape) == (n, 1, batch) \
+            and torch.equal(value.permute(2, 1, 0).bool(), probe.expected[:, :1, :].bool()):
+        notes.append("Your mask is the right one with its first and last axes swapped: (n, 1, batch), "
+                     "positions down and lengths across. Compare the positions as a row with the "
+                     "lengths as a column: torch.arange(n)[None, :] < lengths[:, None], then add the "
+                     "query axis.")
     if isinstance(value, torch.Tensor) and value.dim() >= 1 and value.shape[-1] == int(lengths.max()) < n:
         notes.append(f"Its last dimension is max(lengths) = {int(lengths.max())}, not n = {n}: build it over "
                      f"torch.arange(n).")
