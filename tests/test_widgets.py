@@ -206,6 +206,15 @@ def test_saturation_bad_start_is_named():
         saturation_explorer(mask="future")
 
 
+def test_lookup_bad_start_is_named_not_clamped():
+    """The sliders stop at 0..360 degrees and 0.01..100: a start past them is refused in words (a
+    temperature of 1000 was drawn at 100 without a word; a fresh reader's finding)."""
+    with pytest.raises(ValueError, match="temperature must be between 0.01 and 100 here, got 1000"):
+        lookup_explorer(temperature=1000)
+    with pytest.raises(ValueError, match="query_angle must be between 0 and 360 degrees here, got -30"):
+        lookup_explorer(query_angle=-30)
+
+
 def test_saturation_scores_histogram_counts_every_pair():
     ex = saturation_explorer(n=8, d_k=16)
     scores = ex.panels["scores"]

@@ -46,6 +46,11 @@ class LookupExplorer(Explorer):
     def __init__(self, query_angle=30.0, temperature=1.0):
         super().__init__()
         lookup_state(query_angle, temperature)
+        # the sliders' ranges: a value outside one would be clamped to its end without a word
+        if not 0 <= query_angle <= 360:
+            raise ValueError(f"query_angle must be between 0 and 360 degrees here, got {query_angle}.")
+        if not 0.01 <= temperature <= 100:
+            raise ValueError(f"temperature must be between 0.01 and 100 here, got {temperature}.")
         wide = {"description_width": "90px"}
         self.controls = {
             "query_angle": w.FloatSlider(value=query_angle, min=0, max=360, step=1, description="query angle",
