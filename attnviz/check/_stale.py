@@ -91,7 +91,8 @@ def _capital_of_an_argument(fn, read) -> str:
 def code_notes(obj, result):
     """Plain words from the names the code uses: a mask_fill_zero verdict on code that fills with
     torch.finfo(...).tiny says why that is a fill of 0; a mask_inverted one on code that hands the mask
-    to F.scaled_dot_product_attention gives the fix in that form."""
+    to F.scaled_dot_product_attention gives the fix in that form; sizes that do not match, on code
+    whose max (a softmax by hand) drops its axis, say keepdim=True."""
     if result.status == "problem" and _max_without_keepdim(obj, result):
         result.observed.insert(1, (
             "Your code takes a max over the keys without keepdim=True: that drops the keys' axis, so "
