@@ -1118,6 +1118,22 @@ def test_an_additive_mask_whose_fill_is_too_small_to_block_is_not_called_valid()
     assert result.bug == "mask_not_bool" and "valid" not in repr(result) and "by only 1" in repr(result)
 
 
+def test_a_padding_mask_cached_by_n_alone_is_told_as_an_earlier_calls_mask():
+    """Round 21: masks 'expensive', so remembered by their width: a later batch of the same n gets the
+    first call's (1, 1, n) mask, which broadcasts."""
+    kept = {}
+
+    def cached(lengths, n):
+        if n not in kept:
+            kept[n] = (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]
+        return kept[n]
+
+    result = check_padding_mask(cached)
+    assert not result.passed and result.headline.endswith("the mask of an earlier call."), result
+    assert "It is the right mask for lengths=[3], n=5" in result.observed[1], result
+    assert "arange" in result.fix, result
+
+
 def test_a_mask_kept_from_the_first_call_is_told_so_where_its_shape_is_wrong():
     kept = {}
 

@@ -378,8 +378,9 @@ def _rectangles(t):
 
 
 def _earlier_mask(t):
-    """Wrong only where an earlier call had the same shape, and the mask returned is that call's: a mask
-    kept from before (functools.cache, a dict keyed by the shape) and handed out again."""
+    """Wrong where the mask returned is an earlier call's (the right mask for that call, or what the
+    function returned for it): a mask kept from before (functools.cache, a dict keyed by the shape or by
+    n alone) and handed out again."""
     answered = []
     for probe, ans in t.main:
         out = ans.output
@@ -388,22 +389,29 @@ def _earlier_mask(t):
                 seen = torch.broadcast_to(out.bool(), probe.expected.shape)
             except RuntimeError:
                 seen = None
-            for before in answered:
-                if seen is not None and before.expected.shape == seen.shape \
-                        and torch.equal(seen, before.expected.bool()) \
-                        and not torch.equal(before.expected, probe.expected):
+            for before, earlier in answered:
+                same_as_expected = seen is not None and before.expected.shape == seen.shape \
+                    and torch.equal(seen, before.expected.bool())
+                # or exactly what it returned, rightly, for an earlier call (of another batch, say)
+                same_as_returned = t.right(before, earlier) and isinstance(earlier.output, torch.Tensor) \
+                    and earlier.output.shape == out.shape and torch.equal(earlier.output.bool(), out.bool())
+                if (same_as_expected or same_as_returned) and not (
+                        before.expected.shape == probe.expected.shape
+                        and torch.equal(before.expected, probe.expected)):
                     def case(p):
                         return p.where.removeprefix("For ").rstrip(":")
 
                     return t.problem(
-                        f"{t.spec.subject} returned, for {case(probe)}, the mask of an earlier call with the "
-                        "same shape.",
+                        f"{t.spec.subject} returned, for {case(probe)}, the mask of an earlier call"
+                        + (" with the same shape." if same_as_expected else "."),
                         [_differences(probe, ans),
                          f"It is the right mask for {case(before)}: a mask kept from an earlier call "
-                         "(functools.cache, a dict keyed by the shape) and handed out again. Key it by every "
-                         "argument (the lengths themselves), or build it anew each call: it is cheap."],
+                         "(functools.cache, a dict keyed by the shape or by n alone) and handed out "
+                         "again. Key it by every argument (the lengths themselves), or build it anew "
+                         "each call: it is cheap."],
+                        fix=t.spec.complaint_fix,
                     )
-        answered.append(probe)
+        answered.append((probe, ans))
     return None
 
 
