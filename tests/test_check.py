@@ -1241,8 +1241,8 @@ def test_attention_any_other_divisor_is_named_wrong_scale_with_the_number(diviso
     assert any(said in line for line in result.observed), result
 
 
-def test_a_sliding_window_causal_mask_and_a_padding_mask_with_swapped_axes_are_said():
-    """Round 21: a Mistral-style window left in a causal mask; positions down, lengths across."""
+def test_a_sliding_window_a_flipped_causal_mask_and_a_padding_mask_with_swapped_axes_are_said():
+    """Round 21: a Mistral-style window left in a causal mask; triu flipped; lengths across."""
     def windowed(n):
         i, j = torch.arange(n)[:, None], torch.arange(n)[None, :]
         return (j <= i) & (j > i - 8)
@@ -1253,6 +1253,8 @@ def test_a_sliding_window_causal_mask_and_a_padding_mask_with_swapped_axes_are_s
     result = check_causal_mask(windowed)
     assert not result.passed and "a sliding window (each query sees itself and the 7 before it" in \
         result.observed[0], result
+    result = check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool).triu().flip(-1))
+    assert not result.passed and "Your mask is the causal mask flipped" in result.observed[0], result
     result = check_padding_mask(swapped)
     assert not result.passed, result
     assert any("first and last axes swapped" in line for line in result.observed), result

@@ -230,7 +230,12 @@ def _differences(probe, ans):
         return f"{line} In sequence {b} (length {length}) query {i} {allowed} attend to key {j}."
     if leaks:
         i, j = leaks[0][-2:]
-        return f"{line} For example query {i} may attend to key {j}, which comes after it."
+        mirrored = len(shape) == 2 and shape[0] == shape[1] and (
+            torch.equal(got, expected.flip(-1)) or torch.equal(got, expected.flip(-2)))
+        return (f"{line} For example query {i} may attend to key {j}, which comes after it."
+                + (" Your mask is the causal mask flipped (flip(-1) or flip(0) reverses the order of the "
+                   "keys or of the queries; it does not transpose): build the lower triangle itself, "
+                   "tril()." if mirrored else ""))
     i, j = missing[0][-2:]
     return (f"{line} For example query {i} may not attend to key {j}, which is not after it."
             + _window_words(missing, shape))
