@@ -1021,6 +1021,39 @@ def gpt_buffer_and_mask(q, k, v, mask=None):
     return att @ v, att
 
 
+def quarter_root_each(q, k, v, mask=None):
+    """Right: q and k each scaled by d_k ** -0.25 before the product (a fresh reader's style)."""
+    root = q.shape[-1] ** -0.25
+    scores = (q * root) @ (k * root).transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def sqrt_twice_d_k(q, k, v, mask=None):
+    """A typo in the divisor: √(2·d_k), which no catalogued variant lists."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(2 * q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def sqrt_of_first_axis(q, k, v, mask=None):
+    """√k.shape[0]: the number of keys on 2-D inputs, the batch on batched ones."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[0])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1) @ v
+
+
+def minf_output_wiped(q, k, v, mask=None):
+    """-inf fill, NaN wiped from the output only: finite forward, NaN gradients backward."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    return torch.nan_to_num(torch.softmax(scores, dim=-1) @ v)
+
+
 def fused_causal_without_mask(q, k, v, mask=None):
     """F.scaled_dot_product_attention with is_causal=True whenever no mask is passed."""
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
@@ -1390,6 +1423,7 @@ CASES = [
     Case("minf_then_nan_to_num", minf_then_nan_to_num, PASS,
          note="forward 0 on a fully masked row; backward finite, masked_fill zeroes those rows' gradient"),
     Case("fused", fused, PASS),
+    Case("quarter_root_each", quarter_root_each, PASS),
     Case("fused_with_weights", fused_with_weights, PASS),
     Case("loop_over_queries", loop_over_queries, PASS),
     Case("loop_over_batch_bmm", loop_over_batch_bmm, PASS),
@@ -1419,6 +1453,8 @@ CASES = [
     Case("stale_global_d_k", stale_global_d_k, "wrong_scale"),
     Case("sqrt_d_v", sqrt_d_v, "wrong_scale"),
     Case("sqrt_n_k", sqrt_n_k, "wrong_scale"),
+    Case("sqrt_twice_d_k", sqrt_twice_d_k, "wrong_scale", note="read off the outputs: no variant lists it"),
+    Case("sqrt_of_first_axis", sqrt_of_first_axis, "wrong_scale", note="n_k on 2-D inputs, the batch on 4-D"),
     Case("sqrt_n_q", sqrt_n_q, "wrong_scale"),
     Case("power_one_half_precedence", power_one_half_precedence, "wrong_scale"),
     Case("power_one_half_in_scale", power_one_half_in_scale, "wrong_scale"),
@@ -1514,6 +1550,7 @@ CASES = [
     Case("argmax_hard_attention", argmax_hard_attention, FAIL),
     Case("abs_scores", abs_scores, FAIL),
     Case("output_plus_query", output_plus_query, FAIL),
+    Case("minf_output_wiped", minf_output_wiped, FAIL, note="right outputs, NaN gradients (plain words)"),
     Case("softmax_always_float32", softmax_always_float32, FAIL,
          note="right in float32; in float64 a fully masked row is NaN (said in plain words)"),
     Case("softmax_upcast_half_only", softmax_upcast_half_only, PASS),
