@@ -424,21 +424,23 @@ def _any_scale(t):
     wrong = [(p, a) for p, a in t.main if not t.right(p, a)]
     if not wrong:
         return None
-    found = []
+    divisors, names, seen = [], [], []
     for probe, ans in wrong:
         divisor = fitted_divisor(probe.args, ans.output, probe.live_rows(ans.output))
         if divisor is None:
             return None
-        found.append((probe, divisor, divisor_names(divisor, probe.args)))
-    seen = [f"On {probe.name} ({probe.shapes}) your output is attention with the scores divided by "
-            f"{divisor:.4g}, not by √d_k = √{d_k} = {d_k ** 0.5:.4g}."
-            for probe, divisor, _ in found[:3] for d_k in [probe.args["q"].shape[-1]]]
-    everywhere = sorted(set.intersection(*(names for *_, names in found)), key=len)
+        divisors.append(divisor)
+        names.append(divisor_names(divisor, probe.args))
+        d_k = probe.args["q"].shape[-1]
+        seen.append(f"On {probe.name} ({probe.shapes}) your output is attention with the scores divided by "
+                    f"{divisor:.4g}, not by √d_k = √{d_k} = {d_k ** 0.5:.4g}.")
+    seen = seen[:3]
+    everywhere = sorted(set.intersection(*names), key=len)
     if everywhere:
         seen.append(f"On every one of these it is {everywhere[0]}, where the scale is "
                     "math.sqrt(q.shape[-1]).")
-    elif max(d for _, d, _ in found) - min(d for _, d, _ in found) <= 1e-3 * found[0][1]:
-        seen.append(f"It is {found[0][1]:.4g} on every input, whatever their sizes: a constant, where the "
+    elif max(divisors) - min(divisors) <= 1e-3 * divisors[0]:
+        seen.append(f"It is {divisors[0]:.4g} on every input, whatever their sizes: a constant, where the "
                     "scale is math.sqrt(q.shape[-1]), this input's own d_k.")
     probe, ans = wrong[0]
     return t.bug("wrong_scale", t.happened(probe, ans), seen)
