@@ -815,7 +815,7 @@ class DecodeStep:
         if type(self) is DecodeStep and isinstance(model, StepModel):   # the zoo's right step, handed in
             raise PiecesOnlyError("attnviz.zoo.decode_step is the course's own answer to this exercise; "
                                   "write the step yourself from the model's pieces.")
-        past = 0 if cache is None else cache[0][0].shape[-2]
+        past = self.count(cache)                                     # positions already cached
         x = self.embed(model, tokens, past)                          # (batch, n_new, d_model)
         new_cache = self.start_cache(cache)
         for layer, block in enumerate(self.blocks(model)):
@@ -839,6 +839,10 @@ class DecodeStep:
     def norm_attention(self, block, x):
         normed = block.norm_attention(x)                             # a new name: x stays for the residual
         return normed
+
+    def count(self, cache):                                          # keys: (batch, h_kv, positions, d)
+        past = 0 if cache is None else cache[0][0].shape[-2]
+        return past
 
     def embed(self, model, tokens, past):
         x = model.embed(tokens, past)                                # positions past .. past + n_new - 1
@@ -1208,6 +1212,11 @@ class StepPositionsNotAdvanced(DecodeStep):
         return x
 
 
+class StepCachedLengthMisread(DecodeStep):
+    def count(self, cache):
+        past = 0 if cache is None else cache[0][0].shape[1]          # BUG: axis 1 holds the kv heads
+        return past
+
 
 class StepSqueezeDropsBatch(DecodeStep):
     def embed(self, model, tokens, past):
@@ -1260,7 +1269,7 @@ class StepCacheLayerNotAdvanced(DecodeStep):
     """The recipe's steps, with the layer index set once and never advanced."""
 
     def __call__(self, model, tokens, cache):
-        past = 0 if cache is None else cache[0][0].shape[-2]
+        past = self.count(cache)                                     # positions already cached
         x = self.embed(model, tokens, past)                          # (batch, n_new, d_model)
         new_cache = [] if cache is None else list(cache)             # a new list: the given cache stays
         layer = 0
@@ -1382,6 +1391,7 @@ DECODING_BUGS = {
     "mlp_norm_skipped": StepMlpNormSkipped(),
     "parallel_block": StepParallelBlock(),
     "positions_not_advanced": StepPositionsNotAdvanced(),
+    "cached_length_misread": StepCachedLengthMisread(),
     "is_causal_top_left": StepTopLeft(),
     "cache_not_appended": StepCacheNotAppended(),
     "squeeze_drops_batch": StepSqueezeDropsBatch(),

@@ -663,13 +663,24 @@ _ENTRIES = [
     Bug(
         "positions_not_advanced",
         "The new tokens' positions do not continue after the cache: they restart at 0, start one "
-        "place off (past - 1 or past + 1), start at len(cache), the number of layers, are left out once "
-        "there is a cache (the token embedding alone), or, fed a token at a time, every token is embedded "
-        "at the first one's position.",
+        "place off (past - 1 or past + 1), are left out once there is a cache (the token embedding "
+        "alone), or, fed a token at a time, every token is embedded at the first one's position.",
         "The prefill is right (unless its tokens are fed one at a time at one position, or all start one "
         "place on with past + 1); every later token is read at a wrong position, as if it stood at the "
         "start of the text or one place off.",
         "x = model.embed(tokens, past)   # past = positions already cached (past + i for a loop's i-th)",
+    ),
+    Bug(
+        "cached_length_misread",
+        "The number of cached positions (past) is read from the wrong place: axis 1 of the cached keys "
+        "(the number of key/value heads: the keys are (batch, n_kv_heads, positions, d_head)), axis 0 "
+        "(the batch), len(cache) (the number of layers) or len(cache[0]) (2: a layer's keys and "
+        "values). The new tokens are embedded at that position, and where the mask is built from it, "
+        "its diagonal sits there too.",
+        "The prefill is right (there is no cache to count); after it every new token is read at a "
+        "position that does not depend on how long the text is, and a mask built from the same number "
+        "hides cached keys or shows later ones.",
+        "past = 0 if cache is None else cache[0][0].shape[-2]   # keys: (batch, h_kv, positions, d_head)",
     ),
     Bug(
         "final_norm_skipped",

@@ -532,10 +532,11 @@ tried as well (the checker adds those)."""
 # :func:`decode` is one thing a learner may do wrong; the defaults are the correct step.
 
 
-def _decoding_mask(how, n_new, n_all, cached):
-    """Bool (n_new, n_all), True = may attend, or None for no mask; ``how`` names the learner's choice."""
+def _decoding_mask(how, n_new, n_all, cached, past=None):
+    """Bool (n_new, n_all), True = may attend, or None for no mask; ``how`` names the learner's choice,
+    ``past`` the number of cached positions the learner counted (by default the true one)."""
     ones = torch.ones(n_new, n_all, dtype=torch.bool)
-    past = n_all - n_new
+    past = n_all - n_new if past is None else past
     masks = {
         "bottom_right": lambda: ones.tril(past),
         "top_left": lambda: ones.tril(),                              # is_causal=True, or tril() by hand
@@ -565,16 +566,16 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
            expand="interleave", causal_mask="bottom_right", advance=True, keep="appended", scale=None,
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
            values_from="values", layer_read="own", kept_in=None, norms="own", blocks=None, buffer=False,
-           counter=None, piece=None, stored_in=None, block_read="own"):
+           counter=None, piece=None, stored_in=None, block_read="own", counted=None,
+           counted_in_mask=True):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
     ``keep``: what the returned cache holds ('appended', or the bugs 'given': the cache it was given,
     'newest': this step's keys and values only, 'swapped': (values, keys), read back as keys first);
     ``advance``: True (positions continue after the cache), False (they restart at 0), a number added
-    to the first position once there is a cache (the bug of a position one off), "layers" (they
-    start at len(cache), the number of layers) or "none" (once there is a cache, the token embedding
-    alone: "the positions are in the cache");
+    to the first position once there is a cache (the bug of a position one off) or "none" (once
+    there is a cache, the token embedding alone: "the positions are in the cache");
     ``final_norm``: False for logits read without the final LayerNorm (the unembedding alone), or
     'twice' (model.norm_final applied, then model.unembed, which applies it again);
     ``attend_new``: False for new queries that attend to the cache they were given without this
@@ -607,7 +608,11 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     values kept in the returned cache only (this step attends to its own unrounded);
     ``norms``: 'own', or the bugs 'mlp_for_attention' (norm_mlp before attention), 'attention_for_mlp'
     (norm_attention before the MLP), 'swapped' (both) and 'final_for_mlp' (model.norm_final before the
-    MLP).
+    MLP);
+    ``counted``: None, or the bug of the cached length read from the wrong place, ``counted(model,
+    cache)`` (the number of key/value heads from axis 1, of layers from len(cache), ...), used once
+    there is a cache as the new tokens' first position and, if ``counted_in_mask``, as the mask's
+    offset too.
 
     On a prefill only (``cache`` None; these bugs are named from the prefills):
     ``counter``: None, or the bugs of a position counter shared by the layers and advanced inside
@@ -623,9 +628,10 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
             return _finish(q @ _t(k) * (scale or 1 / math.sqrt(q.shape[-1])), m, v)[0]
     past = 0 if cache is None else cache[0][0].shape[-2]
     n_new = tokens.shape[1]
-    if advance == "layers":                                             # len(cache): the number of layers
-        start = 0 if cache is None else len(cache)
-    elif advance == "none":                                             # no position embedding once cached
+    miscounted = None if counted is None or cache is None else counted(model, cache)
+    if miscounted is not None:                                          # the learner's own past
+        at = miscounted
+    if advance == "none":                                               # no position embedding once cached
         start = past
     else:
         start = past if advance is True else 0 if advance is False or cache is None else past + advance
@@ -672,7 +678,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         if buffer:                                                      # the empty slots: zeros
             free = (0, 0, 0, model.max_len - seen_keys.shape[-2])
             seen_keys, seen_values = F.pad(seen_keys, free), F.pad(seen_values, free)
-        mask = _decoding_mask(causal_mask, n_new, seen_keys.shape[-2], cache is not None)
+        offset = miscounted if counted_in_mask else None
+        mask = _decoding_mask(causal_mask, n_new, seen_keys.shape[-2], cache is not None, offset)
         if cache is None and (counter or piece):
             seen_keys, seen_values, mask = _prefill_bug(counter, piece, layer, model.max_len,
                                                         seen_keys, seen_values, mask)
@@ -757,6 +764,14 @@ def _scaled_by_kv_head_width(model, tokens, cache):
     return decode(model, tokens, cache, scale=1 / math.sqrt(model.d_model // model.n_kv_heads))
 
 
+_MISCOUNTS = (
+    lambda model, cache: cache[0][0].shape[1],                          # axis 1: the key/value heads
+    lambda model, cache: len(cache),                                    # the number of layers
+    lambda model, cache: cache[0][0].shape[0],                          # axis 0: the batch
+    lambda model, cache: len(cache[0]),                                 # 2: a layer's keys and values
+)
+"""Where a learner may read the number of cached positions from instead of axis -2 of the keys."""
+
 _STEP_ONLY = {"wrong_scale": [_scaled_by_kv_head_width]}   # attention bugs' variants that need the model
 
 PREFILL_VARIANTS = {
@@ -813,7 +828,7 @@ taken from the normed stream, the MLP beside attention instead of after it)."""
 
 CACHED_VARIANTS = {
     "positions_not_advanced": [_step(advance=False), _step(advance=-1), _step(advance=1),
-                               _step(advance="layers"), _step(advance="none")],
+                               _step(advance="none")],
     "is_causal_top_left": [_step(causal_mask="top_left"), _step(causal_mask="none_for_one")],
     "causal_mask_missing": [_step(causal_mask="prefill_only")],
     "cache_masked_out": [_step(causal_mask="cache_hidden")],
@@ -825,6 +840,9 @@ CACHED_VARIANTS = {
     "values_from_cached_keys": [_step(values_from="keys")],
     "cache_layer_mixed_up": [_step(layer_read=how) for how in ("first", "last", "reversed")],
     "causal_offset_negated": _masks("offset_negated"),
+    # the cached length read from another axis or from the list: the positions (and the mask's offset)
+    "cached_length_misread": [_step(counted=count, counted_in_mask=both) for both in (True, False)
+                              for count in _MISCOUNTS],
     "mask_cached_columns_last": [_step(causal_mask="cached_last")],
     # the diagonal one too low once there is a cache (tril(past - 1)): each new query sees the cached
     # positions and not itself; the prompt's own triangle right (where it is wrong, the prefill names it)
