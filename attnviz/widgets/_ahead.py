@@ -6,8 +6,9 @@ milliseconds. So each explorer has a :class:`StepAhead`, which prepares pictures
 learner and sends them to the browser before they are asked for:
 
 * **one step either side**: a frame after an update, if no control changed meanwhile, it
-  computes the settings one step either side of the slider moved last, with the explorer's own
-  computation, and sends them as *deltas* of the current scene (only what differs);
+  computes the settings one step either side of the slider moved last (the way it moved first),
+  with the explorer's own computation, and sends them as *deltas* of the current scene (only what
+  differs);
 * **bursts** (a slider moving again within ``BURST_SECONDS``: a key held down, quick presses):
   each update brings, in the same message as its picture, the next ``BURST_STEPS`` steps in the
   direction the slider moves (and one back) that the browser does not have yet;
@@ -249,8 +250,9 @@ class StepAhead:
     # -- steps ----------------------------------------------------------------------------------
     def look_ahead(self) -> int:
         """Prepare and send the pictures one step either side of the slider moved last (or the first
-        slider); returns how many were sent (0 when too slow, too big or failing)."""
-        return self._send((-1, 1), BYTES)
+        slider), the one the way it moved first; returns how many were sent (0 when too slow, too big
+        or failing)."""
+        return self._send((self.direction, -self.direction), BYTES)
 
     def _send(self, offsets, budget: int, new_only: bool = False) -> int:
         sliders = [name for name, link in self.canvas.links.items() if link["step"]]
