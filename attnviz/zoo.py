@@ -1212,6 +1212,13 @@ class StepPositionsNotAdvanced(DecodeStep):
         return x
 
 
+class StepEmbeddingAddedTwice(DecodeStep):
+    def embed(self, model, tokens, past):
+        positions = torch.arange(past, past + tokens.shape[1])
+        x = model.embed(tokens, past) + model.position_embedding(positions)    # BUG: embed adds them
+        return x
+
+
 class StepCachedLengthMisread(DecodeStep):
     def count(self, cache):
         past = 0 if cache is None else cache[0][0].shape[1]          # BUG: axis 1 holds the kv heads
@@ -1392,6 +1399,7 @@ DECODING_BUGS = {
     "parallel_block": StepParallelBlock(),
     "positions_not_advanced": StepPositionsNotAdvanced(),
     "cached_length_misread": StepCachedLengthMisread(),
+    "embedding_added_twice": StepEmbeddingAddedTwice(),
     "is_causal_top_left": StepTopLeft(),
     "cache_not_appended": StepCacheNotAppended(),
     "squeeze_drops_batch": StepSqueezeDropsBatch(),

@@ -1274,6 +1274,23 @@ def test_attention_a_max_without_keepdim_is_said():
     assert "keepdim=True" in result.fix, result
 
 
+def test_masks_started_from_torch_empty_say_what_torch_empty_hands_back():
+    """torch.empty's memory is what was there (round 22's file got 'matches no known bug' alone)."""
+    def from_empty(n):
+        return torch.empty(n, n, dtype=torch.bool).tril()
+
+    def padding_from_empty(lengths, n):
+        mask = torch.empty(len(lengths), 1, n, dtype=torch.bool)
+        for row, length in enumerate(lengths.tolist()):
+            mask[row, 0, :length] = True
+        return mask
+
+    for result in (check_causal_mask(from_empty), check_padding_mask(padding_from_empty)):
+        assert not result.passed and any("calls torch.empty" in line for line in result.observed), result
+    right = check_causal_mask(lambda n: torch.empty(n, n, dtype=torch.bool).fill_(True).tril())
+    assert right.passed and "torch.empty" not in repr(right), right
+
+
 def test_attention_a_scale_is_not_read_into_other_mistakes():
     def mask_ignored_and_scaled(q, k, v, mask=None):
         return torch.softmax(q @ k.transpose(-2, -1) / 3.0, dim=-1) @ v

@@ -72,6 +72,19 @@ def test_right_steps_pass(step):
     assert result.passed and result.status == "passed" and result.bug is None, result
 
 
+def test_a_cache_kept_in_a_default_argument_is_said_as_such():
+    """new_cache=[] as a default: one list for every call (round 22's file was named cache_wrong_axis)."""
+    shared = _solution_edited(("def decode_step(model, tokens, cache):",
+                               "def decode_step(model, tokens, cache, new_cache=[]):"),
+                              ("    new_cache = []\n", ""))
+    result = check_decoding_step(shared)
+    assert not result.passed and result.bug is None and "new_cache=[]" in result.headline, result
+    assert result.fix.startswith("new_cache = []"), result
+    harmless = _solution_edited(("def decode_step(model, tokens, cache):",
+                                 "def decode_step(model, tokens, cache, options={}):"))
+    assert check_decoding_step(harmless).passed                 # a default nobody changes passes as before
+
+
 def test_a_step_rounded_to_float16_passes_with_a_note_and_a_float32_one_without():
     """Within the tolerance on the checker's model, but a thousand times farther than float32's 2e-7."""
     half = _solution_edited(
@@ -446,6 +459,7 @@ def test_the_checker_meets_the_model_only_through_its_public_pieces():
               "max_len", "pieces", "eval", "double",
               "unembedding",   # a StepModel layer (gpt's docstring), for final_norm_skipped
               "token_embedding",   # another, for positions left out once there is a cache
+              "position_embedding",   # another, for an embedding added twice
               "norm_final"}    # another (gpt's docstring): the checker's model gets its own LayerNorm scales
     for name in ("decoding.py", "_reference.py"):
         tree = ast.parse((ROOT / "attnviz" / "check" / name).read_text())

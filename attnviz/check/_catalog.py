@@ -683,6 +683,15 @@ _ENTRIES = [
         "past = 0 if cache is None else cache[0][0].shape[-2]   # keys: (batch, h_kv, positions, d_head)",
     ),
     Bug(
+        "embedding_added_twice",
+        "An embedding is added again on top of model.embed(tokens, past), which already sums the token "
+        "embeddings and the position embeddings: model.embed(...) + model.position_embedding(positions) "
+        "(the GPT-2 habit of x = wte(tokens) + wpe(positions)), or + model.token_embedding(tokens).",
+        "Every position's input counts that embedding twice, on the prefill as much as after it: every "
+        "logit is off, though each block is right.",
+        "x = model.embed(tokens, past)   # the token and the position embeddings, each once",
+    ),
+    Bug(
         "final_norm_skipped",
         "The logits are read from the last block's output without the final LayerNorm: "
         "model.unembedding(x) alone, where the model applies model.norm_final first.",

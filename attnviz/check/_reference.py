@@ -567,7 +567,7 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
            final_norm=True, attend_new=True, at=None, projected="normed", residual="x", mlp="x",
            values_from="values", layer_read="own", kept_in=None, norms="own", blocks=None, buffer=False,
            counter=None, piece=None, stored_in=None, block_read="own", counted=None,
-           counted_in_mask=True):
+           counted_in_mask=True, twice=None):
     """The reference cached step ``(logits (batch, n_new, vocab), new cache)``; see the section note.
 
     ``attend(q, k, v, mask) -> output`` (default: :func:`attention`, with ``scale`` if given);
@@ -609,6 +609,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     ``norms``: 'own', or the bugs 'mlp_for_attention' (norm_mlp before attention), 'attention_for_mlp'
     (norm_attention before the MLP), 'swapped' (both) and 'final_for_mlp' (model.norm_final before the
     MLP);
+    ``twice``: None, or the bug of an embedding added again on top of model.embed (which adds the token
+    and the position embeddings): 'positions' or 'tokens';
     ``counted``: None, or the bug of the cached length read from the wrong place, ``counted(model,
     cache)`` (the number of key/value heads from axis 1, of layers from len(cache), ...), used once
     there is a cache as the new tokens' first position and, if ``counted_in_mask``, as the mask's
@@ -636,6 +638,10 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     else:
         start = past if advance is True else 0 if advance is False or cache is None else past + advance
     x = model.embed(tokens, start if at is None else at)                # (batch, n_new, d_model)
+    if twice == "positions":                                            # model.embed has them already
+        x = x + model.position_embedding(torch.arange(start, start + n_new))
+    elif twice == "tokens":
+        x = x + model.token_embedding(tokens)
     if advance == "none" and cache is not None:
         x = model.token_embedding(tokens)
     h, h_kv = model.n_heads, model.n_kv_heads
@@ -792,6 +798,7 @@ PREFILL_VARIANTS = {
         lambda model, tokens, cache: decode(model, tokens, cache, scale=1 / math.sqrt(model.d_model))
     ],
     "kv_heads_repeated_not_interleaved": [_step(expand="repeat")],
+    "embedding_added_twice": [_step(twice="positions"), _step(twice="tokens")],
     "final_norm_skipped": [_step(final_norm=False)],
     "final_norm_twice": [_step(final_norm="twice")],
     "first_block_reused": [_step(block_read="first_attention"), _step(block_read="first")],

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import re
+import types
 from dataclasses import replace
 
 import torch
@@ -1026,6 +1027,31 @@ def _models_read(fn):
     return [name for name, value in globals_read(fn).items() if isinstance(value, (TinyGPT, StepModel))]
 
 
+def _with_shared_default(fn, result):
+    """A failed step with a list or dict as a default argument (``new_cache=[]``): Python makes that
+    object once, when ``def`` runs, and every call that leaves it out gets the same one, so what one
+    call appends the next finds. Said first, since every later step goes wrong from it (a bug named from
+    the symptom, a cat that refuses say, would send the learner elsewhere)."""
+    if result.passed or type(fn) is not types.FunctionType:     # a plain function's own, read as data
+        return result
+    code, defaults = fn.__code__, fn.__defaults__ or ()
+    named = code.co_varnames[:code.co_argcount]
+    pairs = [*zip(named[len(named) - len(defaults):], defaults, strict=True),
+             *(fn.__kwdefaults__ or {}).items()]
+    shared = [(name, value) for name, value in pairs if type(value) in (list, dict, set)]
+    if not shared:
+        return result
+    name, default = shared[0]
+    return _verdict.problem(NAME, f"your step's default argument {name}={default!r} is one "
+                            f"{type(default).__name__} shared by every call.", [
+        f"Python makes a default argument's {type(default).__name__} once, when def runs: every call that "
+        f"leaves {name} out gets that same object, so what one call puts in it the next call finds there "
+        "(a cache that keeps the entries of every earlier call, and changes under a caller who holds it).",
+        *result.observed],
+        fix=f"{name} = {'[]' if isinstance(default, list) else type(default).__name__ + '()'}   # inside the "
+            "step: a new one on every call (or a default of None)")
+
+
 def _with_models_read(fn, result):
     """A failed verdict says first when the step read a model of the notebook (a global, say ``m``:
     a line copied from a cell that used one) instead of the one it is given."""
@@ -1071,4 +1097,4 @@ def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     setup = _setup()
     spec = replace(SPEC, hypotheses=setup["prefill"])
     result = run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")
-    return _with_models_read(fn, result)
+    return _with_shared_default(fn, _with_models_read(fn, result))

@@ -23,7 +23,7 @@ from ._engine import Probe, Rule, Spec, dtype_name, run_check
 from ._reference import causal, in_neutral, padding
 from ._rules import rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
-from ._stale import globals_note, with_stale_note
+from ._stale import code_notes, globals_note, with_stale_note
 
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
@@ -509,7 +509,7 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     probes = [_probe({"n": n}, causal(n)) for n in _CAUSAL_SIZES]
     if _takes_two(fn):
         probes += [_probe({"n_q": a, "n_k": b}, causal(a, b), kind="rectangle") for a, b in _RECTANGLES]
-    return globals_note(fn, _run(CAUSAL, fn, probes, time_limit))
+    return code_notes(fn, globals_note(fn, _run(CAUSAL, fn, probes, time_limit)))
 
 
 def _padding_notes(probe, ans):
@@ -597,4 +597,4 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
         lengths = torch.tensor(lengths)
         expected = padding(lengths, n).expand(len(lengths), n, n)
         probes.append(_probe({"lengths": lengths, "n": n}, expected, batch_one=single, lengths=lengths))
-    return globals_note(fn, _run(PADDING, fn, probes, time_limit))
+    return code_notes(fn, globals_note(fn, _run(PADDING, fn, probes, time_limit)))

@@ -2893,6 +2893,68 @@ def past_from_size_minus_two(model, tokens, cache):
     return model.unembed(x), kept
 
 
+def wte_plus_wpe_on_top_of_embed(model, tokens, cache):
+    """GPT-2 from scratch: x = wte + wpe, written after model.embed, which has both already."""
+    past = cache[0][0].shape[-2] if cache else 0
+    pos = torch.arange(past, past + tokens.shape[1], dtype=torch.long)
+    x = model.embed(tokens, past)
+    x = x + model.position_embedding(pos)[None]                      # BUG: embed added it already
+    present = []
+    for i, blk in enumerate(model.blocks):
+        h = blk.norm_attention(x)
+        q = _heads(blk.attention.W_q(h), model.n_heads)
+        k, v = _heads(blk.attention.W_k(h), model.n_kv_heads), _heads(blk.attention.W_v(h), model.n_kv_heads)
+        if cache:
+            k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+        present.append((k, v))
+        r = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(r, 1), v.repeat_interleave(r, 1),
+                                           attn_mask=_bottom_right(q.shape[2], k.shape[2]))
+        x = x + blk.attention.W_o(_unheads(o))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), present
+
+
+def token_embedding_added_again(model, tokens, cache):
+    """Builds the input from the pieces it knows, then also calls embed: the tokens count twice."""
+    offset = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.token_embedding(tokens) + model.embed(tokens, offset)  # BUG: embed holds the tokens too
+    new = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[layer][0], k], -2), torch.cat([cache[layer][1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1),
+                                           v.repeat_interleave(g, 1),
+                                           attn_mask=gpt.decoding_mask(tokens.shape[1], k.shape[-2]))
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def wte_plus_wpe_by_hand(model, tokens, cache):
+    """Right: the GPT-2 sum written out from the two tables, without model.embed."""
+    past = cache[0][0].shape[-2] if cache else 0
+    x = model.token_embedding(tokens) + model.position_embedding(torch.arange(past, past + tokens.shape[1]))
+    present = []
+    for i, blk in enumerate(model.blocks):
+        h = blk.norm_attention(x)
+        q = _heads(blk.attention.W_q(h), model.n_heads)
+        k, v = _heads(blk.attention.W_k(h), model.n_kv_heads), _heads(blk.attention.W_v(h), model.n_kv_heads)
+        if cache:
+            k, v = torch.cat([cache[i][0], k], 2), torch.cat([cache[i][1], v], 2)
+        present.append((k, v))
+        r = model.n_heads // model.n_kv_heads
+        o = F.scaled_dot_product_attention(q, k.repeat_interleave(r, 1), v.repeat_interleave(r, 1),
+                                           attn_mask=_bottom_right(q.shape[2], k.shape[2]))
+        x = x + blk.attention.W_o(_unheads(o))
+        x = x + blk.mlp(blk.norm_mlp(x))
+    return model.unembed(x), present
+
+
 CASES = [
     # correct
     Case("solution", solution, PASS),
@@ -3054,4 +3116,7 @@ CASES = [
     Case("length_axis_from_rnn_habit", length_axis_from_rnn_habit, "cached_length_misread"),
     Case("past_as_len_of_layer_entry", past_as_len_of_layer_entry, "cached_length_misread"),
     Case("past_from_size_minus_two", past_from_size_minus_two, PASS),
+    Case("wte_plus_wpe_on_top_of_embed", wte_plus_wpe_on_top_of_embed, "embedding_added_twice"),
+    Case("token_embedding_added_again", token_embedding_added_again, "embedding_added_twice"),
+    Case("wte_plus_wpe_by_hand", wte_plus_wpe_by_hand, PASS),
 ]
