@@ -1291,6 +1291,61 @@ def test_masks_started_from_torch_empty_say_what_torch_empty_hands_back():
     assert right.passed and "torch.empty" not in repr(right), right
 
 
+def test_padding_additive_minus_10000_is_not_called_valid_and_an_int64_shape_bug_says_its_dtype():
+    """BERT's -10000 blocks only keys less than 10000 above (check_multi_head fails it); HF's int64
+    (batch, n) attention_mask gets both its mistakes at once (a fresh reader's findings)."""
+    def bert(lengths, n):
+        real = (torch.arange(n)[None, :] < lengths[:, None]).float()
+        return (1.0 - real[:, None, :]) * -10000.0
+
+    said = check_padding_mask(bert)
+    assert said.bug == "mask_not_bool" and "valid" not in said.observed[0], said
+    assert "less than 1e+04 above" in said.observed[0] and "additive_mask_too_small" in said.observed[0], said
+
+    def hf(lengths, n):
+        return (torch.arange(n)[None, :] < lengths[:, None]).long()
+
+    both = check_padding_mask(hf)
+    assert both.bug == "padding_query_axis_misplaced", both
+    assert any(line.startswith("It is an int64 mask as well, not bool") for line in both.observed), both
+    shape_only = check_padding_mask(lambda lengths, n: torch.arange(n)[None, :] < lengths[:, None])
+    assert not any("as well, not bool" in line for line in shape_only.observed), shape_only
+
+
+def test_multi_head_heads_chunked_along_positions_and_stacked_is_named():
+    """torch.stack(W_q(x).chunk(n_heads, dim=1), dim=1) raises when n_heads does not divide n: named
+    heads_split_along_positions, not a bare RuntimeError (a fresh reader's finding)."""
+    class Chunked(nn.Module):
+        def __init__(self, d_model, n_heads):
+            super().__init__()
+            self.n_heads, self.d_k = n_heads, d_model // n_heads
+            self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False)
+                                                      for _ in range(4))
+
+        def forward(self, x, mask=None):
+            b, n, d = x.shape
+            q, k, v = (torch.stack(w(x).chunk(self.n_heads, dim=1), dim=1)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            return self.W_o((scores.softmax(-1) @ v).transpose(1, 2).reshape(b, n, d))
+
+    result = check_multi_head(Chunked)
+    assert result.bug == "heads_split_along_positions", result
+    assert any("do not split evenly" in line for line in result.observed), result
+
+
+def test_a_name_torch_does_not_have_is_said_with_what_pytorch_writes():
+    """torch.sequence_mask (a TensorFlow habit) got a bare AttributeError (a fresh reader's finding)."""
+    result = check_padding_mask(lambda lengths, n: torch.sequence_mask(lengths, n)[:, None, :])
+    assert any("that is TensorFlow's tf.sequence_mask" in line for line in result.observed), result
+    assert result.fix == "torch.arange(n)[None, :] < lengths[:, None]", result
+    typo = check_causal_mask(lambda n: torch.tri(n, n).bool())
+    assert any("PyTorch has no torch.tri: a name from another library, or a typo?" in line
+               for line in typo.observed), typo
+
+
 def test_attention_a_scale_is_not_read_into_other_mistakes():
     def mask_ignored_and_scaled(q, k, v, mask=None):
         return torch.softmax(q @ k.transpose(-2, -1) / 3.0, dim=-1) @ v

@@ -622,7 +622,8 @@ _ENTRIES = [
         "The heads are cut along the positions (q.chunk(n_heads, dim=1)), not along the features: each "
         "\"head\" is a block of neighbouring positions with all d_model features.",
         "Without a mask each position attends only to the positions of its own block; with an (n, n) mask "
-        "the call raises, the mask meeting a block's smaller scores.",
+        "the call raises, the mask meeting a block's smaller scores (and torch.stack of the blocks raises "
+        "whenever n_heads does not divide n).",
         "q.view(batch, n, n_heads, d_k).transpose(1, 2)   # split the features (the last axis) into heads",
     ),
     Bug(
@@ -637,10 +638,12 @@ _ENTRIES = [
     ),
     Bug(
         "mask_axis_misplaced",
-        "The mask gets an axis in the wrong place: mask.unsqueeze(1) turns an (n, n) mask into "
-        "(n, 1, n), and broadcasting then lines its first n up with the heads.",
+        "The mask gets axes in the wrong place: mask.unsqueeze(1) turns an (n, n) mask into (n, 1, n), "
+        "and Hugging Face's mask[:, None, None, :] (written for a (batch, n) padding mask) turns it into "
+        "(n, 1, 1, n); broadcasting then lines its first n up with the heads or the batch.",
         "Without a mask the output is right; with one the call raises a size mismatch (or, when the "
-        "number of heads happens to equal n, each head gets another query's row).",
+        "number of heads or the batch happens to equal n, each head or sequence gets another query's "
+        "row).",
         "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # (n, n) broadcasts over "
         "batch and heads as it is",
     ),

@@ -586,6 +586,37 @@ def mask_truthiness(t):
         fix="if mask is not None:   # not if mask:")
 
 
+_NO_TORCH_NAME = re.compile(r"module '(torch(?:\.\w+)*)' has no attribute '(\w+)'")
+_OTHER_LIBRARIES = {       # names other libraries have, and what PyTorch writes for them
+    "sequence_mask": ("TensorFlow's tf.sequence_mask(lengths, n)",
+                      "torch.arange(n)[None, :] < lengths[:, None]"),
+    "band_part": ("TensorFlow's tf.linalg.band_part(x, -1, 0)",
+                  "torch.tril(x)   # band_part(x, 0, -1): torch.triu(x)"),
+    "expand_dims": ("TensorFlow's and NumPy's expand_dims(x, axis)", "x.unsqueeze(axis)"),
+    "reduce_sum": ("TensorFlow's tf.reduce_sum(x, axis)", "x.sum(dim=axis)"),
+    "reduce_max": ("TensorFlow's tf.reduce_max(x, axis)", "x.amax(dim=axis)"),
+    "cast": ("TensorFlow's tf.cast(x, dtype)", "x.to(dtype)"),
+    "newaxis": ("NumPy's np.newaxis", "x[:, None]   # None inserts an axis"),
+    "masked_softmax": ("d2l's own d2l.masked_softmax", "torch.softmax(scores.masked_fill(~mask, "
+                       "torch.finfo(scores.dtype).min), dim=-1)"),
+}
+
+
+def missing_torch_name(message: str):
+    """``(line, fix)`` for an AttributeError of a name PyTorch does not have (torch.sequence_mask, a
+    TensorFlow habit), or None."""
+    found = _NO_TORCH_NAME.search(message)
+    if not found:
+        return None
+    module, name = found.groups()
+    if name in _OTHER_LIBRARIES:
+        where, fix = _OTHER_LIBRARIES[name]
+        return (f"PyTorch has no {module}.{name}: that is {where}, and PyTorch writes it "
+                f"{fix.split('   #')[0]}.", fix)
+    return (f"PyTorch has no {module}.{name}: a name from another library, or a typo? "
+            f"help({module}) lists what {module} has.", "")
+
+
 def raised(t):
     errors = [(p, a) for p, a in t.main if a.error is not None]
     if errors:
@@ -600,6 +631,10 @@ def raised(t):
                          f"it, run that cell (after a kernel restart none has run: Run > Run All Cells); "
                          f"if none does, define or import {name} yourself.")
             fix = f"run the cell that defines or imports {name} (after a kernel restart: Run All Cells)"
+        elif missing_torch_name(message):
+            line, other = missing_torch_name(message)
+            lines.append(line)
+            fix = other or fix
         elif _call_mismatch(ans):             # a checker without call_mismatch (decoding's cached steps)
             lines.append("The check calls your code with the exercise's arguments, and your def takes "
                          "others: compare its first line with the exercise's.")

@@ -21,7 +21,7 @@ from . import _verdict
 from ._diagnose import Answer, Hypotheses
 from ._engine import Probe, Rule, Spec, dtype_name, run_check
 from ._reference import causal, in_neutral, padding
-from ._rules import rules
+from ._rules import missing_torch_name, rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
 from ._stale import code_notes, globals_note, with_stale_note
 
@@ -185,8 +185,13 @@ def _dtype_note(t):
         happened = f"{t.spec.subject} returned a mask of dtype {dtype}, not bool"
         if t.all_right and not _rectangles(t):
             valid = ("That is a valid mask for F.scaled_dot_product_attention, which adds it to the scores"
-                     if fill <= -1e4 else f"Added to the scores, a fill of {words} lowers a blocked score "
-                     f"by only {-fill:.4g}, far from blocking it")
+                     if fill <= -1e9 else
+                     f"F.scaled_dot_product_attention adds it to the scores, so it blocks a key only while "
+                     f"that key's score is less than {-fill:.4g} above the allowed ones"
+                     + (" (check_multi_head names a fill this small additive_mask_too_small)" if fill > -2e4
+                        else "") + "; -inf or torch.finfo(dtype).min always blocks" if fill <= -1e4 else
+                     f"Added to the scores, a fill of {words} lowers a blocked score by only {-fill:.4g}, "
+                     "far from blocking it")
             return t.bug("mask_not_bool", happened, [
                 f"{said}. {valid}; this exercise asks for a bool mask with True = may attend: return "
                 "mask == 0."],
@@ -258,7 +263,10 @@ def _raised_at_once(t):
     """A mask function that raises is told so before anything else is compared."""
     for probe, ans in t.pairs():
         if ans.error is not None and not (t.spec.words.get("single") and _single_right(t)):
-            return t.problem(f"your function raised {ans.error['type']}.", [_differences(probe, ans)])
+            missing = missing_torch_name(ans.error.get("message", ""))
+            return t.problem(f"your function raised {ans.error['type']}.",
+                             [_differences(probe, ans), *([missing[0]] if missing else [])],
+                             fix=missing[1] if missing else "")
     return None
 
 
@@ -287,7 +295,7 @@ def _fixed_size(t, wrong):
     probe, ans = wrong[0]
     return t.bug("mask_fixed_size", f"{t.spec.subject} returned a {m} x {m} mask for n = {probe.args['n']}",
                  [_differences(probe, ans), f"Right for every n up to {m}; for each larger n it returns the "
-                  f"same {m} x {m} triangle."])
+                  f"same {m} x {m} triangle.", *_not_bool(ans)])
 
 
 def _padding_shape_kind(probe, value):
@@ -318,7 +326,19 @@ def _padding_shape(t, wrong):
     else:
         bug, happened = ("padding_query_axis_misplaced", f"{t.spec.subject} returned shape "
                          f"{shape_str(ans.output.shape)} for a batch of {len(lengths)}")
-    return t.bug(bug, happened, [_differences(probe, ans), *_padding_notes(probe, ans)])
+    return t.bug(bug, happened, [_differences(probe, ans), *_padding_notes(probe, ans), *_not_bool(ans)])
+
+
+def _not_bool(ans):
+    """A line for a shape verdict on a mask that is not bool either: said at once, or fixing the shape
+    alone would bring a second failure (HF's attention_mask, say: int64 (batch, n))."""
+    dtype = ans.output.dtype if isinstance(ans.output, torch.Tensor) else torch.bool
+    if dtype == torch.bool:
+        return []
+    name = dtype_name(ans.output)
+    return [f"It is {'an' if name.startswith('i') else 'a'} {name} mask as well, not bool: masked_fill and "
+            "F.scaled_dot_product_attention read only a bool mask as may/may not attend. Return a bool "
+            "mask (a comparison gives one; leave out .long(), .int() and .float())."]
 
 
 def _single_right(t):

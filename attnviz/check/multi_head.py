@@ -455,6 +455,31 @@ def _state_by_shape(t):
     )
 
 
+_STACK = re.compile(r"stack expects each tensor to be equal size, but got \[([\d, ]+)\] at entry \d+ and "
+                    r"\[([\d, ]+)\]")
+
+
+def _position_chunks_stacked(t):
+    """forward raised as torch.stack met pieces of x that hold every feature but not the same number
+    of positions: x (or a projection) cut into heads along the positions (chunk(n_heads, dim=1)), which
+    n does not divide evenly."""
+    for probe, ans in t.main:
+        found = _STACK.search((ans.error or {}).get("message", "")) if ans.error else None
+        if not found:
+            continue
+        one, other = ([int(size) for size in group.split(", ")] for group in found.groups())
+        d_model, heads = CONFIGS[probe.facts["config"]]
+        if len(one) == len(other) == 3 and one[2] == other[2] == d_model and one[1] != other[1]:
+            return t.bug("heads_split_along_positions", f"forward raised {ans.error['type']} as it stacked "
+                         "pieces of different numbers of positions", [
+                             t.describe(probe, ans),
+                             f"Each piece holds all {d_model} features of some of the positions, "
+                             f"(batch, positions, {d_model}): the heads were cut along the positions (axis 1 "
+                             f"of x), and {probe.expected.shape[1]} positions do not split evenly into "
+                             f"{heads}. A head is a slice of the features, the last axis."])
+    return None
+
+
 def _state_between_calls(t):
     """Wrong on the second or third call of a module, right on the same call to a new module: something
     an earlier call left on the module (a mask or keys and values kept on self, or a global) is used
@@ -771,6 +796,7 @@ SPEC = Spec(
                                              Rule("blocked_far_softmax", "right", _blocked_far_softmax)],
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
                         "hypothesis": [Rule("state_between_calls", "wrong", _state_between_calls)],
+                        "raised": [Rule("position_chunks_stacked", "wrong", _position_chunks_stacked)],
                         "passed": [Rule("long_positions", "right", long_inputs),
                                    Rule("dead_row_gradient", "right", dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far),
