@@ -25,6 +25,7 @@ from attnviz.widgets import (
 from attnviz.widgets.canvas import KEY_TITLE as CANVAS_KEY_TITLE
 from attnviz.widgets.canvas import LEGEND, Canvas, heatmap_panel
 from attnviz.widgets.canvas import QUERY_TITLE as CANVAS_QUERY_TITLE
+from attnviz.widgets.kv_cache import SIZES as KV_SIZES
 from attnviz.widgets.kv_cache import sharing_sentence
 from attnviz.widgets.lookup import lookup_verdict
 from attnviz.widgets.saturation import VERDICT_THRESHOLDS, saturation_verdict
@@ -403,6 +404,27 @@ def test_kv_cache_explorer():
     assert "share 1 KV head " in ex._text.value
 
 
+def test_kv_cache_typed_values_are_taken_as_typed_and_answered_in_words():
+    """The boxes take what is typed: 64.9 was 649 in an IntText, 2000 layers silently 1000 (a fresh
+    reader's finding); now each is refused in words naming the box, and the last good picture stays."""
+    kv = kv_cache_explorer()
+    before = kv.metrics["bytes"]
+    for name, typed, words in [("d_head", 64.9, "d_head must be a whole number, got 64.9"),
+                               ("n_layers", 2000, "layers (n_layers) must be from 1 to 1,000, got 2,000"),
+                               ("seq_len", -5, "seq_len must be from 0 to 10,000,000, got -5"),
+                               ("n_kv_heads", 0, "KV heads (n_kv_heads) must be from 1 to 1,024, got 0")]:
+        start = kv.controls[name].value
+        kv.controls[name].value = typed
+        assert kv.error is not None and words in kv.error, (name, kv.error)
+        assert kv.metrics["bytes"] == before and "do not work" in kv._text.value
+        kv.controls[name].value = start
+        assert kv.error is None
+    kv.controls["d_head"].value = 1e3                       # 1e3 typed is 1000 (an IntText made it 13)
+    assert kv.error is None and "d_head 1000," in kv.panels["bytes"].title
+    with pytest.raises(ValueError, match="seq_len must be from 0 to 10,000,000"):
+        kv_cache_explorer(seq_len=2 * 10**7)
+
+
 def test_kv_cache_sentences_are_grammatical():
     assert sharing_sentence(32, 1, 64, 2) == ("32 query heads share 1 KV head (32 query heads per KV "
                                               "head): the cache is 32x smaller than full multi-head "
@@ -422,9 +444,10 @@ def test_lookup_and_kv_cache_extremes_run_without_nan():
             _assert_no_unlabelled_nan(ex)
     kv = kv_cache_explorer()
     for name in ("n_layers", "n_heads", "d_head", "seq_len", "batch"):
-        control = kv.controls[name]
-        for value in (control.min, control.max):
+        control, (_label, low, high) = kv.controls[name], KV_SIZES[name]
+        for value in (low, high):
             control.value = value
+            assert kv.error is None or "n_kv_heads" in kv.error, (name, value, kv.error)   # a range end
             _assert_no_unlabelled_nan(kv)
         control.value = {"n_layers": 32, "n_heads": 32, "d_head": 128, "seq_len": 4096, "batch": 1}[name]
     kv.controls["n_kv_heads"].value = 1024                 # more KV heads than query heads: said in words

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import ipywidgets as w
 
 from ..explore import KV_DTYPES, binary_unit, format_bytes, kv_cache_state
@@ -11,6 +13,11 @@ from .canvas import bars_panel
 __all__ = ["kv_cache_explorer", "KVCacheExplorer", "sharing_sentence"]
 
 KINDS = ("MHA", "GQA", "MQA")
+# the typed sizes: (label, lowest, highest). Typed into a FloatText, so that 64.9 or 1e3 reach the
+# kernel as typed and are answered in words (an IntText's box turns 64.9 into 649 without a word)
+SIZES = {"n_layers": ("layers", 1, 1000), "n_heads": ("query heads", 1, 1024),
+         "n_kv_heads": ("KV heads", 1, 1024), "d_head": ("d_head", 1, 4096),
+         "seq_len": ("seq_len", 0, 10_000_000), "batch": ("batch", 1, 4096)}
 COLOURS = ("#3b75af", "#21918c", "#5ec962")
 
 
@@ -31,6 +38,23 @@ def sharing_sentence(n_heads: int, n_kv_heads: int, bytes_mha: int, bytes_gqa: i
     return f"{share}: the cache is {bytes_mha / bytes_gqa:g}x smaller than full multi-head attention's."
 
 
+def whole_sizes(values: dict) -> dict:
+    """The typed sizes as whole numbers within their ranges; ValueError, in words with the box's own
+    label, for a fraction (64.9), a value out of range or one that is not a number."""
+    sizes = {}
+    for name, (box, low, high) in SIZES.items():
+        value, label = values[name], box if box == name else f"{box} ({name})"
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"{label} must be a whole number from {low:,} to {high:,}, "
+                             f"got {value!r}.")
+        if value != int(value):
+            raise ValueError(f"{label} must be a whole number, got {value:g}.")
+        if not low <= value <= high:
+            raise ValueError(f"{label} must be from {low:,} to {high:,}, got {int(value):,}.")
+        sizes[name] = int(value)
+    return sizes
+
+
 class KVCacheExplorer(Explorer):
     """Controls ``n_layers``, ``n_heads``, ``n_kv_heads``, ``d_head``, ``seq_len``, ``dtype``,
     ``batch``; panel ``bytes`` (MHA, GQA with ``n_kv_heads``, MQA). ``metrics``: ``bytes``,
@@ -43,20 +67,16 @@ class KVCacheExplorer(Explorer):
     def __init__(self, n_layers=32, n_heads=32, n_kv_heads=8, d_head=128, seq_len=4096, dtype="float16",
                  batch=1):
         super().__init__()
-        kv_cache_state(n_layers, n_heads, n_kv_heads, d_head, seq_len, dtype, batch)
+        given = {"n_layers": n_layers, "n_heads": n_heads, "n_kv_heads": n_kv_heads, "d_head": d_head,
+                 "seq_len": seq_len, "batch": batch}
+        kv_cache_state(**whole_sizes(given), dtype=dtype)
         wide = {"description_width": "95px"}
-
-        def number(value, low, high, label):
-            return w.BoundedIntText(value=value, min=low, max=high, description=label, style=wide,
-                                    layout=w.Layout(width="215px"))
-
         self.controls = {
-            "n_layers": number(n_layers, 1, 1000, "layers"),
-            "n_heads": number(n_heads, 1, 1024, "query heads"),
-            "n_kv_heads": number(n_kv_heads, 1, 1024, "KV heads"),
-            "d_head": number(d_head, 1, 4096, "d_head"),
-            "seq_len": number(seq_len, 0, 10_000_000, "seq_len"),
-            "batch": number(batch, 1, 4096, "batch"),
+            name: w.FloatText(value=given[name], description=SIZES[name][0], style=wide,
+                              layout=w.Layout(width="215px"))
+            for name in SIZES
+        }
+        self.controls |= {
             "dtype": w.Dropdown(options=list(KV_DTYPES), value=dtype, description="dtype", style=wide,
                                 layout=w.Layout(width="235px")),
         }
@@ -71,6 +91,7 @@ class KVCacheExplorer(Explorer):
         self.update()
 
     def _compute(self, values):
+        values = {**values, **whole_sizes(values)}
         try:
             state = kv_cache_state(values["n_layers"], values["n_heads"], values["n_kv_heads"],
                                    values["d_head"], values["seq_len"], values["dtype"], values["batch"])
