@@ -97,6 +97,18 @@ def require_positive_int(value, name: str, allow_zero: bool = False, maximum: in
     return value
 
 
+def typed_whole_number(value, name: str, low: int, high: int) -> int:
+    """A number typed into a box (a FloatText gives 64.9 or 1e3 as typed), as a whole number from
+    ``low`` to ``high``; ValueError in words for a fraction, a value out of range or not a number."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a whole number from {low:,} to {high:,}, got {short_repr(value)}.")
+    if value != int(value):
+        raise ValueError(f"{name} must be a whole number, got {value:g}.")
+    if not low <= value <= high:
+        raise ValueError(f"{name} must be from {low:,} to {high:,}, got {int(value):,}.")
+    return int(value)
+
+
 def _to_float(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{name} must be a number, got {short_repr(value)} ({type(value).__name__}).")

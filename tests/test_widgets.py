@@ -425,6 +425,17 @@ def test_kv_cache_typed_values_are_taken_as_typed_and_answered_in_words():
         kv_cache_explorer(seq_len=2 * 10**7)
 
 
+def test_the_seed_box_takes_what_is_typed_and_answers_in_words():
+    """An IntText read 2.5 as 25 without a word (a fresh reader's finding); the box now says so."""
+    ex = saturation_explorer()
+    ex.controls["seed"].value = 2.5
+    assert ex.error == "seed must be a whole number, got 2.5.", ex.error
+    ex.controls["seed"].value = 2.0
+    assert ex.error is None and ex.state["seed"] == 2 and type(ex.state["seed"]) is int
+    with pytest.raises(ValueError, match="seed must be from 0 to 1,000,000"):
+        saturation_explorer(seed=2 * 10**6)
+
+
 def test_kv_cache_sentences_are_grammatical():
     assert sharing_sentence(32, 1, 64, 2) == ("32 query heads share 1 KV head (32 query heads per KV "
                                               "head): the cache is 32x smaller than full multi-head "

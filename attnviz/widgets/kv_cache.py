@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-import math
-
 import ipywidgets as w
 
+from .._validate import typed_whole_number
 from ..explore import KV_DTYPES, binary_unit, format_bytes, kv_cache_state
 from ._base import Explorer, heading, metrics_table, note
 from .canvas import bars_panel
@@ -41,18 +40,8 @@ def sharing_sentence(n_heads: int, n_kv_heads: int, bytes_mha: int, bytes_gqa: i
 def whole_sizes(values: dict) -> dict:
     """The typed sizes as whole numbers within their ranges; ValueError, in words with the box's own
     label, for a fraction (64.9), a value out of range or one that is not a number."""
-    sizes = {}
-    for name, (box, low, high) in SIZES.items():
-        value, label = values[name], box if box == name else f"{box} ({name})"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"{label} must be a whole number from {low:,} to {high:,}, "
-                             f"got {value!r}.")
-        if value != int(value):
-            raise ValueError(f"{label} must be a whole number, got {value:g}.")
-        if not low <= value <= high:
-            raise ValueError(f"{label} must be from {low:,} to {high:,}, got {int(value):,}.")
-        sizes[name] = int(value)
-    return sizes
+    return {name: typed_whole_number(values[name], box if box == name else f"{box} ({name})", low, high)
+            for name, (box, low, high) in SIZES.items()}
 
 
 class KVCacheExplorer(Explorer):

@@ -10,9 +10,12 @@ import math
 
 import ipywidgets as w
 
+from .._validate import typed_whole_number
 from ..explore import MASKS, saturation_state, saturation_states
 from ._base import Explorer, heading, metrics_table, note
 from .canvas import bars_panel, heatmap_panel, histogram_panel
+
+SEEDS = 10**6   # the seed box takes 0 .. SEEDS
 
 __all__ = ["saturation_explorer", "SaturationExplorer", "saturation_verdict", "VERDICT_THRESHOLDS"]
 
@@ -59,6 +62,7 @@ class SaturationExplorer(Explorer):
         super().__init__()
         # Check the starting settings with the same function the controls feed.
         saturation_state(d_k, temperature, scaled, mask, seed, n)
+        typed_whole_number(seed, "seed", 0, SEEDS)
         if d_k not in D_K_OPTIONS:
             raise ValueError(f"d_k must be a power of two from 1 to 4096 for this explorer, got {d_k}.")
         low, high = TEMPERATURE_RANGE
@@ -80,8 +84,7 @@ class SaturationExplorer(Explorer):
                                       value=scaled, description="metrics for", style=wide),
             "mask": w.Dropdown(options=list(MASKS), value=mask, description="mask", style=wide,
                                layout=w.Layout(width="260px")),
-            "seed": w.BoundedIntText(value=seed, min=0, max=10**6, description="seed", style=wide,
-                                     layout=w.Layout(width="200px")),
+            "seed": w.FloatText(value=seed, description="seed", style=wide, layout=w.Layout(width="200px")),
         }
         c = self.controls
         controls = w.HBox([w.VBox([c["d_k"], c["temperature"]]),
@@ -103,8 +106,9 @@ class SaturationExplorer(Explorer):
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
+        seed = typed_whole_number(values["seed"], "seed", 0, SEEDS)    # typed: 2.5 is said, not read as 25
         args = dict(d_k=int(round(values["d_k"])), temperature=values["temperature"], mask=values["mask"],
-                    seed=values["seed"], n=self.n)
+                    seed=seed, n=self.n)
         pair = saturation_states(settings=(True, False), **args)      # one stack, the same vectors
         return {"scaled": pair[True], "unscaled": pair[False], "selected": bool(values["scaled"]), **args}
 
