@@ -124,7 +124,7 @@ class MaskExplorer(Explorer):
             lines.append(f"{m['dead_rows']} rows have no allowed key; with this fill they come out finite "
                          "(spread over the blocked keys), which is harmless only if those rows are ignored.")
         if m["leaked_weight"] and m["leaked_weight"] > 1e-6:
-            lines.append(f"<b>Leak</b>: a query with an allowed key still puts {m['leaked_weight']:.3f} of "
+            lines.append(f"<b>Leak</b>: a query with an allowed key still puts {m['leaked_weight']:.4g} of "
                          "its weight on blocked keys (red ×). A fill of 0 is an ordinary score, not a block.")
         elif mask != "none":
             lines.append("Rows with an allowed key put exactly 0 weight on blocked keys.")
