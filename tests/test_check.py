@@ -1275,18 +1275,20 @@ def test_attention_a_max_without_keepdim_is_said():
 
 
 def test_masks_started_from_torch_empty_say_what_torch_empty_hands_back():
-    """torch.empty's memory is what was there (round 22's file got 'matches no known bug' alone)."""
+    """torch.empty's memory is what was there (round 22's file got 'matches no known bug' alone). The
+    functions below fill what they take from torch.empty wrongly but the same way every run, so the
+    verdict does not depend on what the memory held."""
     def from_empty(n):
-        return torch.empty(n, n, dtype=torch.bool).tril()
+        return torch.empty(n, n, dtype=torch.bool).fill_(False).tril()
 
     def padding_from_empty(lengths, n):
-        mask = torch.empty(len(lengths), 1, n, dtype=torch.bool)
+        mask = torch.empty(len(lengths), 1, n, dtype=torch.bool).fill_(True)
         for row, length in enumerate(lengths.tolist()):
-            mask[row, 0, :length] = True
+            mask[row, 0, length + 1:] = False
         return mask
 
     for result in (check_causal_mask(from_empty), check_padding_mask(padding_from_empty)):
-        assert not result.passed and any("calls torch.empty" in line for line in result.observed), result
+        assert not result.passed and result.observed[0].startswith("Your code calls torch.empty"), result
     right = check_causal_mask(lambda n: torch.empty(n, n, dtype=torch.bool).fill_(True).tril())
     assert right.passed and "torch.empty" not in repr(right), right
 

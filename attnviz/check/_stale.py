@@ -92,8 +92,8 @@ def code_notes(obj, result):
     """Plain words from the names the code uses: a mask_fill_zero verdict on code that fills with
     torch.finfo(...).tiny says why that is a fill of 0; a mask_inverted one on code that hands the mask
     to F.scaled_dot_product_attention gives the fix in that form; sizes that do not match, on code
-    whose max (a softmax by hand) drops its axis, say keepdim=True; a wrong answer no bug explains, from
-    code that starts from torch.empty, says what torch.empty hands back."""
+    whose max (a softmax by hand) drops its axis, say keepdim=True; a wrong answer from code that
+    starts from torch.empty says what torch.empty hands back."""
     if result.status == "problem" and _max_without_keepdim(obj, result):
         result.observed.insert(1, (
             "Your code takes a max over the keys without keepdim=True: that drops the keys' axis, so "
@@ -103,13 +103,15 @@ def code_notes(obj, result):
         result.fix = "row_max = scores.max(dim=-1, keepdim=True).values   # (..., n_q, 1): one per query row"
         return result
     names = names_used(obj)
-    if result.status == "problem" and not result.bug and names & _UNSET.keys():
+    if not result.passed and names & _UNSET.keys():
         called = _UNSET[sorted(names & _UNSET.keys())[0]]
         result.observed.insert(0, (
-            f"Your code calls {called}: it hands back memory as it was left, not zeros or ones, so "
-            "what your tensor starts from changes from call to call (often zeros, sometimes not). Start "
-            "from torch.ones(...) or torch.zeros(...), or fill every entry."))
-        return result
+            f"Your code calls {called}: it hands back memory as it was left, not zeros or ones, so unless "
+            "your code sets every entry, what your tensor starts from changes from call to call (often "
+            "zeros, sometimes not), and so can this verdict. Start from torch.ones(...) or "
+            "torch.zeros(...)."))
+        if result.status == "problem" and not result.bug:
+            return result
     if result.bug not in ("mask_fill_zero", "mask_inverted"):
         return result
     if result.bug == "mask_fill_zero" and "tiny" in names:
