@@ -631,10 +631,9 @@ def raised(t):
                          f"it, run that cell (after a kernel restart none has run: Run > Run All Cells); "
                          f"if none does, define or import {name} yourself.")
             fix = f"run the cell that defines or imports {name} (after a kernel restart: Run All Cells)"
-        elif missing_torch_name(message):
-            line, other = missing_torch_name(message)
-            lines.append(line)
-            fix = other or fix
+        elif missing := missing_torch_name(message):
+            lines.append(missing[0])
+            fix = missing[1] or fix
         elif _call_mismatch(ans):             # a checker without call_mismatch (decoding's cached steps)
             lines.append("The check calls your code with the exercise's arguments, and your def takes "
                          "others: compare its first line with the exercise's.")
