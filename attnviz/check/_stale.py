@@ -24,7 +24,7 @@ import sys
 import types
 
 __all__ = ["stale_note", "below_stub", "above_stub", "with_stale_note", "globals_read", "values_read",
-           "code_objects", "names_used", "code_notes", "globals_note"]
+           "shared_defaults", "code_objects", "names_used", "code_notes", "globals_note"]
 
 
 def code_objects(code) -> list:
@@ -160,6 +160,19 @@ def globals_read(fn) -> dict:
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name in fn.__globals__:
                 found.setdefault(name, fn.__globals__[name])
     return found
+
+
+def shared_defaults(fn) -> list:
+    """``[(name, value)]`` for each parameter of a plain function whose default is a list, dict or set:
+    one object, made when ``def`` ran, that every call leaving it out shares. Empty for anything else
+    (the kernel reads no attribute of a learner's object)."""
+    if type(fn) is not types.FunctionType:
+        return []
+    code, defaults = fn.__code__, fn.__defaults__ or ()
+    named = code.co_varnames[:code.co_argcount]
+    pairs = [*zip(named[len(named) - len(defaults):], defaults, strict=True),
+             *(fn.__kwdefaults__ or {}).items()]
+    return [(name, value) for name, value in pairs if type(value) in (list, dict, set)]
 
 
 def _assigned_in_own_cell(fn) -> set:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import copy
 import re
-import types
 from dataclasses import replace
 
 import torch
@@ -48,7 +47,7 @@ from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, n
 from ._rules import hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
 from ._sandbox import to_plain
-from ._stale import globals_read, values_read, with_stale_note
+from ._stale import globals_read, shared_defaults, values_read, with_stale_note
 
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
@@ -1032,13 +1031,7 @@ def _with_shared_default(fn, result):
     object once, when ``def`` runs, and every call that leaves it out gets the same one, so what one
     call appends the next finds. Said first, since every later step goes wrong from it (a bug named from
     the symptom, a cat that refuses say, would send the learner elsewhere)."""
-    if result.passed or type(fn) is not types.FunctionType:     # a plain function's own, read as data
-        return result
-    code, defaults = fn.__code__, fn.__defaults__ or ()
-    named = code.co_varnames[:code.co_argcount]
-    pairs = [*zip(named[len(named) - len(defaults):], defaults, strict=True),
-             *(fn.__kwdefaults__ or {}).items()]
-    shared = [(name, value) for name, value in pairs if type(value) in (list, dict, set)]
+    shared = [] if result.passed else shared_defaults(fn)
     if not shared:
         return result
     name, default = shared[0]

@@ -171,6 +171,19 @@ def _same_mask(probe, ans, expected):
         return False
 
 
+def _additive_words(fill: float, words: str) -> str:
+    """What an additive mask's fill does once F.scaled_dot_product_attention adds it to the scores."""
+    if fill <= -1e9:
+        return "That is a valid mask for F.scaled_dot_product_attention, which adds it to the scores"
+    if fill > -1e4:
+        return (f"Added to the scores, a fill of {words} lowers a blocked score by only {-fill:.4g}, far "
+                "from blocking it")
+    named = " (check_multi_head names a fill this small additive_mask_too_small)" if fill > -2e4 else ""
+    return (f"F.scaled_dot_product_attention adds it to the scores, so it blocks a key only while that key's "
+            f"score is less than {-fill:.4g} above the allowed ones{named}; -inf or torch.finfo(dtype).min "
+            "always blocks")
+
+
 def _dtype_note(t):
     """A non-bool mask: named, when its pattern is right everywhere (an additive float mask, or 1/0);
     otherwise a note that the dtype is wrong too, and the pattern's own rules go on."""
@@ -184,17 +197,9 @@ def _dtype_note(t):
                 "it may not)")
         happened = f"{t.spec.subject} returned a mask of dtype {dtype}, not bool"
         if t.all_right and not _rectangles(t):
-            valid = ("That is a valid mask for F.scaled_dot_product_attention, which adds it to the scores"
-                     if fill <= -1e9 else
-                     f"F.scaled_dot_product_attention adds it to the scores, so it blocks a key only while "
-                     f"that key's score is less than {-fill:.4g} above the allowed ones"
-                     + (" (check_multi_head names a fill this small additive_mask_too_small)" if fill > -2e4
-                        else "") + "; -inf or torch.finfo(dtype).min always blocks" if fill <= -1e4 else
-                     f"Added to the scores, a fill of {words} lowers a blocked score by only {-fill:.4g}, "
-                     "far from blocking it")
             return t.bug("mask_not_bool", happened, [
-                f"{said}. {valid}; this exercise asks for a bool mask with True = may attend: return "
-                "mask == 0."],
+                f"{said}. {_additive_words(fill, words)}; this exercise asks for a bool mask with True = may "
+                "attend: return mask == 0."],
                 fix="return mask == 0   # the bool mask: True where the additive mask is 0")
         t.notes.append(f"{said[0].upper()}{said[1:]}, read here as mask == 0. Once its pattern is right, "
                        "return it as a bool mask: mask == 0.")

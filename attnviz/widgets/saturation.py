@@ -15,10 +15,9 @@ from ..explore import MASKS, saturation_state, saturation_states
 from ._base import Explorer, heading, metrics_table, note
 from .canvas import bars_panel, heatmap_panel, histogram_panel
 
-SEEDS = 10**6   # the seed box takes 0 .. SEEDS
-
 __all__ = ["saturation_explorer", "SaturationExplorer", "saturation_verdict", "VERDICT_THRESHOLDS"]
 
+SEED_MAX = 10**6                                 # the seed box takes 0 .. SEED_MAX
 D_K_OPTIONS = [2**p for p in range(13)]          # 1 .. 4096
 TEMPERATURE_RANGE = (0.05, 20.0)                 # the slider spans 10**-1.3 .. 10**1.3, 1.0 on its grid
 SCALED_COLOUR, UNSCALED_COLOUR, RAW_COLOUR = "#3b75af", "#e4572e", "#999999"
@@ -62,7 +61,7 @@ class SaturationExplorer(Explorer):
         super().__init__()
         # Check the starting settings with the same function the controls feed.
         saturation_state(d_k, temperature, scaled, mask, seed, n)
-        typed_whole_number(seed, "seed", 0, SEEDS)
+        typed_whole_number(seed, "seed", 0, SEED_MAX)
         if d_k not in D_K_OPTIONS:
             raise ValueError(f"d_k must be a power of two from 1 to 4096 for this explorer, got {d_k}.")
         low, high = TEMPERATURE_RANGE
@@ -106,7 +105,7 @@ class SaturationExplorer(Explorer):
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
-        seed = typed_whole_number(values["seed"], "seed", 0, SEEDS)    # typed: 2.5 is said, not read as 25
+        seed = typed_whole_number(values["seed"], "seed", 0, SEED_MAX)    # typed: 2.5 is said, not read as 25
         args = dict(d_k=int(round(values["d_k"])), temperature=values["temperature"], mask=values["mask"],
                     seed=seed, n=self.n)
         pair = saturation_states(settings=(True, False), **args)      # one stack, the same vectors
