@@ -15,6 +15,7 @@ from .diagnostics import (
     softmax_max_gradient,
 )
 from .mha import MultiHeadAttention
+from .positions import rotary
 
 __version__ = "0.1.0"
 
@@ -24,6 +25,7 @@ __all__ = [
     "causal_mask",
     "padding_mask",
     "MultiHeadAttention",
+    "rotary",
     "kv_cache_bytes",
     "attention_matrix_bytes",
     "attention_entropy",

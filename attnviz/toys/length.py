@@ -17,6 +17,11 @@ attention entropy of the causal rows (nats), the diagnostic the notebook plots.
 ``score_gain`` multiplies the query and key weights at initialisation: at 8 the
 scores start 64 times too large, the softmax is saturated before anything is
 learned, and the entropy shows it.
+
+``positions="rotary"`` builds the same model without a position table: queries and
+keys are rotated by their position (:func:`attnviz.positions.rotary`), so scores
+depend on the offset between query and key, and every position has the same
+rule. Rows past ``train_len`` then meet offsets longer than any seen in training.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from torch.nn import functional as F
 from .._validate import require_positive_int, require_positive_number, require_tensor, shape_str
 from ..core import causal_mask, scaled_dot_product_attention
 from ..diagnostics import attention_entropy
+from ..positions import rotary
 from ._training import fit
 
 __all__ = [
@@ -46,6 +52,7 @@ __all__ = [
 ]
 
 IGNORE = -100  # target at position 0: it has no previous token
+POSITIONS = ("learned", "rotary")  # a learned table added to the input, or queries and keys rotated
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,7 @@ class LengthConfig:
     lr: float = 1e-2
     score_gain: float = 1.0
     seed: int = 0
+    positions: str = "learned"
 
     def __post_init__(self):
         for name in ("vocab", "d_model", "train_len", "max_len", "steps", "batch"):
@@ -68,6 +76,11 @@ class LengthConfig:
         require_positive_int(self.seed, "seed", allow_zero=True)
         require_positive_number(self.lr, "lr")
         require_positive_number(self.score_gain, "score_gain")
+        if self.positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}.")
+        if self.d_model % 2 and self.positions == "rotary":
+            raise ValueError(f"d_model must be even for rotary positions (pairs of features), "
+                             f"got {self.d_model}.")
         if self.vocab < 2:
             raise ValueError(f"vocab must be at least 2, got {self.vocab}.")
         if self.train_len < 2:
@@ -100,14 +113,21 @@ class PreviousTokenModel(nn.Module):
 
     ``forward(tokens)`` with tokens ``(batch, n)``, ``n <= max_len``, returns
     ``(logits, weights)``: logits ``(batch, n, vocab)``, weights ``(batch, n, n)``
-    (causal, each row sums to 1).
+    (causal, each row sums to 1). With ``positions="rotary"`` there is no position table
+    (``position_embedding`` is None): queries and keys are rotated by their position instead,
+    and any length runs.
     """
 
-    def __init__(self, vocab: int, d_model: int, max_len: int, score_gain: float = 1.0):
+    def __init__(self, vocab: int, d_model: int, max_len: int, score_gain: float = 1.0,
+                 positions: str = "learned"):
         super().__init__()
+        if positions not in POSITIONS:
+            raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}.")
         self.max_len = require_positive_int(max_len, "max_len")
+        self.positions = positions
         self.token_embedding = nn.Embedding(vocab, d_model)
-        self.position_embedding = nn.Embedding(max_len, d_model)
+        learned = positions == "learned"
+        self.position_embedding = nn.Embedding(max_len, d_model) if learned else None
         self.W_q = nn.Linear(d_model, d_model, bias=False)
         self.W_k = nn.Linear(d_model, d_model, bias=False)
         self.W_v = nn.Linear(d_model, d_model, bias=False)
@@ -121,13 +141,17 @@ class PreviousTokenModel(nn.Module):
         if tokens.dim() != 2:
             raise ValueError(f"tokens has shape {shape_str(tokens.shape)}; expected (batch, n).")
         n = tokens.shape[1]
-        if n > self.max_len:
-            raise ValueError(
-                f"tokens has {n} positions (dimension 1) but the position table has only "
-                f"max_len={self.max_len} rows; this model cannot represent position {n - 1}."
-            )
-        x = self.token_embedding(tokens) + self.position_embedding.weight[:n]  # (batch, n, d_model)
-        query, key, value = self.W_q(x), self.W_k(x), self.W_v(x)                # (batch, n, d_model) each
+        if self.position_embedding is None:                                     # rotary
+            x = self.token_embedding(tokens)                                    # (batch, n, d_model)
+            query, key, value = rotary(self.W_q(x)), rotary(self.W_k(x)), self.W_v(x)
+        else:
+            if n > self.max_len:
+                raise ValueError(
+                    f"tokens has {n} positions (dimension 1) but the position table has only "
+                    f"max_len={self.max_len} rows; this model cannot represent position {n - 1}."
+                )
+            x = self.token_embedding(tokens) + self.position_embedding.weight[:n]  # (batch, n, d_model)
+            query, key, value = self.W_q(x), self.W_k(x), self.W_v(x)        # (batch, n, d_model) each
         heads, weights = scaled_dot_product_attention(query, key, value, causal_mask(n))  # w: (batch, n, n)
         return self.unembedding(heads + x), weights                                # logits (batch, n, vocab)
 
@@ -163,7 +187,8 @@ def initial_model(config: LengthConfig = LengthConfig()) -> PreviousTokenModel:
         raise TypeError(f"config must be a LengthConfig, got {type(config).__name__}.")
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
-        return PreviousTokenModel(config.vocab, config.d_model, config.max_len, config.score_gain)
+        return PreviousTokenModel(config.vocab, config.d_model, config.max_len, config.score_gain,
+                                  config.positions)
 
 
 def train(config: LengthConfig = LengthConfig(), progress=None) -> TrainResult:
