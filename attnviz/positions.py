@@ -38,15 +38,20 @@ def rotary(x, positions=None, base: float = 10000.0) -> torch.Tensor:
     if positions is None:
         positions = torch.arange(n)
     positions = require_tensor(positions, "positions")
+    if positions.dtype == torch.bool or positions.is_complex():
+        raise TypeError(f"positions has dtype {positions.dtype}: give numbers (torch.arange(n), say).")
+    if positions.is_floating_point() and not bool(torch.isfinite(positions).all()):
+        raise ValueError("positions holds NaN or infinite values: every position must be a finite number.")
     if positions.shape != (n,):
         raise ValueError(
             f"positions has shape {shape_str(positions.shape)} but x has n = {n} positions "
             f"(dimension -2 of {shape_str(x.shape)}): expected shape ({n},), one position per row."
         )
     work = torch.float64 if x.dtype == torch.float64 else torch.float32
-    speeds = base ** (-torch.arange(0, d, 2, dtype=work) / d)               # (d/2,) radians per position
-    angles = positions.to(work)[:, None] * speeds                          # (n, d/2)
-    cos, sin = angles.cos(), angles.sin()
+    # angles in float64 whatever x's dtype: float32 holds whole numbers exactly only up to 2**24
+    speeds = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)      # (d/2,) radians per position
+    angles = positions.to(torch.float64)[:, None] * speeds                 # (n, d/2)
+    cos, sin = angles.cos().to(work), angles.sin().to(work)
     even, odd = x[..., 0::2].to(work), x[..., 1::2].to(work)                # (..., n, d/2) each
     turned = torch.stack((even * cos - odd * sin, even * sin + odd * cos), dim=-1)  # (..., n, d/2, 2)
     return turned.flatten(-2).to(x.dtype)                                   # (..., n, d)

@@ -37,7 +37,13 @@ def weight_split(model, train_len: int, vocab: int) -> dict:
     one_back = mean.diagonal(offset=-1)                             # row i on key i - 1, rows 1..N-1
     fading = [one_back[a - 1:b - 1].mean().item() for a, b in ((train_len, 2 * train_len),
                                                                   (2 * train_len, LATE), (LATE, N))]
-    return {"fading": fading,
+    per_offset = torch.stack([mean[late & (offset == k)].mean() for k in range(N)])  # one key, rows 64+
+    favourites = [k for k in per_offset.argsort(descending=True).tolist() if k != 1][:2]
+    steps = [(one_back[row - 7:row - 1].mean().item(), one_back[row - 1:row + 5].mean().item())
+             for row in (57, 101)]
+    return {"fading": fading, "favourites": favourites, "one_back_key": per_offset[1].item(),
+            "key_101": per_offset[101].item(), "key_seen": per_offset[2:train_len].mean().item(),
+            "key_16_31": per_offset[train_len:2 * train_len].mean().item(), "steps": steps,
             "previous": (mean * (late & (offset == 1))).sum().item() / rows,
             "seen": (mean * (late & (offset >= 2) & (offset < train_len))).sum().item() / rows,
             "never": (mean * (late & (offset >= train_len))).sum().item() / rows}
@@ -88,6 +94,16 @@ def main() -> None:
         print(f"    weight on the key one back, rows 16..31: {min(f[0] for f in fading):.3f} .. "
               f"{max(f[0] for f in fading):.3f}; less in rows 32..63, and less again in rows 64..127, "
               f"in {sum(f[0] > f[1] > f[2] for f in fading)} of {len(rows)} seeds")
+        splits = [r[2] for r in rows]
+        seen = max(x["key_seen"] for x in splits)
+        print(f"    one key in rows {LATE}..{N - 1}: 2..15 back at most {seen:.4f}, "
+              f"16..31 back at most {max(x['key_16_31'] for x in splits):.4f}; most weight besides 1 back "
+              f"at offsets 101 and 57 in {sum(x['favourites'] == [101, 57] for x in splits)} of {len(rows)} "
+              f"seeds (first: {', '.join(str(x['favourites']) for x in splits)})")
+        above = sum(x["key_101"] > x["one_back_key"] for x in splits)
+        print(f"    one key 101 back above one 1 back in {above} "
+              f"of {len(rows)} seeds; the key 1 back's weight drops by over 0.05 at rows 57 and 101 in "
+              f"{sum(all(b > a + 0.05 for b, a in x['steps']) for x in splits)} of {len(rows)}")
     print(f"\n{time.process_time() - started:.0f} s of CPU")
 
 

@@ -1534,3 +1534,41 @@ def test_multi_head_a_fixed_fill_of_minus_1e4_fails_where_allowed_scores_are_low
     result = check_multi_head(_FillMinus1e4)
     assert not result.passed and "all score far below 0" in result.headline, result
     assert "finfo(scores.dtype).min" in result.fix
+
+
+# ---- a pass that hands the work to the course's own function says so (as check_attention does)
+
+
+def _calls_library_causal(n):
+    return attnviz.causal_mask(n)
+
+
+def _imports_library_padding(lengths, n):
+    from attnviz.core import padding_mask as ready
+    return ready(lengths.tolist(), n)
+
+
+def _own_causal(n):
+    return torch.ones(n, n, dtype=torch.bool).tril()
+
+
+class _DerivedMultiHead(attnviz.MultiHeadAttention):
+    def forward(self, x, mask=None):
+        return super().forward(x, mask=mask)[0]
+
+
+@pytest.mark.parametrize("check, fn, name", [
+    (check_causal_mask, _calls_library_causal, "attnviz.causal_mask"),
+    (check_causal_mask, attnviz.causal_mask, "attnviz.causal_mask"),
+    (check_padding_mask, _imports_library_padding, "attnviz.padding_mask"),
+    (check_multi_head, _DerivedMultiHead, "attnviz.mha.MultiHeadAttention"),
+])
+def test_a_pass_that_calls_the_course_answer_says_so(check, fn, name):
+    result = check(fn)
+    assert result.passed
+    assert any(name in note and "the exercise asks you to" in note for note in result.notes), result.notes
+
+
+def test_a_mask_built_by_hand_gets_no_library_note():
+    result = check_causal_mask(_own_causal)
+    assert result.passed and not any("course's" in note for note in result.notes)

@@ -65,6 +65,8 @@ def test_half_precision_is_turned_in_float32_and_given_back():
     (lambda: attnviz.rotary(torch.zeros(4, 6), positions=torch.arange(3)), r"expected shape \(4,\)"),
     (lambda: attnviz.rotary(torch.zeros(4, 6), base=1), "base must be a number greater than 1"),
     (lambda: attnviz.rotary(torch.zeros(4, 6), base=float("nan")), "base must be a finite number"),
+    (lambda: attnviz.rotary(torch.zeros(2, 6), positions=torch.tensor([0.0, math.nan])), "NaN or infinite"),
+    (lambda: attnviz.rotary(torch.zeros(2, 6), positions=torch.tensor([True, False])), "dtype torch.bool"),
 ])
 def test_bad_input_names_the_argument(call, match):
     with pytest.raises((TypeError, ValueError), match=match):
@@ -98,3 +100,13 @@ def test_rotary_config_errors_name_the_argument():
         L.LengthConfig(positions="rotary", d_model=7)
     with pytest.raises(ValueError, match="positions must be one of"):
         L.PreviousTokenModel(4, 8, 10, positions="alibi")
+
+
+def test_far_positions_keep_the_offset_in_float32():
+    """Positions past 2**24 are whole numbers float32 cannot tell apart; the angles are float64."""
+    g = torch.Generator().manual_seed(4)
+    q, k = torch.randn(1, 8, generator=g), torch.randn(1, 8, generator=g)
+    far = 2**24 + 5
+    near_score = attnviz.rotary(q, torch.tensor([6])) @ attnviz.rotary(k, torch.tensor([5])).T
+    far_score = attnviz.rotary(q, torch.tensor([far + 1])) @ attnviz.rotary(k, torch.tensor([far])).T
+    assert torch.allclose(near_score, far_score, atol=1e-4)

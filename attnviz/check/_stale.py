@@ -24,7 +24,7 @@ import sys
 import types
 
 __all__ = ["stale_note", "below_stub", "above_stub", "with_stale_note", "globals_read", "values_read",
-           "shared_defaults", "code_objects", "names_used", "code_notes", "globals_note"]
+           "shared_defaults", "code_objects", "names_used", "code_notes", "globals_note", "library_used"]
 
 
 def code_objects(code) -> list:
@@ -160,6 +160,35 @@ def globals_read(fn) -> dict:
             if instruction.opname in ("LOAD_GLOBAL", "LOAD_NAME") and name in fn.__globals__:
                 found.setdefault(name, fn.__globals__[name])
     return found
+
+
+def library_used(obj, wanted: dict) -> list:
+    """Which of ``wanted`` (public name -> the course's own function or class) the learner's code hands
+    its work to: ``obj`` is one of them, a plain class derives from one, a global the code reads is one
+    (whatever the learner named it), or the code reads the name from a module of attnviz (``attnviz.
+    causal_mask``, an import inside the function). Read from code objects and dictionaries only."""
+    targets = {id(value): name for name, value in wanted.items()}
+    if id(obj) in targets:
+        return [targets[id(obj)]]
+    if type(obj) is types.FunctionType:
+        functions, bases = [obj], ()
+    elif type(obj) is type:
+        functions = [value for value in obj.__dict__.values() if type(value) is types.FunctionType]
+        bases = obj.__mro__[1:]
+    else:
+        return []
+    used = names_used(obj)
+    found = [targets[id(base)] for base in bases if id(base) in targets]
+    reads_attnviz = any(name == "attnviz" or name.startswith("attnviz.") for name in used)
+    for fn in functions:
+        for value in globals_read(fn).values():
+            if id(value) in targets:
+                found.append(targets[id(value)])
+            elif isinstance(value, types.ModuleType) and value.__name__.split(".")[0] == "attnviz":
+                reads_attnviz = True
+    if reads_attnviz:
+        found += [name for name in wanted if name in used]
+    return list(dict.fromkeys(found))
 
 
 def shared_defaults(fn) -> list:

@@ -23,7 +23,7 @@ from ._engine import Probe, Rule, Spec, dtype_name, run_check
 from ._reference import causal, in_neutral, padding
 from ._rules import missing_torch_name, rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
-from ._stale import code_notes, globals_note, with_stale_note
+from ._stale import code_notes, globals_note, library_used, with_stale_note
 
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
@@ -519,6 +519,18 @@ CAUSAL = Spec(
 )
 
 
+def _library_note(fn, result, name: str, own: str):
+    """A pass whose function hands the work to the course's own mask function says so, as
+    check_attention does for a ready-made attention: the exercise is the mask built, and a teacher
+    grading with the check may want to know."""
+    from .. import core
+
+    if result.passed and library_used(fn, {name: getattr(core, name)}):
+        result.notes.append(f"Your function calls the course's attnviz.{name}: its numbers are right, and "
+                            f"the exercise asks you to build the mask yourself ({own}).")
+    return result
+
+
 @with_stale_note
 @in_neutral
 def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
@@ -534,7 +546,8 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     probes = [_probe({"n": n}, causal(n)) for n in _CAUSAL_SIZES]
     if _takes_two(fn):
         probes += [_probe({"n_q": a, "n_k": b}, causal(a, b), kind="rectangle") for a, b in _RECTANGLES]
-    return code_notes(fn, globals_note(fn, _run(CAUSAL, fn, probes, time_limit)))
+    result = code_notes(fn, globals_note(fn, _run(CAUSAL, fn, probes, time_limit)))
+    return _library_note(fn, result, "causal_mask", "torch.ones and torch.tril")
 
 
 def _padding_notes(probe, ans):
@@ -622,4 +635,5 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
         lengths = torch.tensor(lengths)
         expected = padding(lengths, n).expand(len(lengths), n, n)
         probes.append(_probe({"lengths": lengths, "n": n}, expected, batch_one=single, lengths=lengths))
-    return code_notes(fn, globals_note(fn, _run(PADDING, fn, probes, time_limit)))
+    result = code_notes(fn, globals_note(fn, _run(PADDING, fn, probes, time_limit)))
+    return _library_note(fn, result, "padding_mask", "torch.arange(n) compared with the lengths")

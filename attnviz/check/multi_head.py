@@ -22,7 +22,7 @@ from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, mul
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
-from ._stale import code_notes, globals_read, with_stale_note
+from ._stale import code_notes, globals_read, library_used, with_stale_note
 
 __all__ = ["check_multi_head"]
 
@@ -810,6 +810,22 @@ SPEC = Spec(
 )
 
 
+def _library_note(cls, result):
+    """A pass whose class hands the work to the course's own multi-head attention (derives from it,
+    builds one, or splits and merges with its helpers) says so, as check_attention does for a
+    ready-made attention: the exercise is the split, attend and merge written out."""
+    from .. import mha
+
+    used = library_used(cls, {"MultiHeadAttention": mha.MultiHeadAttention,
+                              "split_heads": mha.split_heads, "merge_heads": mha.merge_heads})
+    if result.passed and used:
+        names = " and ".join(f"attnviz.mha.{name}" for name in used)
+        result.notes.append(f"Your class hands work to the course's {names}: its numbers are right, and the "
+                            "exercise asks you to write it: view and transpose(1, 2) to split, attend per "
+                            "head, transpose back and view to merge, then W_o.")
+    return result
+
+
 @with_stale_note
 @in_neutral
 def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
@@ -847,4 +863,4 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     cache = _expected()
     probes, steps = _plan(cls, cache)
     spec = replace(SPEC, hypotheses=cache["table"], words={**SPEC.words, "globals": _sizes_read(cls)})
-    return code_notes(cls, run_check(spec, probes, steps, time_limit, read=_read))
+    return _library_note(cls, code_notes(cls, run_check(spec, probes, steps, time_limit, read=_read)))
