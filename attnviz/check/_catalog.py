@@ -109,9 +109,11 @@ _ENTRIES = [
     ),
     Bug(
         "heads_split_without_transpose",
-        "The heads are split with .view(batch, n_heads, n, d_k) directly.",
+        "The heads are split without the transpose: .view(batch, n_heads, n, d_k) directly, or "
+        ".view(batch, n, n_heads, d_k) left with the heads on axis 2.",
         "Without the transpose each 'head' gets a slice that runs across several positions, so "
-        "positions are scrambled together before attention even starts.",
+        "positions are scrambled together before attention even starts (left on axis 2, the heads "
+        "attend to each other within one position, and an (n, n) mask no longer fits the scores).",
         "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # (batch, n_heads, n, d_k)",
         fixes={DECODING: "x.view(batch, n, n_heads, d_head).transpose(1, 2)   # (batch, n_heads, n, d_head)"},
     ),

@@ -480,6 +480,31 @@ def _position_chunks_stacked(t):
     return None
 
 
+_SIZES = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b \((\d+)\) at "
+                    r"non-singleton dimension")
+
+
+def _heads_left_before_positions(t):
+    """forward raised as a mask of (n, n) met scores whose last two axes are (n_heads, n_heads): x viewed as
+    (batch, n, n_heads, d_k) and never transposed, so q @ kᵀ compared each position's heads with its own
+    heads. Without a mask nothing raises (the outputs are wrong); with one, the sizes n and n_heads meet."""
+    for probe, ans in t.main:
+        found = _SIZES.search((ans.error or {}).get("message", "")) if ans.error else None
+        if not found or "mask" not in probe.args:
+            continue
+        d_model, heads = CONFIGS[probe.facts["config"]]
+        n = probe.args["x"].shape[1]
+        if n != heads and {int(size) for size in found.groups()} == {n, heads}:
+            happened = (f"forward raised {ans.error['type']} as the mask met scores of "
+                        f"(..., {heads}, {heads}): heads against heads")
+            why = (f"x.view(batch, n, n_heads, d_k) keeps the heads on axis 2: without .transpose(1, 2), "
+                   f"q @ k.transpose(-2, -1) compares each position's {heads} heads with its own {heads} "
+                   f"heads, scores (batch, {n}, {heads}, {heads}), which the ({n}, {n}) mask cannot line up "
+                   "with (without a mask nothing raises, and the outputs are wrong).")
+            return t.bug("heads_split_without_transpose", happened, [t.describe(probe, ans), why])
+    return None
+
+
 def _state_between_calls(t):
     """Wrong on the second or third call of a module, right on the same call to a new module: something
     an earlier call left on the module (a mask or keys and values kept on self, or a global) is used
@@ -796,7 +821,9 @@ SPEC = Spec(
                                              Rule("blocked_far_softmax", "right", _blocked_far_softmax)],
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
                         "hypothesis": [Rule("state_between_calls", "wrong", _state_between_calls)],
-                        "raised": [Rule("position_chunks_stacked", "wrong", _position_chunks_stacked)],
+                        "raised": [Rule("position_chunks_stacked", "wrong", _position_chunks_stacked),
+                                   Rule("heads_left_before_positions", "wrong",
+                                        _heads_left_before_positions)],
                         "passed": [Rule("long_positions", "right", long_inputs),
                                    Rule("dead_row_gradient", "right", dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far),

@@ -307,6 +307,35 @@ class HeadsNeverTransposedUnflatten(Linears):
         return self.W_o((scores.softmax(-1) @ v).flatten(-2))
 
 
+class SplitTransposeDroppedMergeKept(Linears):
+    """The course's recipe with only the split's transpose deleted: heads left on axis 2, the merge
+    still transposes back; a mask of (n, n) then meets scores of (b, t, h, h)."""
+
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        def split(t):
+            return t.view(batch, n, self.n_heads, self.d_k)
+        q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        merged = (scores.softmax(dim=-1) @ v).transpose(1, 2).contiguous().view(batch, n, d_model)
+        return self.W_o(merged)
+
+
+class SplitReshapeKeptWhereMask(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q = self.W_q(x).reshape(b, t, self.n_heads, self.d_k)
+        k = self.W_k(x).reshape(b, t, self.n_heads, self.d_k)
+        v = self.W_v(x).reshape(b, t, self.n_heads, self.d_k)
+        att = torch.einsum("bthd,btgd->bthg", q, k) * self.d_k ** -0.5
+        if mask is not None:
+            att = torch.where(mask, att, torch.tensor(torch.finfo(att.dtype).min, dtype=att.dtype))
+        out = torch.einsum("bthg,btgd->bthd", att.softmax(-1), v)
+        return self.W_o(out.permute(0, 2, 1, 3).reshape(b, t, dm))
+
+
 class MergeViewNoTransposeFinfo(Linears):
     def forward(self, x, mask=None):
         b, t, dm = x.shape
@@ -1211,6 +1240,9 @@ CASES = [
     Case("split_reshape_no_transpose", SplitReshapeNoTranspose, "heads_split_without_transpose"),
     Case("heads_never_transposed", HeadsNeverTransposed, "heads_split_without_transpose"),
     Case("heads_never_transposed_unflatten", HeadsNeverTransposedUnflatten, "heads_split_without_transpose"),
+    Case("split_transpose_dropped_merge_kept", SplitTransposeDroppedMergeKept,
+         "heads_split_without_transpose"),
+    Case("split_reshape_kept_where_mask", SplitReshapeKeptWhereMask, "heads_split_without_transpose"),
     Case("merge_view_no_transpose_finfo", MergeViewNoTransposeFinfo, "heads_merged_without_transpose"),
     Case("merge_reshape_no_transpose_finfo", MergeReshapeNoTransposeFinfo, "heads_merged_without_transpose"),
     Case("merge_permute_heads_last", MergePermuteHeadsLast, "heads_merged_interleaved"),
