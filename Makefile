@@ -19,7 +19,7 @@ help:
 	@echo "make check  the quick loop: lint and the unit tests (no notebooks, no browser, no slow builds)"
 	@echo "make canvas rebuild attnviz/widgets/canvas.js from the front-end's modules in attnviz/widgets/js/"
 	@echo "make format fix what the linters can fix by themselves (ruff, biome); make lint says what is left"
-	@echo "make docs   regenerate the generated pages: docs/checkers.md (the bug catalog), docs/answers.md"
+	@echo "make docs   regenerate the generated pages: docs/checkers.md (the bug catalog), docs/answers.md, the lesson pages' cell maps"
 	@echo "make student  build the learner's edition in student/ (exercises as stubs; keeps every notebook you changed)"
 	@echo "make nbgrader write an nbgrader course folder (one assignment per exercise notebook) to nbgrader_course/"
 	@echo "make screenshots  run the browser test and refresh the README's images in docs/screenshots/"
@@ -87,6 +87,7 @@ format: $(STAMP) $(NODE)
 docs: $(STAMP)
 	$(BIN)/python -c "from attnviz.check._catalog import catalog_markdown; print(catalog_markdown(), end='')" > docs/checkers.md
 	$(BIN)/python tools/answer_key.py > docs/answers.md
+	$(BIN)/python tools/cell_map.py
 
 student: $(STAMP)
 	$(BIN)/python tools/make_student.py notebooks student

@@ -190,3 +190,15 @@ def test_hub_section_gives_the_measured_hub_numbers_and_their_source():
     assert "Measured on a real JupyterHub" in section and "not measured yet" not in section
     assert "tests/test_hub.py" in section and "benchmarks/hub_sizing.py" in section
     assert "For 30 students" in section
+
+
+def test_every_lesson_page_maps_its_cells_and_the_map_is_up_to_date():
+    """JupyterLab shows no cell ids: each lesson page ends with where each of its ids sits (make docs)."""
+    import cell_map
+
+    assert cell_map.main(["--check"]) == 0, "a lesson page's cell map is out of date: run make docs"
+    for page in LESSONS:
+        part = page.read_text().split(cell_map.START)[1]
+        ids = {cell_id for _, cell_id in cell_map.plan_cells(page)}
+        assert ids and all(f"| `{cell_id}` |" in part for cell_id in ids), page.name
+        assert "(not in the notebook)" not in part, page.name

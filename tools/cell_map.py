@@ -1,0 +1,129 @@
+"""Where each cell a lesson plan names sits: its section and the words to search for in JupyterLab.
+
+    python tools/cell_map.py            # rewrite the "Finding the cells" part of every lesson page
+    python tools/cell_map.py --check    # exit 1 if a page's part is not what this would write
+
+JupyterLab never shows a cell's id, and the plans in docs/lessons/ steer by ids (`cell-021`). For
+each id a plan's minute table names, in the order it names them, this writes one row: the notebook,
+the section heading the cell sits under, and the cell's first line of code (or the first words of a
+text cell), which JupyterLab's Find (Ctrl+F) finds. The part sits between two HTML comments at the
+end of each page; `make docs` rewrites it and tests/test_teaching_kit.py checks it is up to date.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+LESSONS = sorted((ROOT / "docs" / "lessons").glob("lesson*_*.md"))
+NOTEBOOKS = {path.name[:2]: path for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))}
+START = "<!-- cells: written by tools/cell_map.py (make docs); do not edit by hand -->"
+END = "<!-- end of cells -->"
+ROW = re.compile(r"^\| [^|]+ \| ([^|]+) \|")          # a minute row: its "project" column
+NOTEBOOK = re.compile(r"^\s*(\d\d)\b")                 # "04 §1: ..." -> 04
+CELL = re.compile(r"`(cell-[\w-]+)`")
+
+
+def _text(cell) -> str:
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def _lines(cell) -> list:
+    """A cell's lines to search by: a code cell's without comments (inline ones cut off), a text
+    cell's with headings' # removed; blank lines left out."""
+    lines = []
+    for line in _text(cell).splitlines():
+        if cell["cell_type"] == "code":
+            line = line.split("  #")[0] if not line.lstrip().startswith("#") else ""
+        line = line.strip().lstrip("#").strip()
+        if line:
+            lines.append(line)
+    return lines
+
+
+def _words(line: str) -> str:
+    return line if len(line) <= 60 else line[:57].rstrip() + "..."
+
+
+def cell_places(path: Path) -> dict:
+    """``{cell id: (section heading, words)}`` for every cell of a notebook: the last heading (## or
+    ###) above it, and its first line that no other cell of the notebook holds (else its first)."""
+    cells = json.loads(path.read_text())["cells"]
+    seen = {}
+    for cell in cells:
+        for line in set(_lines(cell)):
+            seen[line] = seen.get(line, 0) + 1
+    places, section = {}, "top"
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            heading = next((line.lstrip("#").strip() for line in _text(cell).splitlines()
+                            if line.startswith(("## ", "### "))), None)
+            section = heading or section
+        lines = _lines(cell)
+        own = [line for line in lines if seen[line] == 1]
+        places[cell.get("id")] = (section, _words((own or lines or [""])[0]))
+    return places
+
+
+def plan_cells(page: Path) -> list:
+    """``(notebook number, cell id)`` for each id the minute table names, in order, each once. A row
+    belongs to the notebook its "project" column starts with, or else to the row before's."""
+    found, current = [], None
+    for line in page.read_text().split(START)[0].splitlines():
+        row = ROW.match(line)
+        if not row:
+            continue
+        number = NOTEBOOK.match(row.group(1))
+        current = number.group(1) if number else current
+        for cell_id in CELL.findall(line):
+            if current and (current, cell_id) not in found:
+                found.append((current, cell_id))
+    return found
+
+
+def cells_part(page: Path) -> str:
+    rows = ["| cell | notebook | section | search for (Ctrl+F) |", "|---|---|---|---|"]
+    cache = {}
+    for number, cell_id in plan_cells(page):
+        places = cache.setdefault(number, cell_places(NOTEBOOKS[number]))
+        section, words = places.get(cell_id, ("(not in the notebook)", ""))
+        words = words.replace("|", "\\|").replace("`", "'")
+        rows.append(f"| `{cell_id}` | {NOTEBOOKS[number].stem} | {section} | `{words}` |")
+    return "\n".join([
+        START,
+        "## Finding the cells",
+        "",
+        "JupyterLab shows no cell ids. Each id above, in the plan's order: the section it sits under (the "
+        "Table of Contents, *View → Table of Contents*, jumps there) and its first line, which "
+        "*Edit → Find* (Ctrl+F) finds.",
+        "",
+        *rows,
+        END,
+    ])
+
+
+def rewritten(page: Path) -> str:
+    text = page.read_text()
+    body = text.split(START)[0].rstrip("\n")
+    return f"{body}\n\n{cells_part(page)}\n"
+
+
+def main(argv: list[str]) -> int:
+    stale = []
+    for page in LESSONS:
+        new = rewritten(page)
+        if new != page.read_text():
+            stale.append(page.name)
+            if "--check" not in argv:
+                page.write_text(new)
+    if "--check" in argv and stale:
+        print(f"not up to date (run make docs): {', '.join(stale)}")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
