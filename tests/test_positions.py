@@ -100,6 +100,18 @@ def test_rotary_config_errors_name_the_argument():
         L.LengthConfig(positions="rotary", d_model=7)
     with pytest.raises(ValueError, match="positions must be one of"):
         L.PreviousTokenModel(4, 8, 10, positions="alibi")
+    with pytest.raises(ValueError, match="rope_base must be greater than 1"):
+        L.LengthConfig(positions="rotary", rope_base=0.5)
+
+
+def test_the_rotary_toy_turns_by_its_base():
+    x = torch.randn(1, 6, 8, generator=torch.Generator().manual_seed(5))
+    model = L.initial_model(L.LengthConfig(positions="rotary", d_model=8, rope_base=100.0))
+    assert torch.allclose(attnviz.rotary(model.W_q(x), base=100.0),
+                          attnviz.rotary(model.W_q(x), base=model.rope_base))
+    other = L.initial_model(L.LengthConfig(positions="rotary", d_model=8))
+    tokens = torch.arange(6)[None] % 4
+    assert not torch.allclose(model(tokens)[1], other(tokens)[1])
 
 
 def test_far_positions_keep_the_offset_in_float32():

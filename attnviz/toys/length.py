@@ -69,6 +69,7 @@ class LengthConfig:
     score_gain: float = 1.0
     seed: int = 0
     positions: str = "learned"
+    rope_base: float = 10000.0      # rotary only: pair p turns by rope_base ** (-2p / d_model) per position
 
     def __post_init__(self):
         for name in ("vocab", "d_model", "train_len", "max_len", "steps", "batch"):
@@ -78,6 +79,8 @@ class LengthConfig:
         require_positive_number(self.score_gain, "score_gain")
         if self.positions not in POSITIONS:
             raise ValueError(f"positions must be one of {POSITIONS}, got {self.positions!r}.")
+        if not require_positive_number(self.rope_base, "rope_base") > 1:
+            raise ValueError(f"rope_base must be greater than 1, got {self.rope_base:g}.")
         if self.d_model % 2 and self.positions == "rotary":
             raise ValueError(f"d_model must be even for rotary positions (pairs of features), "
                              f"got {self.d_model}.")
@@ -119,12 +122,12 @@ class PreviousTokenModel(nn.Module):
     """
 
     def __init__(self, vocab: int, d_model: int, max_len: int, score_gain: float = 1.0,
-                 positions: str = "learned"):
+                 positions: str = "learned", rope_base: float = 10000.0):
         super().__init__()
         if positions not in POSITIONS:
             raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}.")
         self.max_len = require_positive_int(max_len, "max_len")
-        self.positions = positions
+        self.positions, self.rope_base = positions, rope_base
         self.token_embedding = nn.Embedding(vocab, d_model)
         learned = positions == "learned"
         self.position_embedding = nn.Embedding(max_len, d_model) if learned else None
@@ -143,7 +146,8 @@ class PreviousTokenModel(nn.Module):
         n = tokens.shape[1]
         if self.position_embedding is None:                                     # rotary
             x = self.token_embedding(tokens)                                    # (batch, n, d_model)
-            query, key, value = rotary(self.W_q(x)), rotary(self.W_k(x)), self.W_v(x)
+            base = self.rope_base
+            query, key, value = rotary(self.W_q(x), base=base), rotary(self.W_k(x), base=base), self.W_v(x)
         else:
             if n > self.max_len:
                 raise ValueError(
@@ -188,7 +192,7 @@ def initial_model(config: LengthConfig = LengthConfig()) -> PreviousTokenModel:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(config.seed)
         return PreviousTokenModel(config.vocab, config.d_model, config.max_len, config.score_gain,
-                                  config.positions)
+                                  config.positions, config.rope_base)
 
 
 def train(config: LengthConfig = LengthConfig(), progress=None) -> TrainResult:
