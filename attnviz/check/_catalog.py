@@ -119,7 +119,8 @@ _ENTRIES = [
     ),
     Bug(
         "heads_merged_without_transpose",
-        "The heads are merged with .view/.reshape(batch, n, d_model) straight from (batch, n_heads, n, d_k).",
+        "The heads are merged without transpose(1, 2): .view/.reshape(batch, n, d_model) straight from "
+        "(batch, n_heads, n, d_k), or after transposing other axes.",
         "The shape comes out right, but each output row mixes pieces of different positions.",
         "out.transpose(1, 2).contiguous().view(batch, n, d_model)",
         fixes={DECODING: _MERGE},

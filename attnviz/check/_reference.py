@@ -358,16 +358,20 @@ def _project(x, weight):
 
 def multi_head(
     x, weights, h, mask=None, *, attend=None, split=_split, merge=_merge, project_out=True, dead="zero",
-    untransposed=(),
+    untransposed=(), split_only=None,
 ):
     """Multi-head self-attention with the given parts; ``attend(q, k, v, mask) -> output``;
-    ``untransposed``: the projections computed as x @ weight (the bug), not x @ weight.T."""
+    ``untransposed``: the projections computed as x @ weight (the bug), not x @ weight.T;
+    ``split_only``: the projections ``split`` is used for (the others are split right; None: all)."""
     attend = attend or (lambda q, k, v, m: attention(q, k, v, m, dead=dead)[0])
 
     def project(t, name):
         return t @ weights[name] if name in untransposed else _project(t, weights[name])
 
-    q, k, v = (split(project(x, name), h) for name in ("W_q", "W_k", "W_v"))
+    def split_of(name):
+        return split if split_only is None or name in split_only else _split
+
+    q, k, v = (split_of(name)(project(x, name), h) for name in ("W_q", "W_k", "W_v"))
     out = merge(attend(q, k, v, mask))
     return project(out, "W_o") if project_out else out
 
@@ -380,6 +384,11 @@ def _split_no_transpose(x, h):
 def _merge_no_transpose(x):
     batch, h, n, d_k = x.shape
     return x.reshape(batch, n, h * d_k)
+
+
+def _merge_last_axes_swapped(x):  # transpose(-2, -1) where transpose(1, 2) belongs, then flattened
+    batch, h, n, d_k = x.shape
+    return x.transpose(-2, -1).reshape(batch, n, h * d_k)
 
 
 def _split_overlapping(x, h):  # head i gets features i .. i + d_k - 1 (h:h + d_k): neighbours overlap
@@ -499,8 +508,11 @@ MULTI_HEAD_VARIANTS = {
         _parts(split=_split_no_transpose),
         _parts(split=_split_no_transpose, merge=_merge_no_transpose),
         _parts(split=_heads_last, merge=_merge_heads_last),
+        # the transpose forgotten for one of the three only (written out per tensor)
+        *(_parts(split=_split_no_transpose, split_only=(name,)) for name in ("W_q", "W_k", "W_v")),
     ],
-    "heads_merged_without_transpose": [_parts(merge=_merge_no_transpose)],
+    "heads_merged_without_transpose": [_parts(merge=_merge_no_transpose),
+                                       _parts(merge=_merge_last_axes_swapped)],
     "heads_merged_interleaved": [_parts(merge=_merge_interleaved)],
     "heads_split_interleaved": [_parts(split=_split_interleaved, merge=_merge_interleaved),
                                 _parts(split=_split_interleaved)],

@@ -655,13 +655,24 @@ def _merge_too(t, verdict):
         return any(variant_matches(answers, t.spec.hypotheses, probes, verdict.bug, v, compare=compare)
                    for v in range(first, first + len(_DEAD_STYLES)))
 
-    if not matches(0) and matches(len(_DEAD_STYLES)):
+    if matches(0):
+        return verdict
+    if matches(len(_DEAD_STYLES)):
         verdict.observed.insert(1, "The merge has the same slip: the heads go back to (batch, n, d_model) "
                                    "with .view or .reshape straight from (batch, n_heads, n, d_k), without "
                                    "transpose(1, 2) first. Fix both lines; fixing the split alone leaves the "
                                    "output wrong.")
         verdict.fix = ("x.view(batch, n, n_heads, d_k).transpose(1, 2)   # split; merge: "
                        "out.transpose(1, 2).contiguous().view(batch, n, d_model)")
+        return verdict
+    for place, (tensor, weight) in enumerate((("queries", "W_q"), ("keys", "W_k"), ("values", "W_v")), 3):
+        if matches(place * len(_DEAD_STYLES)):
+            verdict.observed.insert(1, f"Only the {tensor} skip the transpose: they are viewed straight as "
+                                       f"(batch, n_heads, n, d_k), so their heads hold pieces of several "
+                                       f"positions, while the other two are split right.")
+            verdict.fix = (f"self.{weight}(x).view(batch, n, n_heads, d_k).transpose(1, 2)   # the {tensor}, "
+                           "split like the other two")
+            break
     return verdict
 
 

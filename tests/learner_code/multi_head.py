@@ -336,6 +336,61 @@ class SplitReshapeKeptWhereMask(Linears):
         return self.W_o(out.permute(0, 2, 1, 3).reshape(b, t, dm))
 
 
+class SplitWrittenPerTensor(Linears):
+    """Each of the three split on its own line, the notebook's way, then merged with permute."""
+
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        query = self.W_q(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+        key = self.W_k(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+        value = self.W_v(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+        scores = query @ key.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        merged = (scores.softmax(dim=-1) @ value).permute(0, 2, 1, 3).reshape(batch, n, d_model)
+        return self.W_o(merged)
+
+
+class EinsumIntoOutputLayout(Linears):
+    """The blend written by einsum straight into (batch, n, heads, d_k), then flattened: right."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).unflatten(-1, (self.n_heads, self.d_k)).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        att = torch.einsum("bhqd,bhkd->bhqk", q, k) / math.sqrt(self.d_k)
+        if mask is not None:
+            att = torch.where(mask, att, torch.finfo(att.dtype).min)
+        y = torch.einsum("bhqk,bhkd->bqhd", att.softmax(-1), v)
+        return self.W_o(y.flatten(-2))
+
+
+class KeysSplitWithoutTranspose(Linears):
+    """Queries and values split right; the keys viewed straight as (b, h, t, d_k)."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q = self.W_q(x).reshape(b, t, self.n_heads, self.d_k).permute(0, 2, 1, 3)
+        k = self.W_k(x).reshape(b, self.n_heads, t, self.d_k)
+        v = self.W_v(x).reshape(b, t, self.n_heads, self.d_k).permute(0, 2, 1, 3)
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return self.W_o((scores.softmax(-1) @ v).permute(0, 2, 1, 3).reshape(b, t, dm))
+
+
+class MergeSwapsLastTwoAxes(Linears):
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        att = (q @ k.transpose(-2, -1)) * self.d_k ** -0.5
+        if mask is not None:
+            att = att.masked_fill(~mask, torch.finfo(att.dtype).min)
+        y = att.softmax(dim=-1) @ v                       # (b, h, t, d_k)
+        return self.W_o(y.transpose(-2, -1).reshape(b, t, dm))
+
+
 class MergeViewNoTransposeFinfo(Linears):
     def forward(self, x, mask=None):
         b, t, dm = x.shape
@@ -1243,6 +1298,10 @@ CASES = [
     Case("split_transpose_dropped_merge_kept", SplitTransposeDroppedMergeKept,
          "heads_split_without_transpose"),
     Case("split_reshape_kept_where_mask", SplitReshapeKeptWhereMask, "heads_split_without_transpose"),
+    Case("split_written_per_tensor", SplitWrittenPerTensor, PASS),
+    Case("merge_by_einsum_output_layout", EinsumIntoOutputLayout, PASS),
+    Case("keys_split_without_transpose", KeysSplitWithoutTranspose, "heads_split_without_transpose"),
+    Case("merge_swaps_last_two_axes", MergeSwapsLastTwoAxes, "heads_merged_without_transpose"),
     Case("merge_view_no_transpose_finfo", MergeViewNoTransposeFinfo, "heads_merged_without_transpose"),
     Case("merge_reshape_no_transpose_finfo", MergeReshapeNoTransposeFinfo, "heads_merged_without_transpose"),
     Case("merge_permute_heads_last", MergePermuteHeadsLast, "heads_merged_interleaved"),
