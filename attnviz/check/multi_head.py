@@ -643,9 +643,10 @@ _DEAD_STYLES = ("zero", "uniform", "nan")   # each structural variant is tried w
 
 
 def _merge_too(t, verdict):
-    """A hypothesis's verdict (``words["refine:hypothesis"]``), with one pair told apart: heads split
-    without the transpose, and merged without it too (MULTI_HEAD_VARIANTS' second split variant), whose
-    fix needs both lines."""
+    """A hypothesis's verdict (``words["refine:hypothesis"]``), with heads_split_without_transpose's
+    variants told apart: merged without the transpose too (MULTI_HEAD_VARIANTS' second split variant),
+    whose fix needs both lines, or the transpose forgotten for the queries, keys or values only (the
+    fourth to sixth), whose fix is that tensor's line."""
     if verdict.bug != "heads_split_without_transpose":
         return verdict
     answers, probes = [a for _, a in t.main], [p for p, _ in t.main]
