@@ -526,6 +526,18 @@ class HeadsAveraged(MultiHeadWith):
         return self.W_o(blended)
 
 
+class HeadLeftOut(MultiHeadWith):
+    """A loop over the heads, one slice of the features each, that stops one head short."""
+
+    def heads(self, x, mask):
+        query, key, value = self.split(self.W_q(x)), self.split(self.W_k(x)), self.split(self.W_v(x))
+        output = torch.zeros_like(query)
+        for h in range(self.n_heads - 1):                    # BUG: range(self.n_heads)
+            head = slice(h, h + 1)                               # (B, 1, T, d_k): head h
+            output[:, head], _ = self.attention(query[:, head], key[:, head], value[:, head], mask)
+        return output
+
+
 class ScaleByDModel(MultiHeadWith):
     """Each head's scores are divided by sqrt(d_model) instead of sqrt(d_k)."""
 
@@ -626,6 +638,7 @@ MULTI_HEAD_BUGS = {
     "squeeze_drops_batch": SqueezeDropsBatch,
     "weights_modified_in_place": WeightsModifiedInPlace,
     "heads_overlap": HeadsOverlap,
+    "head_left_out": HeadLeftOut,
 }
 
 

@@ -39,7 +39,7 @@ DECODING_IDS = {"cache_not_appended", "keys_not_appended", "values_not_appended"
                 "is_causal_top_left", "positions_not_advanced", "causal_mask_missing",
                 "kv_heads_repeated_not_interleaved", "cache_modified_in_place"}
 # ids added since, from what fresh learners wrote
-LATER_IDS = {"cached_length_misread", "embedding_added_twice",
+LATER_IDS = {"cached_length_misread", "head_left_out", "embedding_added_twice",
              "final_norm_skipped", "new_token_not_attended", "cache_keys_values_swapped",
              "causal_offset_negated", "attention_norm_skipped", "attention_residual_missing",
              "residual_from_normed", "mlp_residual_missing", "mlp_norm_skipped", "parallel_block",

@@ -180,6 +180,14 @@ _ENTRIES = [
         "run each head on its own d_k slice, concatenate them (merge heads), then self.W_o(...)",
     ),
     Bug(
+        "head_left_out",
+        "One head is left out: the loop over the heads misses the first or the last.",
+        "That head's d_k features reach W_o as zeros (or, when the heads are concatenated, the merged "
+        "vector is d_k short of d_model and W_o refuses it): the layer has one head fewer than it was "
+        "built with. range(n_heads) already stops before n_heads.",
+        "for h in range(self.n_heads):   # every head: 0, 1, ..., n_heads - 1",
+    ),
+    Bug(
         "scale_by_d_model",
         "Each head's scores are divided by √d_model instead of √d_k.",
         "The weights are too flat: the scores are √n_heads times smaller than they should be. "

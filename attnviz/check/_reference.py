@@ -391,6 +391,16 @@ def _merge_last_axes_swapped(x):  # transpose(-2, -1) where transpose(1, 2) belo
     return x.transpose(-2, -1).reshape(batch, n, h * d_k)
 
 
+def _merge_without(head):
+    """A merge that leaves one head out (its d_k features zeros): a loop over the heads that misses
+    the first (range(1, n_heads)) or the last (range(n_heads - 1)) and writes into zeros."""
+    def merge(x):
+        kept = torch.ones(x.shape[1], dtype=x.dtype)
+        kept[head] = 0
+        return _merge(x * kept[:, None, None])
+    return merge
+
+
 def _split_overlapping(x, h):  # head i gets features i .. i + d_k - 1 (h:h + d_k): neighbours overlap
     batch, n, d_model = x.shape
     d_k = d_model // h
@@ -517,6 +527,7 @@ MULTI_HEAD_VARIANTS = {
     "heads_split_interleaved": [_parts(split=_split_interleaved, merge=_merge_interleaved),
                                 _parts(split=_split_interleaved)],
     "heads_overlap": [_parts(split=_split_overlapping)],
+    "head_left_out": [_parts(merge=_merge_without(-1)), _parts(merge=_merge_without(0))],
     "heads_split_along_positions": [_positions_split(False), _positions_split(True)],
     "weight_not_transposed": [_parts(untransposed=("W_q", "W_k", "W_v", "W_o")),
                               _parts(untransposed=("W_q", "W_k", "W_v"))],

@@ -38,12 +38,21 @@ _LINEAR = re.compile(r"mat1 and mat2 shapes cannot be multiplied \((\d+)x(\d+) a
 
 def linear_wrong_width(t):
     """Every call fails in a linear layer (F.linear's "mat1 and mat2" error with a d_model x d_model
-    weight) fed a last dimension that is not d_model: most often W_o on the heads before merging."""
+    weight) fed a last dimension that is not d_model: most often W_o on the heads before merging, or
+    (every width one head's d_k short of d_model) heads concatenated by a loop that left one out."""
     found = [_LINEAR.search((a.error or {}).get("message", "")) for _, a in t.main]
     if not found or not all(m and m.group(3) == m.group(4) != m.group(2) for m in found):
         return None
     width, d_model = found[0].group(2), found[0].group(3)
     probe, ans = t.main[0]
+    short = [CONFIGS[p.facts["config"]] for p, _ in t.main]
+    if all(int(m.group(2)) == d - d // heads for m, (d, heads) in zip(found, short, strict=True)):
+        d, heads = CONFIGS[probe.facts["config"]]
+        happened = (f"{t.spec.subject} raised RuntimeError on every input: W_o got the heads merged to "
+                    f"width {width}, one head's d_k = {d // heads} short of d_model = {d_model}")
+        return t.bug("head_left_out", happened, [
+            t.describe(probe, ans), f"{heads - 1} of the {heads} heads were concatenated: the loop over the "
+            "heads stopped one short (range(n_heads - 1), or range(1, n_heads))."])
     return t.problem(
         f"{t.spec.subject} raised RuntimeError on every input: a linear layer got inputs of width {width}, "
         f"not d_model = {d_model}.",
@@ -642,13 +651,12 @@ _CACHE: dict = {}
 _DEAD_STYLES = ("zero", "uniform", "nan")   # each structural variant is tried with every one
 
 
-def _merge_too(t, verdict):
-    """A hypothesis's verdict (``words["refine:hypothesis"]``), with heads_split_without_transpose's
-    variants told apart: merged without the transpose too (MULTI_HEAD_VARIANTS' second split variant),
-    whose fix needs both lines, or the transpose forgotten for the queries, keys or values only (the
-    fourth to sixth), whose fix is that tensor's line."""
-    if verdict.bug != "heads_split_without_transpose":
-        return verdict
+def _refine(t, verdict):
+    """A hypothesis's verdict (``words["refine:hypothesis"]``) made more precise: head_left_out says
+    which head; heads_split_without_transpose's variants are told apart: merged without the transpose
+    too (MULTI_HEAD_VARIANTS' second split variant), whose fix needs both lines, or the transpose
+    forgotten for the queries, keys or values only (the fourth to sixth), whose fix is that tensor's
+    line."""
     answers, probes = [a for _, a in t.main], [p for p, _ in t.main]
 
     def matches(first):
@@ -656,6 +664,13 @@ def _merge_too(t, verdict):
         return any(variant_matches(answers, t.spec.hypotheses, probes, verdict.bug, v, compare=compare)
                    for v in range(first, first + len(_DEAD_STYLES)))
 
+    if verdict.bug == "head_left_out":     # MULTI_HEAD_VARIANTS' first leaves out the last head
+        which = "last head (head n_heads - 1)" if matches(0) else "first head (head 0)"
+        verdict.observed.insert(1, f"The output is what every head but the {which} gives: that head's "
+                                   "d_k features reach W_o as zeros.")
+        return verdict
+    if verdict.bug != "heads_split_without_transpose":
+        return verdict
     if matches(0):
         return verdict
     if matches(len(_DEAD_STYLES)):
@@ -822,7 +837,7 @@ SPEC = Spec(
         "extra_dims": _extra_dims,
         "long": ("up to 5 positions", f"{_LONG} positions"),
         "signature": "def forward(self, x, mask=None):   # called as module(x) and module(x, mask=mask)",
-        "refine:hypothesis": _merge_too,
+        "refine:hypothesis": _refine,
         "mask_fix": "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # scores (batch, "
         "heads, n, n), before the softmax: the (n, n) mask reaches every head and batch entry as it is",
     },

@@ -1238,6 +1238,48 @@ class TransposedToSequenceFirst(Solution):
         return super().forward(x.transpose(0, 1), mask).transpose(0, 1)      # BUG: it was batch first
 
 
+class HeadLoopStopsShort(Linears):
+    def forward(self, x, mask=None):
+        B, T, D = x.shape
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        outs = []
+        for i in range(1, self.n_heads):                              # heads numbered from 1
+            lo, hi = i * self.d_k, (i + 1) * self.d_k
+            att = Q[:, :, lo:hi] @ K[:, :, lo:hi].mT / self.d_k ** 0.5
+            if mask is not None:
+                att = att.masked_fill(mask == 0, torch.finfo(att.dtype).min)
+            outs.append(F.softmax(att, dim=-1) @ V[:, :, lo:hi])
+        return self.W_o(torch.cat(outs, dim=2))
+
+
+class HeadsFilledIntoZeros(Linears):
+    def forward(self, x, mask=None):
+        b, t, _ = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        out = torch.zeros_like(q)
+        for head in range(self.n_heads - 1):
+            a = torch.einsum("bqd,bkd->bqk", q[:, head], k[:, head]) / math.sqrt(self.d_k)
+            if mask is not None:
+                a = a.masked_fill(~mask, -1e9)
+            out[:, head] = a.softmax(dim=-1) @ v[:, head]
+        return self.W_o(out.transpose(1, 2).reshape(b, t, -1))
+
+
+class HeadsFilledOneByOne(Linears):
+    def forward(self, x, mask=None):
+        b, t, _ = x.shape
+        q, k, v = (w(x).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        out = torch.empty_like(q)
+        for head in range(self.n_heads):
+            a = torch.einsum("bqd,bkd->bqk", q[:, head], k[:, head]) / math.sqrt(self.d_k)
+            if mask is not None:
+                a = a.masked_fill(~mask, torch.finfo(a.dtype).min)
+            out[:, head] = a.softmax(dim=-1) @ v[:, head]
+        return self.W_o(out.transpose(1, 2).reshape(b, t, -1))
+
+
 class ChunkAlongPositions(Linears):
     """A list of heads with torch.chunk, one attention each, then cat: cut along dim 1, the positions."""
 
@@ -1290,6 +1332,7 @@ CASES = [
     Case("functional_linear", FunctionalLinear, PASS),
     Case("softmax_module_attribute", SoftmaxModuleAttribute, PASS),
     Case("loop_heads_returns_weights", LoopHeadsReturnsWeights, PASS),
+    Case("heads_filled_one_by_one", HeadsFilledOneByOne, PASS),
     # reshapes
     Case("split_view_no_transpose", SplitViewNoTranspose, "heads_split_without_transpose"),
     Case("split_reshape_no_transpose", SplitReshapeNoTranspose, "heads_split_without_transpose"),
@@ -1392,4 +1435,6 @@ CASES = [
     Case("transposed_to_sequence_first", TransposedToSequenceFirst, "sequence_first_input"),
     Case("chunk_along_positions", ChunkAlongPositions, "heads_split_along_positions"),
     Case("sliced_position_blocks", SlicedPositionBlocks, "heads_split_along_positions"),
+    Case("head_loop_stops_short", HeadLoopStopsShort, "head_left_out"),
+    Case("heads_filled_into_zeros", HeadsFilledIntoZeros, "head_left_out"),
 ]
