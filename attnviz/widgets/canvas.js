@@ -1338,6 +1338,7 @@ function ve(t, e, n) {
     t.hover = null;
   }
   t.title.style.maxWidth = `${Math.max(r, 120)}px`;
+  t.numbers.style.maxWidth = t.title.style.maxWidth;
   if (!t.numbers.hidden) {
     _t(t.numbers, e);
   }

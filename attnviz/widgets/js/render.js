@@ -228,7 +228,10 @@ function paintBox(box, panel, theme) {
     box.title.textContent = `${panel.title} (could not be drawn: ${error.message})`;
     box.hover = null;
   }
+  // the title and the numbers table no wider than the picture: opening a table scrolls it, and
+  // leaves the panels beside it where they were
   box.title.style.maxWidth = `${Math.max(width, 120)}px`;
+  box.numbers.style.maxWidth = box.title.style.maxWidth;
   if (!box.numbers.hidden) {
     showTable(box.numbers, panel);
   }
