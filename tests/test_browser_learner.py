@@ -1,6 +1,7 @@
 """The learner's edition in a real browser, in JupyterLab and in Notebook 7, as a learner meets it.
 
-For each notebook with exercises: Run All shows no error; no cell shows solution code (code cells
+For each notebook with exercises: opened in JupyterLab, it is not marked modified (its
+language_info is the kernel's); Run All shows no error; no cell shows solution code (code cells
 hold only the stubs; a solution in a markdown cell sits inside a *closed* ``<details>``, checked on
 the rendered page); each check cell shows the friendly "not written yet" verdict. Then a learner
 writes into two exercises the way one would in the editor (click, select all, type): a correct
@@ -78,6 +79,14 @@ _JS_OUTPUT_TEXT = r"""async (index) => {
   cell.node.scrollIntoView({block: 'center'});
   await new Promise(resolve => requestAnimationFrame(() => requestAnimationFrame(resolve)));
   return cell.outputArea.node.innerText;
+}"""
+
+# Whether JupyterLab marks the notebook modified once the kernel's info (its language_info) is in.
+_JS_DIRTY_ONCE_CONNECTED = r"""async () => {
+  const panel = window.jupyterapp.shell.currentWidget;
+  await panel.sessionContext.session.kernel.info;
+  await new Promise(resolve => setTimeout(resolve, 1000));
+  return panel.context.model.dirty;
 }"""
 
 
@@ -177,6 +186,9 @@ def test_the_learners_edition_in_the_browser(servers, browser, app, path):
     server = servers[app]
     page = NotebookPage(server, browser, path.name).open()
     try:
+        if app == "lab":    # only opened, not yet run: not marked modified (no "save your changes?")
+            assert page.page.evaluate(_JS_DIRTY_ONCE_CONNECTED) is False, \
+                f"{path.name} shows as modified once its kernel connected: is its language_info the kernel's?"
         progress = page.run_all()
         failures = describe_failures(path.name, progress, page.inspect())
         failures += [f"{path.name}: the page raised {e}" for e in page.page_errors

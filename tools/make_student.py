@@ -14,7 +14,10 @@ replaced by ``raise NotImplementedError("write your code here")`` at the indenta
 line; the ``# hint:`` line above it stays, the one place the hint is given. Right after the
 exercise's check cell (the next code cell that calls a ``check_`` function) comes a markdown cell
 with the teacher's solution inside a collapsed ``<details>`` block: one deliberate click away.
-Everything else is unchanged; outputs and execution counts are stripped. Solution markers in a cell
+Everything else is unchanged; outputs and execution counts are stripped. Each notebook's
+``language_info`` is what the kernel of the Python running this tool reports (JupyterLab writes the
+kernel's into a notebook it opens and marks it modified when they differ: a notebook only opened
+would ask "save your changes?" on closing). Solution markers in a cell
 that is not tagged ``solution``, unbalanced markers, or an exercise with no check cell after it are
 errors: the learner's edition must never leak a solution or leave an exercise unchecked.
 
@@ -51,6 +54,16 @@ SOLUTION_SUMMARY = "Show one solution (try yours first: the check above names th
 
 class StudentEditionError(ValueError):
     pass
+
+
+def kernel_language_info() -> dict | None:
+    """The language_info the Python kernel (ipykernel) of this interpreter reports, or None without
+    ipykernel. make lab and Binder's postBuild run this tool with the course's own Python."""
+    try:
+        from ipykernel.ipkernel import IPythonKernel
+    except ImportError:
+        return None
+    return json.loads(json.dumps(IPythonKernel.language_info))
 
 
 def _source(cell) -> str:
@@ -138,6 +151,9 @@ def student_notebook(nb: dict, name: str = "notebook") -> dict:
             raise StudentEditionError(f"{where} is a {cell.get('cell_type')} cell with SOLUTION markers.")
     nb["cells"] = [new for index, cell in enumerate(cells) for new in [cell] + after_check.get(index, [])]
     nb.get("metadata", {}).pop("widgets", None)
+    language = kernel_language_info()
+    if language and nb.get("metadata", {}).get("language_info", {}).get("name", "python") == "python":
+        nb.setdefault("metadata", {})["language_info"] = language
     return nb
 
 
