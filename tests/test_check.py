@@ -786,8 +786,11 @@ def test_a_bool_mask_times_a_float64_minimum_says_every_row_goes_nan():
     fill = lambda scores, mask: scores + (~mask) * torch.finfo(scores.dtype).min   # float32 0 * -inf
     result = check_attention(_masked_attention(lambda q: q.shape[-1] ** -0.5, fill))
     text = repr(result)
-    assert not result.passed and "0 × -inf = NaN at the allowed positions" in text
+    assert not result.passed and "at each allowed position False × -inf = 0 × -inf = NaN" in text
     assert "a fully masked row's softmax" not in text
+    # the cause first, not Hugging Face's float32 softmax (which the learner never wrote: a reader's finding)
+    assert result.observed[1].startswith("Your rows with keys to attend to are NaN too, the mark of a mask "
+                                         "added as a bool times the fill") and "Hugging Face" not in text
 
 
 def test_print_inside_the_learners_code_is_said_not_shown():

@@ -201,3 +201,23 @@ def test_an_inverted_mask_handed_to_the_fused_function_gets_its_fix_in_that_form
 
     result = check_attention(fused_inverted)
     assert result.bug == "mask_inverted" and result.fix.startswith("F.scaled_dot_product_attention"), result
+
+
+def test_a_failing_verdict_says_which_run_of_a_cell_it_checked(cells, monkeypatch):
+    """A check reads the kernel, not the editor: a learner who fixed the cell but did not run it again
+    got the old verdict, with a Fix line just like the line on screen (a fresh reader's finding)."""
+    space = {"torch": torch}
+    cells.append("import torch")
+    _define(OLD, "<cell-2>", space)
+    cells.append(OLD)
+    result = check_causal_mask(space["my_causal_mask"])
+    assert result.bug == "causal_excludes_self" and not result.warnings
+    note = ("This checked the my_causal_mask your cell [2] defined when it last ran. Changed that cell "
+            "since? Run it (Shift+Enter), then this check again.")
+    assert result.notes[-1] == note and f"  Note: {note}" in repr(result)
+    right = "def my_causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril()\n"
+    _define(right, "<cell-3>", space)
+    cells.append(right)
+    assert check_causal_mask(space["my_causal_mask"]).notes == []       # a pass needs no such note
+    monkeypatch.delattr(sys.modules["__main__"], "In")
+    assert check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)).notes == []

@@ -242,16 +242,20 @@ def other_dtypes(t):
                     [f"{probe.where} the output holds NaN or inf, although float32 and float64 are fine."],
                 )
             if kind == "float64" and (not _finite(probe, ans) or not _dead_finite(probe, ans)):
-                rows_hit = ("so a fully masked row's softmax becomes 0/0 = NaN." if _finite(probe, ans) else
-                            "and a bool mask times it (mask * fill) gives 0 × -inf = NaN at the allowed "
-                            "positions too: your rows with keys to attend to are NaN as well.")
+                why = ("Somewhere the float64 scores pass through float32: softmax(..., dtype=torch.float32) "
+                       "(as Hugging Face's models do for float16), a .float(), or a float32 tensor you "
+                       "built (a bool mask times a number is one). In float32, "
+                       "torch.finfo(torch.float64).min is -inf, so a fully masked row's softmax becomes "
+                       "0/0 = NaN.")
+                if not _finite(probe, ans):     # rows with keys to attend to are NaN too: mask * fill
+                    why = ("Your rows with keys to attend to are NaN too, the mark of a mask added as a bool "
+                           "times the fill ((~mask) * torch.finfo(scores.dtype).min): a bool tensor times a "
+                           "Python number is float32, whatever the scores' dtype. float64's minimum does not "
+                           "fit in float32 and becomes -inf, and at each allowed position False × -inf = "
+                           "0 × -inf = NaN.")
                 return t.problem(
                     f"{t.spec.subject} returned NaN or inf on float64 inputs, although float32 is fine",
-                    [f"{probe.where} the output holds NaN or inf.",
-                     "Somewhere the float64 scores pass through float32: softmax(..., dtype=torch.float32) "
-                     "(as Hugging Face's models do for float16), a .float(), or a float32 tensor you "
-                     "built (a bool mask times a number is one). In float32, torch.finfo(torch.float64).min "
-                     f"is -inf, {rows_hit}"],
+                    [f"{probe.where} the output holds NaN or inf.", why],
                     fix="keep the scores in their own dtype: torch.softmax(scores, dim=-1), with no "
                         "dtype= and no .float()" if _finite(probe, ans) else
                         "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # replace the "

@@ -23,8 +23,9 @@ import re
 import sys
 import types
 
-__all__ = ["stale_note", "below_stub", "above_stub", "with_stale_note", "globals_read", "values_read",
-           "shared_defaults", "code_objects", "names_used", "code_notes", "globals_note", "library_used"]
+__all__ = ["stale_note", "ran_note", "below_stub", "above_stub", "with_stale_note", "globals_read",
+           "values_read", "shared_defaults", "code_objects", "names_used", "code_notes", "globals_note",
+           "library_used"]
 
 
 def code_objects(code) -> list:
@@ -247,26 +248,49 @@ def _name_and_code(obj):
     return None, None
 
 
+def _cells(obj):
+    """``(name, made, tried)``: the cells (their numbers in ``In``) whose text made ``obj`` and those that
+    define its name, or None outside a kernel or when it cannot tell."""
+    history = getattr(sys.modules.get("__main__"), "In", None)
+    name, code = _name_and_code(obj)
+    if type(history) is not list or code is None or not name.isidentifier():
+        return None
+    made_by = "".join(linecache.getlines(code.co_filename)).strip()
+    if not made_by:
+        return None
+    defines = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE)
+    cells = [(i, text) for i, text in enumerate(history) if isinstance(text, str)]
+    made = [i for i, text in cells if text.strip() == made_by]
+    tried = [i for i, text in cells if defines.search(text)]
+    return (name, made, tried) if made else None
+
+
 def stale_note(obj) -> str | None:
     """Words for the verdict when a cell run after the one that defined ``obj`` also defines its name
     (so that run did not finish defining it); None when ``obj`` is the latest, or when it cannot tell."""
     try:
-        history = getattr(sys.modules.get("__main__"), "In", None)
-        name, code = _name_and_code(obj)
-        if type(history) is not list or code is None or not name.isidentifier():
+        found = _cells(obj)
+        if found is None or not found[2] or found[2][-1] <= found[1][-1]:
             return None
-        made_by = "".join(linecache.getlines(code.co_filename)).strip()
-        if not made_by:
-            return None
-        defines = re.compile(rf"^\s*(?:async\s+)?(?:def|class)\s+{re.escape(name)}\b", re.MULTILINE)
-        cells = [(i, text) for i, text in enumerate(history) if isinstance(text, str)]
-        made = [i for i, text in cells if text.strip() == made_by]
-        tried = [i for i, text in cells if defines.search(text)]
-        if not made or not tried or tried[-1] <= made[-1]:
-            return None
+        name, made, tried = found
         return (f"This checked the {name} your cell [{made[-1]}] defined. Cell [{tried[-1]}], run after it, "
                 f"also defines {name} but did not finish (an error under that cell?): fix it, run it "
                 f"again, then run this check.")
+    except Exception:  # noqa: BLE001 - a note is a courtesy; never let it break a verdict
+        return None
+
+
+def ran_note(obj) -> str | None:
+    """Words for a failing verdict: which run of a cell made the code it checked. A check reads what the
+    kernel holds, not the editor: a cell edited and not run again still holds its last run's code, and
+    the verdict (its Fix line too) is about that. None outside a kernel, or when it cannot tell."""
+    try:
+        found = _cells(obj)
+        if found is None:
+            return None
+        name, made, _ = found
+        return (f"This checked the {name} your cell [{made[-1]}] defined when it last ran. Changed that "
+                f"cell since? Run it (Shift+Enter), then this check again.")
     except Exception:  # noqa: BLE001 - a note is a courtesy; never let it break a verdict
         return None
 
@@ -322,7 +346,8 @@ def above_stub(obj) -> bool:
 
 def with_stale_note(check):
     """Decorator for a public checker: :func:`stale_note`'s words as the verdict's first warning (and
-    its headline says so), and the not-written verdict told apart from code written under the stub's
+    its headline says so), else on a failing verdict :func:`ran_note`'s as its last note; and the
+    not-written verdict told apart from code written under the stub's
     ``raise`` line (:func:`below_stub`)."""
     @functools.wraps(check)
     def wrapper(fn, *args, **kwargs):
@@ -342,5 +367,8 @@ def with_stale_note(check):
         if note:
             result.warnings.insert(0, note)
             result.headline += " But this was an older definition: read the warning."
+        elif result.status in ("bug", "problem"):
+            ran = ran_note(fn)
+            result.notes += [ran] if ran else []
         return result
     return wrapper
