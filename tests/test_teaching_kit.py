@@ -202,3 +202,11 @@ def test_every_lesson_page_maps_its_cells_and_the_map_is_up_to_date():
         ids = {cell_id for _, cell_id in cell_map.plan_cells(page)}
         assert ids and all(f"| `{cell_id}` |" in part for cell_id in ids), page.name
         assert "(not in the notebook)" not in part, page.name
+        # Find matches a cell's source, case aside: each map's words lead to its cell and no other
+        rows = re.findall(r"^\| `(cell-[\w-]+)` \| (\S+) \| .* \| `(.*)` \|$", part, re.M)
+        assert len(rows) == len(cell_map.plan_cells(page)), page.name
+        for cell_id, name, words in rows:
+            cells = json.loads((REPO / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+            typed = words.removesuffix("...").lower()
+            found = [cell["id"] for cell in cells if typed in "".join(cell["source"]).lower()]
+            assert found == [cell_id], f"{page.name}: Find for {words!r} lands on {found}, not {cell_id}"

@@ -50,21 +50,33 @@ def _words(line: str) -> str:
 
 def cell_places(path: Path) -> dict:
     """``{cell id: (section heading, words)}`` for every cell of a notebook: the last heading (## or
-    ###) above it, and its first line that no other cell of the notebook holds (else its first)."""
+    ###) above it, and its first line (or the line's start, before a backtick) whose words no other
+    cell of the notebook holds anywhere, case aside, as Find matches a cell's source; else its first
+    line no other cell holds whole, else its first."""
     cells = json.loads(path.read_text())["cells"]
     seen = {}
     for cell in cells:
         for line in set(_lines(cell)):
             seen[line] = seen.get(line, 0) + 1
+    texts = [_text(cell).lower() for cell in cells]
+
+    def found_elsewhere(line, index):
+        words = _words(line).removesuffix("...").lower()
+        return any(words in text for other, text in enumerate(texts) if other != index)
+
     places, section = {}, "top"
-    for cell in cells:
+    for index, cell in enumerate(cells):
         if cell["cell_type"] == "markdown":
             heading = next((line.lstrip("#").strip() for line in _text(cell).splitlines()
                             if line.startswith(("## ", "### "))), None)
             section = heading or section
         lines = _lines(cell)
         own = [line for line in lines if seen[line] == 1]
-        places[cell.get("id")] = (section, _words((own or lines or [""])[0]))
+        # words to type as they are: no backtick (the map prints them in a code span) and no pipe
+        typed = [cut for line in own for cut in (line, re.split(r"[`|]", line)[0].rstrip())
+                 if len(cut) >= 10 and not re.search(r"[`|]", cut)]
+        alone = [line for line in typed if not found_elsewhere(line, index)]
+        places[cell.get("id")] = (section, _words((alone or own or lines or [""])[0]))
     return places
 
 
