@@ -92,15 +92,15 @@ QUIZZES = {
     ],
     "02": [
         _mc("Which order of steps is scaled dot-product attention?",
-            ("scores = q·kᵀ, divide by √d_k, mask, softmax over the keys, multiply by v", True,
-             "Compare, scale, mask, softmax, blend: the six lines' steps after the projection, in "
-             "this order."),
             ("scores = q·kᵀ, softmax, divide by √d_k, mask, multiply by v", False,
              "Scaling or masking after the softmax leaves rows that no longer sum to 1, and the softmax "
              "has already seen the unscaled scores."),
             ("scores = q·kᵀ, mask, softmax, multiply by v, divide the output by √d_k", False,
              "Dividing the output only shrinks it; the softmax still saw unscaled scores and may be "
              "saturated."),
+            ("scores = q·kᵀ, divide by √d_k, mask, softmax over the keys, multiply by v", True,
+             "Compare, scale, mask, softmax, blend: the six lines' steps after the projection, in "
+             "this order."),
             ("scores = k·qᵀ, divide by √d_k, mask, softmax over the last axis, multiply by v", False,
              "k·qᵀ has one row per key, not per query: it raises when n_q differs from n_k, and when they "
              "are equal it runs, but each row is one key's softmax over the queries: no query's blend.")),
@@ -125,14 +125,14 @@ QUIZZES = {
             ("Over the feature dimension d_k.", False,
              "The scores have no feature dimension left; the dot product summed it away.")),
         _mc("Row i, column j of the attention weights holds 0.7. What does that say?",
-            ("Query i takes 70% of its output from value j.", True,
-             "Row i is query i's blend; entry j is value j's share in it."),
             ("Value i is 70% similar to value j.", False,
              "Values are never compared with each other; queries are compared with keys."),
             ("Position j will come after position i with probability 0.7.", False,
              "Attention weights are not predictions about order; they are shares of a blend."),
             ("Query j takes 70% of its output from value i.", False,
-             "Rows are queries and columns are keys, not the other way round.")),
+             "Rows are queries and columns are keys, not the other way round."),
+            ("Query i takes 70% of its output from value j.", True,
+             "Row i is query i's blend; entry j is value j's share in it.")),
     ],
     "03": [
         _mc("Why are the scores divided by √d_k?",

@@ -169,8 +169,8 @@ class LookupExplorer(Explorer):
         m = state["metrics"]
         verdict = lookup_verdict(m, state["weights"].numpy())
         rows = [["entropy (nats)", m["entropy"]], ["largest weight", m["max_weight"]],
-                ["answer to best value", m["distance_to_best"]],
-                ["answer to average", m["distance_to_average"]]]
+                ["distance: answer to best value", m["distance_to_best"]],
+                ["distance: answer to average", m["distance_to_average"]]]
         return (note(f"temperature {state['temperature']:.3g}<br>{verdict}")
                 + metrics_table(["", "now"], rows)
                 + note("<small>Lower the temperature: one key takes all the weight. "
