@@ -167,7 +167,7 @@ class SaturationExplorer(Explorer):
             ["entropy (nats)", s["entropy"], u["entropy"]],
             ["max_weight", s["max_weight"], u["max_weight"]],
             ["grad_norm", s["grad_norm"], u["grad_norm"]],
-            ["score_std", s["score_std"], u["score_std"]],
+            ["softmax input std", s["score_std"], u["score_std"]],
         ]
         selected_column = 1 if state["selected"] else 2
         table = metrics_table(["mean over queries", "scaled", "unscaled"], rows, selected_column)
@@ -177,7 +177,8 @@ class SaturationExplorer(Explorer):
             f"<b>{_side(state['selected'])}</b>, d_k = {state['d_k']}, temperature = "
             f"{state['temperature']:.3g}<br>{saturation_verdict(chosen)}") + table, note(
             f"<small>A flat row would have entropy {chosen['uniform_entropy']:.3g}; one-hot has 0. "
-            "grad_norm is the size of the softmax's Jacobian: 0 when a row is one-hot. "
+            "grad_norm is the size of the softmax's Jacobian: 0 when a row is one-hot. The softmax "
+            "input is the scores after the division (if any) and the temperature. "
             f"The verdict: saturated when max_weight ≥ {th['saturated']}, saturating when ≥ "
             f"{th['saturating']}, nearly flat when the entropy is ≥ {th['flat']:.0%} of a flat row's, "
             "soft otherwise.</small>")
