@@ -124,7 +124,8 @@ def _log_ticks(values: np.ndarray, each: bool = False) -> dict:
 
     ``each`` (the x of a short sweep, e.g. n = 256 ... 2048): a tick at each of up to 12 distinct
     values. Otherwise 1-2-5 ticks when the data spans at most 3 decades, about six powers of ten
-    beyond that; never plotly's bare minor labels ("2", "5") between them.
+    beyond that (the axis reaching the next power where the data runs well past its last one);
+    never plotly's bare minor labels ("2", "5") between them.
     """
     values = np.unique(values[np.isfinite(values) & (values > 0)])
     if values.size == 0:
@@ -133,7 +134,14 @@ def _log_ticks(values: np.ndarray, each: bool = False) -> dict:
         return {"tickmode": "array", "tickvals": values.tolist(), "ticktext": [f"{v:g}" for v in values]}
     low, high = math.floor(math.log10(values[0])), math.ceil(math.log10(values[-1]))
     if high - low > 3:          # powers of ten, at most about six of them
-        return {"dtick": max(1, math.ceil((high - low) / 6))}
+        step = max(1, math.ceil((high - low) / 6))
+        top = 10.0 ** math.floor(math.log10(values[-1]))
+        if values[-1] < 1.5 * top:
+            return {"dtick": step}
+        # the data runs well past its last power of ten (a loss of 2 to 3 over 1e-3 ... 1): the axis
+        # goes up to the next one, or the top of the chart has no number
+        margin = 0.05 * (math.log10(values[-1]) - math.log10(values[0]))
+        return {"dtick": step, "range": [math.log10(values[0]) - margin, high]}
     ticks = [m * 10.0**e for e in range(low, high + 1) for m in (1, 2, 5)]
     return {"tickmode": "array", "tickvals": ticks, "ticktext": [f"{t:g}" for t in ticks]}
 

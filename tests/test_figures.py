@@ -154,6 +154,9 @@ def test_log_axes_label_the_ticks_that_matter():
     assert "0.5" in fig.layout.yaxis.ticktext
     wide = line_chart([1, 2], {"g": [1e-12, 1.0]}, x_title="n", y_title="g", log_y=True)
     assert wide.layout.yaxis.dtick == 2 and wide.layout.yaxis.tickvals is None   # 10⁻¹², 10⁻¹⁰, ... 1
+    # a loss from 3 nats down to 1e-3: the axis reaches 10, or the top of the chart has no number (06 §6)
+    loss = line_chart([1, 2, 3], {"loss": [3.0, 0.1, 1e-3]}, x_title="step", y_title="loss", log_y=True)
+    assert loss.layout.yaxis.dtick == 1 and loss.layout.yaxis.range[1] == 1     # 10 ** 1
 
 
 def test_long_axis_titles_break_onto_two_lines():
