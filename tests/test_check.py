@@ -1515,8 +1515,20 @@ class _FirstMaskEverKept(_Split):
         return _right_forward(self, x, None if mask is None else vars(self).setdefault("kept_mask", mask))
 
 
+class _InvertedMaskKeptByShape(_Split):
+    """Keeps the inverted mask per shape "to avoid inverting it on every call" (round 24's learner):
+    every main call is right; only a later call with another mask of a seen shape goes wrong."""
+
+    def forward(self, x, mask=None):
+        if mask is None:
+            return _right_forward(self, x, None)
+        blocked = vars(self).setdefault("blocked", {}).setdefault(tuple(mask.shape), ~mask)
+        return _right_forward(self, x, ~blocked)
+
+
 def test_multi_head_state_left_by_one_call_for_the_next_is_told():
-    for module, did in ((_FirstMaskKept, "gave a wrong output"), (_FirstMaskEverKept, "raised")):
+    for module, did in ((_FirstMaskKept, "gave a wrong output"), (_FirstMaskEverKept, "raised"),
+                        (_InvertedMaskKeptByShape, "gave a wrong output")):
         result = check_multi_head(module)
         assert not result.passed and result.headline.startswith(f"forward {did} on "), result
         assert result.headline.endswith("was right on the same call to a new module"), result

@@ -317,6 +317,8 @@ def _probes():
     far_name = (f"{tag}: batch 1, 5 positions, position 4 blocked and scored 20000 above the positions "
                 "position 0 may see (head 1)")
     calls.append(_probe(far_name, 0, far_x, far_mask, kind="blocked_far", **far))
+    # and on a new module: a mask kept from an earlier call of the same shape goes wrong only here
+    calls.append(_probe(f"{far_name}, on a new module", 0, far_x, far_mask, kind="fresh", twin=far_name))
     below_x, below_mask = _allowed_far_below_x(torch.Generator().manual_seed(55), weights[0], d_model,
                                                n_heads)
     calls.append(_probe(f"{tag}: batch 1, 3 positions, position 0 may see positions 1 and 2 only, which it "
@@ -842,9 +844,10 @@ SPEC = Spec(
         "heads, n, n), before the softmax: the (n, n) mask reaches every head and batch entry as it is",
     },
     rules=rules(before={"nondeterministic": [Rule("weights_changed", "always", _weights_changed)],
-                        # before large scores: a softmax over blocked keys, or state kept by shape, goes
-                        # wrong there too, and is named from its own probe
+                        # before large scores: a softmax over blocked keys, or state kept by shape (or a
+                        # mask kept from an earlier call), goes wrong there too, and is named from its probe
                         "large_scores_nan": [Rule("state_by_shape", "right", _state_by_shape),
+                                             Rule("state_before_far", "right", _state_between_calls),
                                              Rule("blocked_far_softmax", "right", _blocked_far_softmax)],
                         "large_scores_wrong": [Rule("blocked_far_named", "right", _blocked_far_named)],
                         "hypothesis": [Rule("state_between_calls", "wrong", _state_between_calls)],
