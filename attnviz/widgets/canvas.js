@@ -15,18 +15,18 @@ function Z(t, e, n) {
     }
     let a = Number.NEGATIVE_INFINITY;
     const u = () => {
-      const h = performance.now();
-      const g = vt(f, h - a);
-      a = h;
+      const d = performance.now();
+      const g = vt(f, d - a);
+      a = d;
       n(l, o[l].get(f.attr), g);
     };
-    Promise.resolve(r.get_model(f.id)).then((h) => {
-      if (!h?.on) {
+    Promise.resolve(r.get_model(f.id)).then((d) => {
+      if (!d?.on) {
         return;
       }
-      o[l] = h;
-      h.on(`change:${f.attr}`, u);
-      s.push(() => h.off(`change:${f.attr}`, u));
+      o[l] = d;
+      d.on(`change:${f.attr}`, u);
+      s.push(() => d.off(`change:${f.attr}`, u));
     }).catch(() => {
     });
   }
@@ -215,8 +215,8 @@ function et(t, e) {
       e();
     }
   };
-  const c = Z(t, n, (a, u, h) => {
-    if (h && o.hasSteps) {
+  const c = Z(t, n, (a, u, d) => {
+    if (d && o.hasSteps) {
       t.send({ move: a, value: u });
     }
     i();
@@ -469,10 +469,10 @@ function ct(t, e, n) {
   const c = W(e, i);
   const l = [];
   t.series.forEach((f, a) => {
-    t.x_labels.forEach((u, h) => {
-      const g = e.left + h * s + s * 0.1 + a * r;
-      const p = c(Math.min(n[a * o + h], i));
-      l.push({ x: g, y: p, w: r, h: e.top + e.h - p, s: a, i: h });
+    t.x_labels.forEach((u, d) => {
+      const g = e.left + d * s + s * 0.1 + a * r;
+      const p = c(Math.min(n[a * o + d], i));
+      l.push({ x: g, y: p, w: r, h: e.top + e.h - p, s: a, i: d });
     });
   });
   return l;
@@ -525,7 +525,7 @@ function Rt(t, e, n) {
     }
     const l = Math.min(o - 1, Math.floor((i - e.left) / e.w * o));
     const f = `${t.x_title || "bin"} ${m(s[l], 3)} to ${m(s[l + 1], 3)}`;
-    const a = t.series.map((u, h) => `${u.name}: ${n[h * o + l]}${r}`);
+    const a = t.series.map((u, d) => `${u.name}: ${n[d * o + l]}${r}`);
     return [f, ...a].join("\n");
   };
 }
@@ -556,8 +556,8 @@ function at(t, e, n, o) {
   const f = (g) => n.left + n.w * (g - c) / (l - c || 1);
   const a = q(o, s);
   const u = W(n, a);
-  const h = w(c, l, 6).filter((g) => g >= c && g <= l);
-  P(t, e, n, o, h, w(0, a), f, u);
+  const d = w(c, l, 6).filter((g) => g >= c && g <= l);
+  P(t, e, n, o, d, w(0, a), f, u);
   t.globalAlpha = 0.65;
   o.series.forEach((g, p) => {
     t.fillStyle = g.colour;
@@ -573,7 +573,7 @@ function at(t, e, n, o) {
 }
 
 // attnviz/widgets/js/dom.js
-function d(t, e, n, o) {
+function h(t, e, n, o) {
   const s = document.createElement(t);
   if (e) {
     s.className = e;
@@ -680,20 +680,20 @@ function Jt(t, e, n, o, s, r) {
   for (let f = 0; f < o.n_q; f++) {
     for (let a = 0; a < o.n_k; a++) {
       const u = f * o.n_k + a;
-      const h = r[u];
+      const d = r[u];
       const g = n.left + a * i;
       const p = n.top + f * i;
       if (!l) {
-        const { fill: k, ink: N } = Kt(o, s[u], h);
+        const { fill: k, ink: N } = Kt(o, s[u], d);
         t.fillStyle = k;
         t.fillRect(g, p, i - c, i - c);
-        const $ = o.text ? Ht(o, s[u], h) : "";
+        const $ = o.text ? Ht(o, s[u], d) : "";
         if ($ && i >= 18) {
           t.fillStyle = N;
           t.fillText($, g + i / 2, p + i / 2);
         }
       }
-      if (h & ut) {
+      if (d & ut) {
         Wt(t, g, p, i, c);
       }
     }
@@ -763,12 +763,12 @@ function Xt(t, e, n, o) {
     } else if (o[l] & O) {
       u = t.masked_hover;
     }
-    const h = o[l] & ut ? "\nmasked, yet weight > 0 (leak)" : "";
+    const d = o[l] & ut ? "\nmasked, yet weight > 0 (leak)" : "";
     return `query ${c}${f} \u2192 key ${i}${a}
-${u}${h}`;
+${u}${d}`;
   };
 }
-function ht(t, e, n, o) {
+function dt(t, e, n, o) {
   const s = y(o);
   const r = x(o);
   Jt(t, e, n, o, s, r);
@@ -783,7 +783,7 @@ function ht(t, e, n, o) {
 }
 
 // attnviz/widgets/js/keys.js
-var dt = "data-lm-suppress-shortcuts";
+var ht = "data-lm-suppress-shortcuts";
 var Qt = "attnviz-explorer";
 var te = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"];
 function ee(t) {
@@ -812,9 +812,9 @@ function oe(t) {
     }
     const r = n.ctrlKey || n.altKey || n.metaKey;
     if (ne(ee(o), n.key, r)) {
-      o.setAttribute(dt, "");
+      o.setAttribute(ht, "");
     } else {
-      o.removeAttribute(dt);
+      o.removeAttribute(ht);
     }
   };
   window.addEventListener("keydown", e, true);
@@ -969,9 +969,9 @@ function pt(t, e, n, o) {
   const [l, f] = o.y_range;
   P(t, e, n, o, w(i, c), w(l, f), s, r);
   for (const u of o.shapes) {
-    const h = u.colour === "fg" ? e.fg2 : u.colour;
-    t.strokeStyle = h;
-    t.fillStyle = h;
+    const d = u.colour === "fg" ? e.fg2 : u.colour;
+    t.strokeStyle = d;
+    t.fillStyle = d;
     t.lineWidth = u.width || 2;
     ue[u.type](t, u, s, r);
   }
@@ -982,7 +982,7 @@ function pt(t, e, n, o) {
 
 // attnviz/widgets/js/table.js
 var kt = 32;
-function he(t) {
+function de(t) {
   const e = y(t);
   const n = x(t);
   const o = Math.min(t.n_q, kt);
@@ -1000,14 +1000,14 @@ function he(t) {
   };
   const l = [];
   for (let u = 0; u < o; u++) {
-    const h = [...Array(s).keys()].map((g) => c(u * t.n_k + g));
-    l.push([i[u], ...h]);
+    const d = [...Array(s).keys()].map((g) => c(u * t.n_k + g));
+    l.push([i[u], ...d]);
   }
   const f = o < t.n_q || s < t.n_k;
   const a = f ? `first ${o} x ${s} of ${t.n_q} x ${t.n_k}` : "";
   return { header: ["query \\ key", ...r], rows: l, caption: a };
 }
-function de(t) {
+function he(t) {
   const e = y(t);
   const n = t.x_labels.length;
   const o = t.x_labels.map((s, r) => [
@@ -1032,10 +1032,10 @@ function ge(t) {
 }
 function J(t) {
   if (t.kind === "heatmap") {
-    return he(t);
+    return de(t);
   }
   if (t.kind === "bars") {
-    return de(t);
+    return he(t);
   }
   if (t.kind === "histogram") {
     return ge(t);
@@ -1044,11 +1044,11 @@ function J(t) {
 }
 function _t(t, e) {
   const { header: n, rows: o, caption: s } = J(e);
-  const r = d("table", "attnviz-table");
+  const r = h("table", "attnviz-table");
   const i = (c, l) => {
-    const f = d("tr", "", r);
+    const f = h("tr", "", r);
     for (const a of c) {
-      d(l, "", f, a);
+      h(l, "", f, a);
     }
   };
   i(n, "th");
@@ -1056,7 +1056,7 @@ function _t(t, e) {
     i(c, "td");
   }
   if (s) {
-    d("caption", "", r, s);
+    h("caption", "", r, s);
   }
   t.replaceChildren(r);
 }
@@ -1135,7 +1135,7 @@ function ke(t, e, n, o, s) {
   return { width: i, height: f };
 }
 function wt(t, e, n, o) {
-  const s = d("canvas");
+  const s = h("canvas");
   const r = s.getContext("2d");
   ke(r, t, e, n, (i, c) => {
     s.width = Math.round(i * o);
@@ -1145,7 +1145,7 @@ function wt(t, e, n, o) {
   return new Promise((i) => s.toBlob(i, "image/png"));
 }
 function _e(t, e) {
-  const n = d("a");
+  const n = h("a");
   n.href = URL.createObjectURL(t);
   n.download = e;
   n.click();
@@ -1157,9 +1157,9 @@ var Ae = [
   ["CSV", "", "csv", (t, e) => new Blob([ye(e)], { type: "text/csv" })]
 ];
 function St(t, e, n) {
-  const o = d("span", "attnviz-save");
-  const s = d("button", "", o, "save");
-  const r = d("span", "attnviz-save-as", o);
+  const o = h("span", "attnviz-save");
+  const s = h("button", "", o, "save");
+  const r = h("span", "attnviz-save-as", o);
   s.type = "button";
   s.setAttribute("aria-expanded", "false");
   r.setAttribute("role", "group");
@@ -1170,13 +1170,13 @@ function St(t, e, n) {
     s.setAttribute("aria-expanded", String(!r.hidden));
   };
   for (const [i, c, l, f] of Ae) {
-    const a = d("button", "", r, i);
+    const a = h("button", "", r, i);
     a.type = "button";
     a.onclick = async () => {
       const u = e();
       if (u) {
-        const h = await f(u.theme, u.panel, n[u.panel.kind]);
-        _e(h, me(u.scene, u.name, c, l));
+        const d = await f(u.theme, u.panel, n[u.panel.kind]);
+        _e(d, me(u.scene, u.name, c, l));
       }
     };
   }
@@ -1185,7 +1185,7 @@ function St(t, e, n) {
 }
 
 // attnviz/widgets/js/render.js
-var Tt = { heatmap: ht, bars: lt, histogram: at, points: pt };
+var Tt = { heatmap: dt, bars: lt, histogram: at, points: pt };
 function Y(t) {
   const e = t.scene();
   const n = t.model.get("fixed") || {};
@@ -1216,11 +1216,11 @@ function xe(t, e) {
   if (t.boxes.has(e)) {
     return t.boxes.get(e);
   }
-  const n = d("figure", "attnviz-panel");
-  const o = d("figcaption", "attnviz-title", n);
-  const s = d("canvas", "", n);
-  const r = d("button", "attnviz-numbers", n, "numbers");
-  const i = d("div", "attnviz-table-box", n);
+  const n = h("figure", "attnviz-panel");
+  const o = h("figcaption", "attnviz-title", n);
+  const s = h("canvas", "", n);
+  const r = h("button", "attnviz-numbers", n, "numbers");
+  const i = h("div", "attnviz-table-box", n);
   s.dataset.attnvizPanel = e;
   r.type = "button";
   r.setAttribute("aria-expanded", "false");
@@ -1262,16 +1262,16 @@ function Se(t, e) {
   t.layout = n;
   t.sections = [];
   const o = e.map((s) => {
-    const r = d("section", "attnviz-section");
-    const i = s.title ? d("div", "attnviz-section-title", r) : null;
-    const c = d("div", s.grid ? "attnviz-grid" : "attnviz-row", r);
+    const r = h("section", "attnviz-section");
+    const i = s.title ? h("div", "attnviz-section-title", r) : null;
+    const c = h("div", s.grid ? "attnviz-grid" : "attnviz-row", r);
     if (s.grid) {
       c.style.gridTemplateColumns = `repeat(${s.grid}, max-content)`;
     }
     for (const f of s.panels) {
       c.appendChild(xe(t, f).figure);
     }
-    const l = d("div", "attnviz-legend", r);
+    const l = h("div", "attnviz-legend", r);
     t.sections.push({ title: i, legend: l });
     return r;
   });
@@ -1279,8 +1279,8 @@ function Se(t, e) {
   return true;
 }
 function Oe(t) {
-  const e = d("span", "attnviz-chip");
-  const n = d("i", `attnviz-swatch attnviz-${t.kind}`, e);
+  const e = h("span", "attnviz-chip");
+  const n = h("i", `attnviz-swatch attnviz-${t.kind}`, e);
   if (t.colour) {
     n.style.background = t.colour;
   }
@@ -1333,12 +1333,15 @@ function ve(t, e, n) {
   Object.assign(t.canvas.dataset, { x0: o.left, y0: o.top, cell: e.cell || "" });
   try {
     t.hover = Tt[e.kind](s, n, o, e);
-  } catch (i) {
-    t.title.textContent = `${e.title} (could not be drawn: ${i.message})`;
+  } catch (c) {
+    t.title.textContent = `${e.title} (could not be drawn: ${c.message})`;
     t.hover = null;
   }
-  t.title.style.maxWidth = `${Math.max(r, 120)}px`;
-  t.numbers.style.maxWidth = t.title.style.maxWidth;
+  const i = `${Math.max(r, 120)}px`;
+  if (t.title.style.maxWidth !== i) {
+    t.title.style.maxWidth = i;
+    t.numbers.style.maxWidth = i;
+  }
   if (!t.numbers.hidden) {
     _t(t.numbers, e);
   }
@@ -1392,7 +1395,7 @@ function Le(t) {
 function Ne({ model: t, el: e }) {
   e.classList.add("attnviz-canvas");
   e.dataset.attnvizPaint = "0";
-  const n = d("div", "attnviz-tip");
+  const n = h("div", "attnviz-tip");
   n.hidden = true;
   const o = {
     model: t,

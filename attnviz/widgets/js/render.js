@@ -230,8 +230,11 @@ function paintBox(box, panel, theme) {
   }
   // the title and the numbers table no wider than the picture: opening a table scrolls it, and
   // leaves the panels beside it where they were
-  box.title.style.maxWidth = `${Math.max(width, 120)}px`;
-  box.numbers.style.maxWidth = box.title.style.maxWidth;
+  const widest = `${Math.max(width, 120)}px`;
+  if (box.title.style.maxWidth !== widest) {
+    box.title.style.maxWidth = widest;
+    box.numbers.style.maxWidth = widest;
+  }
   if (!box.numbers.hidden) {
     showTable(box.numbers, panel);
   }
