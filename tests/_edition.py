@@ -53,7 +53,7 @@ def unattempted_run_problems(nb: dict, name: str) -> list[str]:
                 for i, c in enumerate(nb["cells"]) if c["cell_type"] == "code"
                 for o in c.get("outputs", []) if o.get("output_type") == "error"]
     for index, cell in enumerate(nb["cells"]):
-        is_check = make_student.CHECK_CALL.search(text(cell)) and not is_solution(cell)
+        is_check = make_student.calls_check(text(cell)) and not is_solution(cell)
         if cell["cell_type"] == "code" and is_check:
             verdict = outputs_text(cell)
             if "not written yet" not in verdict or "Traceback" in verdict:

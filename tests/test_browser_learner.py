@@ -206,7 +206,7 @@ def test_the_learners_edition_in_the_browser(servers, browser, app, path):
                 if len(seen) >= len(block) / 2:
                     failures.append(f"{path.name}, cell {cell['index']} shows a solution: {seen}")
         checks = [c["index"] for c in shown if c["kind"] == "code"
-                  and make_student.CHECK_CALL.search(c["text"]) and "### BEGIN" not in c["text"]]
+                  and make_student.calls_check(c["text"]) and "### BEGIN" not in c["text"]]
         assert checks, path.name
         for index in checks:
             verdict = page.page.evaluate(_JS_OUTPUT_TEXT, index)

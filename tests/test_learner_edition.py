@@ -96,7 +96,7 @@ def test_every_exercise_has_its_solution_collapsed_after_its_check(path):
     assert len(stubs) == len(shown) >= 1
     for stub, solution in zip(stubs, shown, strict=True):
         check = cells[solution - 1]
-        assert check["cell_type"] == "code" and make_student.CHECK_CALL.search(_text(check)), path.name
+        assert check["cell_type"] == "code" and make_student.calls_check(_text(check)), path.name
         assert stub < solution - 1
         text = _text(cells[solution])
         assert text.startswith("<details><summary>") and text.rstrip().endswith("</details>")

@@ -34,6 +34,7 @@ your notebook and rebuild.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import re
@@ -47,7 +48,7 @@ HINT = re.compile(r"^\s*# hint:\s*(.*?)\s*$", re.IGNORECASE)  # tools/make_nbgra
 DEFAULT_HINT = "write your code here"
 TAG = "solution"
 SHOWN_TAG = "solution-shown"   # the collapsed solution under a check (tools/into_release.py skips it)
-CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")
+CHECK_CALL = re.compile(r"\bcheck_\w+\s*\(")     # the fallback of calls_check, for a cell Python cannot parse
 MANIFEST = ".edition.json"
 SOLUTION_SUMMARY = "Show one solution (try yours first: the check above names the mistake it finds)"
 
@@ -115,12 +116,24 @@ def solution_cell(source: str, cell_id: str) -> dict:
             "source": text}
 
 
+def calls_check(source: str) -> bool:
+    """Whether a code cell calls a check_ function (``check_attention(my_attention)``); a call's name
+    in a string (a message that says which check to run) is not a call."""
+    try:
+        tree = ast.parse(source)
+    except SyntaxError:                  # IPython syntax (a magic, a shell line): read the text
+        return bool(CHECK_CALL.search(source))
+    names = (getattr(node.func, "id", None) or getattr(node.func, "attr", "")
+             for node in ast.walk(tree) if isinstance(node, ast.Call))
+    return any(name.startswith("check_") for name in names)
+
+
 def _check_cell_after(cells, index: int) -> int | None:
     """Index of the first code cell after ``index`` that calls a check_ function."""
     for later in range(index + 1, len(cells)):
         cell = cells[later]
         if cell.get("cell_type") == "code" and TAG not in cell.get("metadata", {}).get("tags", []) \
-                and CHECK_CALL.search(_source(cell)):
+                and calls_check(_source(cell)):
             return later
     return None
 
