@@ -440,3 +440,12 @@ def test_a_notebook_only_opened_and_saved_is_not_the_learners_work(tmp_path):
     _course(tmp_path, body="x = 3")
     make_student.make_student(source, out)
     assert (out / "01_demo.ipynb").read_bytes() == mine and "x = 3" in (out / "01_demo.new.ipynb").read_text()
+
+
+def test_a_check_cell_calls_a_check_and_a_message_naming_one_is_not_a_call():
+    """07's plug-in cell names check_multi_head(MyMultiHeadAttention) in its message: not a check cell."""
+    assert make_student.calls_check("check_attention(my_attention)")
+    assert make_student.calls_check("from attnviz import check\ncheck.check_multi_head(A)")
+    assert make_student.calls_check("%time check_causal_mask(f)")          # IPython syntax: read as text
+    assert not make_student.calls_check('assert gap < 1, f"run check_multi_head(MyMultiHeadAttention)"')
+    assert not make_student.calls_check("# check_attention(my_attention) after you run the cell above")
