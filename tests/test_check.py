@@ -1587,3 +1587,20 @@ def test_a_pass_that_calls_the_course_answer_says_so(check, fn, name):
 def test_a_mask_built_by_hand_gets_no_library_note():
     result = check_causal_mask(_own_causal)
     assert result.passed and not any("course's" in note for note in result.notes)
+
+
+def test_one_output_for_every_query_is_said_when_no_known_bug_matches():
+    """Round 24: an einsum naming the values' position axis apart from the keys' sums the weights away."""
+    def summed(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(dim=-1)
+        return torch.einsum("...qk,...vd->...qd", weights, v), weights
+
+    said = "Every query gets the same output, one blend for all"
+    result = check_attention(summed)
+    assert not result.passed and result.bug is None and any(said in line for line in result.observed), result
+    # not said where the queries do get different outputs
+    scale_wrong = check_attention(_masked_attention(lambda q: 1.7))
+    assert not any(said in line for line in scale_wrong.observed), scale_wrong

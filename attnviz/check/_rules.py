@@ -670,6 +670,27 @@ def _ones_note(probe, ans):
     return f"{said}: your weights do not sum to 1 over the keys."
 
 
+def _one_output_for_all(t) -> bool:
+    """Whether, on every wrong call without a mask whose right output differs from query to query,
+    the output is the same for each query (along axis -2)."""
+    seen = False
+    for probe, ans in t.main:
+        out, want = ans.output, probe.expected
+        if t.right(probe, ans) or probe.args.get("mask") is not None:
+            continue
+        tensors = isinstance(out, torch.Tensor) and isinstance(want, torch.Tensor)
+        if not tensors or out.shape != want.shape or out.dim() < 2 or out.shape[-2] < 2 \
+                or not out.is_floating_point():
+            return False
+        out, want = out.detach().to(torch.float64), want.to(torch.float64)
+        if torch.allclose(want, want[..., :1, :].expand_as(want), rtol=1e-4, atol=1e-5):
+            continue                     # every value alike: the right output is one for all too
+        if not torch.allclose(out, out[..., :1, :].expand_as(out), rtol=1e-4, atol=1e-5):
+            return False
+        seen = True
+    return seen
+
+
 def no_known_bug(t):
     probe, ans = t.first_wrong()
     detail = [t.describe(probe, ans)]
@@ -683,6 +704,11 @@ def no_known_bug(t):
         detail.append(f"Right on: {'; '.join(right)}. Wrong on: {'; '.join(wrong)}.")
     else:
         detail.append(f"Wrong on every one of these: {'; '.join(wrong)}.")
+    if _one_output_for_all(t):
+        detail.append("Every query gets the same output, one blend for all: the weights never chose values "
+                      "per query. An einsum that names the values' position axis apart from the keys' "
+                      "(bhqk,bhvd->bhqd sums each row of weights to 1 and the values over every position) "
+                      "does this, as does a sum over the wrong axis.")
     fix = t.spec.fix
     if _only_masked_wrong(t) and "mask_fix" in t.spec.words:
         detail.append("Every input without a mask is right, and only inputs with one go wrong: look at how "
