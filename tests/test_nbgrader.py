@@ -125,6 +125,19 @@ def test_solution_cells_keep_their_hint_for_the_stub(course):
     assert cells["my_attention-runs"]["metadata"]["nbgrader"]["points"] == 1
 
 
+def test_graded_notebooks_hold_no_tex(course):
+    """nbgrader's feedback page loads MathJax from a CDN (cdnjs, its feedback template's default):
+    offline, TeX would show as its source. The graded notebooks write their maths in Unicode
+    (softmax, √d_k), so a feedback page needs nothing from the internet (docs/teaching.md says so)."""
+    out, _ = course
+    tex = re.compile(r"\$[^$\n]+\$|\\\(|\\\[")
+    found = [(path.name, cell.get("id"), match.group())
+             for path in sorted((out / "source").glob("*/*.ipynb"))
+             for cell in json.loads(path.read_text())["cells"] if cell["cell_type"] == "markdown"
+             for match in tex.finditer("".join(cell["source"]))]
+    assert not found, found
+
+
 def test_hint_source_without_a_hint_line_uses_the_default():
     source = "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION"
     assert make_nbgrader.hint_source(source).split("\n")[1] == '    hint = "write your code here"'
