@@ -323,14 +323,17 @@ QUIZZES = {
              "It runs on a CPU and on any sequence."),
             ("The KV cache shrinks as the text grows, losing old tokens.", False,
              "It grows linearly with the length.")),
-        _mc("Looking back to notebook 01: why did transformers replace RNNs?",
-            ("They are more accurate by design, whatever the data.", False,
-             "Accuracy followed; the reason is what they let you train."),
-            ("They run all positions in parallel, and any two are one step apart.", True,
-             "No step-by-step recurrence, and no long chain for a signal or gradient to survive."),
-            ("They use less memory than an RNN at long context.", False,
-             "Plain attention uses more: its score matrix grows with n²."),
-            ("They need much less training data than RNNs.", False, "They need a great deal.")),
+        _mc("Section 7's model with a learned position table, trained on sequences of 16 tokens, is "
+            "tested on 128. What happens at the positions past 16?",
+            ("It is as right there as on the first 16: the task is the same at every position.", False,
+             "Section 7 measured accuracy falling to close to chance past position 16."),
+            ("It raises an error: the model cannot run past its training length.", False,
+             "The table has 128 rows, so it runs at every length; it is the answers that go wrong."),
+            ("Close to chance: those rows of the table never got a gradient and are still random.", True,
+             "Training on 16 tokens never used rows 16 to 127, so Adam never moved them; rotary "
+             "positions, which have no table, fail more gently."),
+            ("It gets slowly worse, a little with every position further out.", False,
+             "That gradual decline is what the rotary model showed; the table model drops at once.")),
     ],
     "07": [
         _mc("In notebook 07's task the period changes from one sequence to the next. Why can a head that "
