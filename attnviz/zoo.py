@@ -359,6 +359,13 @@ def weights_transposed(q, k, v, mask=None):
     out = torch.einsum("...qk,...qd->...kd", weights, v)            # BUG: weights @ v
     return out, weights
 
+def output_transposed(q, k, v, mask=None):
+    """The blend comes out transposed: one row per value feature instead of one per query."""
+    weights = torch.softmax(_finite(_scaled_scores(q, k), mask), dim=-1)
+    out = v.transpose(-2, -1) @ weights.transpose(-2, -1)          # BUG: weights @ v
+    return out, weights
+
+
 def mask_transposed(q, k, v, mask=None):
     """The mask is transposed before it is applied, as if its rows were the keys."""
     scores = _scaled_scores(q, k)
@@ -403,7 +410,7 @@ ATTENTION_BUGS = {
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
         gradient_blocked, dtype_changed, batch_one_only, three_dims_only, squeeze_drops_batch,
         output_and_weights_swapped,
-        mask_transposed, mask_axis_misplaced, weights_transposed, softmax_sum_not_kept, mask_boolean_indexed,
+        mask_transposed, mask_axis_misplaced, weights_transposed, output_transposed, softmax_sum_not_kept, mask_boolean_indexed,
         key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked, causal_when_no_mask,
         causal_added_to_mask, softmax_low_precision, softmax_applied_twice,
     )

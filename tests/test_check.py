@@ -107,7 +107,7 @@ def test_wrong_shape_names_the_dimension():
 
     result = check_attention(too_wide)
     assert not result.passed and result.bug is None
-    assert "features d_v (last dimension)" in repr(result) and "(4, 6)" in repr(result)
+    assert "in the features d_v (dimension -1)" in repr(result) and "(4, 6)" in repr(result)
 
 
 def test_nan_everywhere_is_observed():

@@ -621,6 +621,15 @@ _ENTRIES = [
         "out = weights @ v   # (n_q, n_k) @ (n_k, d_v): each query's row of weights blends the values",
     ),
     Bug(
+        "output_transposed",
+        "The output comes out with its last two axes swapped: v.transpose(-2, -1) @ "
+        "weights.transpose(-2, -1), or weights @ v transposed at the end.",
+        "Its numbers are the right ones, arranged (..., d_v, n_q): one row per value feature instead of one "
+        "per query. Where d_v ≠ n_q the shape is wrong; where they are equal it runs, and whatever comes "
+        "next reads features as positions.",
+        "out = weights @ v   # (..., n_q, n_k) @ (..., n_k, d_v) = (..., n_q, d_v): one row per query",
+    ),
+    Bug(
         "mask_transposed",
         "The mask is transposed (mask.T or mask.transpose(-2, -1)) before it is applied, as if its rows "
         "were the keys.",

@@ -26,7 +26,7 @@ from ._stale import code_notes, globals_note, names_used, with_stale_note
 __all__ = ["check_attention"]
 
 NAME = "check_attention"
-_OUTPUT_DIMS = ("features d_v (last dimension)", "queries n_q")
+_OUTPUT_DIMS = ("features d_v", "queries n_q")
 _POSITIONAL = ("q", "k", "v", "mask")
 
 
@@ -417,6 +417,20 @@ def _swapped_return(t):
     )
 
 
+def _output_transposed(t):
+    """Every output is the right one with its last two axes swapped (v.mT @ weights.mT, or the blend
+    transposed at the end): (..., d_v, n_q) where (..., n_q, d_v) belongs. A rule, not a hypothesis:
+    the live query rows a masked input compares are the rows of the output turned back."""
+    for probe, ans in t.main:
+        out = ans.output
+        if ans.error is not None or not isinstance(out, torch.Tensor) or out.dim() < 2:
+            return None
+        if not agrees(out.mT, probe.expected, probe.live_rows(probe.expected)):
+            return None
+    probe, ans = t.first_wrong()
+    return t.bug("output_transposed", t.happened(probe, ans), [t.describe(probe, ans)])
+
+
 def _any_scale(t):
     """Every wrong output is attention with the scores divided by another number than √d_k (none of
     the catalog's usual ones: √(2·d_k), √(k.shape[0]) ...): named wrong_scale, with the number read
@@ -507,7 +521,8 @@ SPEC = Spec(
                                    Rule("blocked_far", "right", _blocked_far),
                                    Rule("allowed_far_below", "right", _allowed_far_below),
                                    Rule("weights_returned", "right", _weights_returned)],
-                        "hypothesis": [Rule("swapped_return", "wrong", _swapped_return)],
+                        "hypothesis": [Rule("swapped_return", "wrong", _swapped_return),
+                                       Rule("output_transposed", "wrong", _output_transposed)],
                         "no_known_bug": [Rule("any_scale", "wrong", _any_scale),
                                          Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
 )

@@ -1159,6 +1159,30 @@ def blend_with_transposed_weights(q, k, v, mask=None):
     return a.transpose(-2, -1) @ v, a                                  # "line up the keys with v"
 
 
+def values_times_weights_transposed(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, _fill(scores))
+    w = torch.softmax(scores, dim=-1)
+    return v.transpose(-2, -1) @ w.transpose(-2, -1)                   # "values on the left, like Wx"
+
+
+def blend_transposed_at_the_end(q, k, v, mask=None):
+    d_k = q.size(-1)
+    attn = F.softmax(torch.matmul(q, k.mT) / d_k ** 0.5 if mask is None
+                     else (torch.matmul(q, k.mT) / d_k ** 0.5).masked_fill(mask == 0, _fill(q)), dim=-1)
+    out = torch.matmul(attn, v)
+    return out.mT, attn                                                # "(d_v, n_q), like the slides"
+
+
+def blend_by_transposes_both_ways(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scores = scores.masked_fill(~mask, _fill(scores))
+    w = torch.softmax(scores, dim=-1)
+    return (v.transpose(-2, -1) @ w.transpose(-2, -1)).transpose(-2, -1)   # (Wᵀ... )ᵀ = w @ v
+
+
 def softmax_by_hand_no_keepdim(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     if mask is not None:
@@ -1418,6 +1442,7 @@ CASES = [
     Case("scale_folded_into_q", scale_folded_into_q, PASS),
     Case("scale_power_minus_half", scale_power_minus_half, PASS),
     Case("scale_tensor_sqrt", scale_tensor_sqrt, PASS),
+    Case("blend_by_transposes_both_ways", blend_by_transposes_both_ways, PASS),
     Case("additive_finfo_mask", additive_finfo_mask, PASS),
     Case("minf_then_guard_rows", minf_then_guard_rows, PASS),
     Case("minf_then_nan_to_num", minf_then_nan_to_num, PASS,
@@ -1542,6 +1567,8 @@ CASES = [
     Case("mask_unsqueezed_for_heads", mask_unsqueezed_for_heads, "mask_axis_misplaced"),
     Case("where_with_head_axis", where_with_head_axis, "mask_axis_misplaced"),
     Case("blend_with_transposed_weights", blend_with_transposed_weights, "weights_transposed"),
+    Case("values_times_weights_transposed", values_times_weights_transposed, "output_transposed"),
+    Case("blend_transposed_at_the_end", blend_transposed_at_the_end, "output_transposed"),
     Case("softmax_by_hand_no_keepdim", softmax_by_hand_no_keepdim, "softmax_sum_not_kept"),
     Case("unstable_softmax_no_keepdim", unstable_softmax_no_keepdim, "softmax_sum_not_kept"),
     Case("boolean_index_fill", boolean_index_fill, "mask_boolean_indexed"),
