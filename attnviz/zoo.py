@@ -410,7 +410,8 @@ ATTENTION_BUGS = {
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
         gradient_blocked, dtype_changed, batch_one_only, three_dims_only, squeeze_drops_batch,
         output_and_weights_swapped,
-        mask_transposed, mask_axis_misplaced, weights_transposed, output_transposed, softmax_sum_not_kept, mask_boolean_indexed,
+        mask_transposed, mask_axis_misplaced, weights_transposed, output_transposed, softmax_sum_not_kept,
+        mask_boolean_indexed,
         key_reshaped_not_transposed, additive_mask_too_small, softmax_max_over_blocked, causal_when_no_mask,
         causal_added_to_mask, softmax_low_precision, softmax_applied_twice,
     )
