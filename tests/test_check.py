@@ -1604,3 +1604,23 @@ def test_one_output_for_every_query_is_said_when_no_known_bug_matches():
     # not said where the queries do get different outputs
     scale_wrong = check_attention(_masked_attention(lambda q: 1.7))
     assert not any(said in line for line in scale_wrong.observed), scale_wrong
+
+
+def test_how_a_bug_shows_is_said_in_the_exercises_own_code():
+    """batch_one_only's 'How it shows' names what goes wrong in the code being checked: a padding mask
+    built for one sequence hears of lengths, not of attention's k.T (a fresh reader read past it)."""
+    def first_length_only(lengths, n):
+        return (torch.arange(n) < lengths[0]).expand(len(lengths), 1, n)   # every row the first length's
+
+    mask = check_padding_mask(first_length_only)
+    assert mask.bug == "batch_one_only", repr(mask)
+    assert "lengths[0]" in mask.shows and "k.T" not in repr(mask), repr(mask)
+    assert mask.shows == attnviz.check.BUGS["batch_one_only"].shows_for("check_padding_mask")
+    def k_dot_t(q, k, v, mask=None):
+        scores = q @ k.T / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=-1) @ v
+
+    scores = check_attention(k_dot_t)
+    assert scores.bug == "batch_one_only" and "k.T" in scores.shows and "lengths" not in scores.shows

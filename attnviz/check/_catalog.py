@@ -14,9 +14,13 @@ class Bug:
     shows: str  # how it shows in the numbers
     fix: str  # the one-line fix (code)
     fixes: dict = field(default_factory=dict)  # checker name -> the fix in that exercise's own words
+    shown: dict = field(default_factory=dict)  # checker name -> how it shows, in that exercise's code
 
     def fix_for(self, checker: str) -> str:
         return self.fixes.get(checker, self.fix)
+
+    def shows_for(self, checker: str) -> str:
+        return self.shown.get(checker, self.shows)
 
 
 DECODING = "check_decoding_step"
@@ -586,6 +590,19 @@ _ENTRIES = [
         "module x[0] or squeeze(), in a padding mask lengths[0], lengths.item() or lengths compared as a "
         "row.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # index from the end",
+        shown={"check_attention": "Unbatched inputs (or a batch of one) are right; with batch or head "
+               "dimensions in front the call fails or mixes entries, because something reads the wrong "
+               "dimension: k.T (which reverses every axis, not only the last two) or q.shape[1] where "
+               "q.shape[-1] belongs.",
+               "check_multi_head": "A batch of one is right; with more in the batch the call fails or mixes "
+               "sequences, because something reads the wrong dimension: x[0], squeeze(), or a batch of 1 "
+               "written into a view or reshape.",
+               DECODING: "A batch of one is right; with more in the batch the step fails or mixes "
+               "sequences, because something reads the wrong dimension: x[0], squeeze(), or a batch of 1 "
+               "written into a view or reshape.",
+               "check_padding_mask": "A batch of one is right; with more sequences the call fails or mixes "
+               "them up, because something reads the wrong dimension: lengths[0], lengths.item(), or the "
+               "lengths compared as a row (lengths[None, :]) where a column belongs."},
         fixes={DECODING: "batch, n, width = x.shape   # the batch from the tensor: never 1, never x[0]",
                "check_multi_head": "batch, n, d_model = x.shape; q = self.W_q(x).view(batch, n, "
                "self.n_heads, self.d_k).transpose(1, 2)   # the batch from the tensor, never 1",
@@ -1099,7 +1116,8 @@ def catalog_markdown() -> str:
         "## Adding a bug",
         "",
         "1. A `Bug(id, what, shows, fix)` entry in `attnviz/check/_catalog.py` (with `fixes={checker: ...}`",
-        "   when an exercise names things its own way), then `make docs` to regenerate this file.",
+        "   and `shown={checker: ...}` when an exercise names things its own way), then `make docs` to",
+        "   regenerate this file.",
         "2. The hypothesis that reproduces it, in `attnviz/check/_reference.py`, in the table of the",
         "   checker that should name it (`ATTENTION_VARIANTS`, `MULTI_HEAD_VARIANTS`, `PREFILL_VARIANTS`,",
         "   `CACHED_VARIANTS`; the masks' tables are in `attnviz/check/masks.py`), or a rule in",
@@ -1133,6 +1151,7 @@ def catalog_markdown() -> str:
             f"**Fix:** `{bug.fix}`",
             "",
         ]
+        out += [f"**How it shows in `{checker}`:** {shown}\n" for checker, shown in sorted(bug.shown.items())]
         out += [f"**Fix in `{checker}`:** `{fix}`\n" for checker, fix in sorted(bug.fixes.items())]
     return "\n".join(out)
 

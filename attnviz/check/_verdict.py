@@ -144,7 +144,7 @@ def bug_found(checked: str, bug_id: str, happened: str, observed=None, fix=None)
         checked,
         f"{happened}. It looks like the known bug \"{bug_words(bug_id)}\".",
         what=bug.what,
-        shows=bug.shows,
+        shows=bug.shows_for(checked),
         fix=fix or bug.fix_for(checked),
         observed=list(observed or []),
     )
