@@ -356,7 +356,8 @@ _JS_PICTURE = """(index) => {
 
 def test_a_burst_of_presses_ends_on_the_kernels_own_picture(notebook_page):
     """Twelve quick presses, then the explorer that painted them from prepared pictures shows exactly
-    what its twin shows, which only ever paints the kernel's pictures (and each press moved it on)."""
+    what its twin shows, which only ever paints the kernel's pictures (and each press moved it on).
+    Then the kernel restarts: each explorer says in words that it no longer follows its controls."""
     page = notebook_page(BURST)
     progress = page.run_all()
     failures = describe_failures(BURST, progress, page.inspect())
@@ -384,6 +385,16 @@ def test_a_burst_of_presses_ends_on_the_kernels_own_picture(notebook_page):
         assert shown["title"] == kernels["title"], (key, shown["title"], kernels["title"])
         assert shown["pixels"] == kernels["pixels"], f"after 12 x {key} the pictures differ"
     assert shown["title"] == start["title"] and shown["paints"] >= start["paints"] + 2
+    assert log_entries(page) == 0 and page.page_errors == []
+    assert page.page.locator(".attnviz-lost").count() == 0
+    # (not awaited: the command waits for its dialog, which the click below accepts)
+    page.page.evaluate("() => { window.jupyterapp.commands.execute('kernelmenu:restart'); }")
+    page.page.locator(".jp-Dialog button.jp-mod-accept").click()
+    notes = page.page.locator(".attnviz-lost[role=status]")
+    notes.nth(1).wait_for(timeout=30_000)
+    assert notes.count() == 2 and "Run its cell again" in notes.first.inner_text(), notes.all_inner_texts()
+    press_slider_key(page, "temperature", "ArrowRight")            # a press after it: nothing breaks
+    page.page.wait_for_timeout(500)
     assert log_entries(page) == 0 and page.page_errors == []
 
 

@@ -1624,3 +1624,17 @@ def test_how_a_bug_shows_is_said_in_the_exercises_own_code():
 
     scores = check_attention(k_dot_t)
     assert scores.bug == "batch_one_only" and "k.T" in scores.shows and "lengths" not in scores.shows
+
+
+def test_a_mask_function_that_raises_is_told_where_and_what_to_do():
+    """A fresh reader's `(torch.arange(n) < lengths)[:, None, :]` raised IndexError: the verdict gave
+    neither the line nor a Fix line, where every other verdict gives both."""
+    def my_padding_mask(lengths, n):
+        row = torch.arange(n) < lengths                                  # (n,) for one sequence
+        return row[:, None, :]
+
+    result = check_padding_mask(my_padding_mask)
+    assert result.status == "problem" and "raised IndexError" in result.headline, repr(result)
+    line = my_padding_mask.__code__.co_firstlineno + 2                    # the return line
+    assert f"(in my_padding_mask, line {line})" in repr(result), repr(result)
+    assert result.fix.startswith("call your function by hand"), repr(result)

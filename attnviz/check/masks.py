@@ -24,6 +24,7 @@ from ._reference import causal, in_neutral, padding
 from ._rules import missing_torch_name, rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
 from ._stale import code_notes, globals_note, library_used, with_stale_note
+from ._stops import where_note
 
 __all__ = ["check_causal_mask", "check_padding_mask"]
 
@@ -228,7 +229,8 @@ def _differences(probe, ans):
     """The Observed lines for a wrong mask: how many entries leak, how many are blocked wrongly."""
     shape = probe.expected.shape
     if ans.error is not None or ans.complaint:
-        return f"{probe.where}: {ans.complaint or ans.error['type'] + ': ' + ans.error['message']}"
+        return (f"{probe.where}: {ans.complaint}" if ans.complaint else
+                f"{probe.where}: {ans.error['type']}: {ans.error['message']}{where_note(ans.error)}")
     got, expected = ans.output.bool().expand(shape), probe.expected.expand(shape)
     leaks, missing = (got & ~expected).nonzero().tolist(), (~got & expected).nonzero().tolist()
     line = (f"{probe.where}, of the {got.numel()} (query, key) pairs {len(leaks)} are allowed that should be "
@@ -264,6 +266,9 @@ def _window_words(missing, shape) -> str:
             "a causal mask lets each query see every earlier key.")
 
 
+_RAISED_FIX = "call your function by hand with the arguments above and read the error's last lines"
+
+
 def _raised_at_once(t):
     """A mask function that raises is told so before anything else is compared."""
     for probe, ans in t.pairs():
@@ -271,7 +276,7 @@ def _raised_at_once(t):
             missing = missing_torch_name(ans.error.get("message", ""))
             return t.problem(f"your function raised {ans.error['type']}.",
                              [_differences(probe, ans), *([missing[0]] if missing else [])],
-                             fix=missing[1] if missing else "")
+                             fix=missing[1] if missing else t.spec.words["raised_fix"])
     return None
 
 
@@ -510,7 +515,7 @@ CAUSAL = Spec(
     complaint_fix=_CAUSAL_FIX,
     words={
         "output": "mask", "broadcasts": True, "fix:mask_inverted": "torch.ones(n, n, dtype=torch.bool).tril()"
-        "   # True = may attend", "shape_bug": _fixed_size,
+        "   # True = may attend", "raised_fix": _RAISED_FIX, "shape_bug": _fixed_size,
         "complaint_notes": lambda p, a: [
             f"{p.where} the mask should have shape {shape_str(p.expected.shape)}."
         ] if a.output is not None else [],
@@ -608,6 +613,7 @@ PADDING = Spec(
     complaint_fix=_PADDING_FIX,
     words={
         "output": "mask", "broadcasts": True, "single": True, "fix:mask_inverted": _PADDING_FIX,
+        "raised_fix": _RAISED_FIX,
         "modified_bug": "padding_lengths_modified", "complaint_notes": _padding_notes,
         "shape_bug": _padding_shape,
         "batch_one": "Right for lengths=[3], n=5 (a batch of one), wrong for larger batches.",

@@ -2,40 +2,40 @@
 // The front-end of every attnviz explorer; its contract with the page is at the top of js/render.js.
 
 // attnviz/widgets/js/controls.js
-function vt(t, e) {
+function Lt(t, e) {
   return Boolean(t.move) && e < t.move;
 }
 function Z(t, e, n) {
   const o = {};
   const s = [];
   const r = t.widget_manager;
-  for (const [l, f] of Object.entries(e)) {
+  for (const [l, a] of Object.entries(e)) {
     if (!r?.get_model) {
       break;
     }
-    let a = Number.NEGATIVE_INFINITY;
+    let f = Number.NEGATIVE_INFINITY;
     const u = () => {
       const d = performance.now();
-      const g = vt(f, d - a);
-      a = d;
-      n(l, o[l].get(f.attr), g);
+      const g = Lt(a, d - f);
+      f = d;
+      n(l, o[l].get(a.attr), g);
     };
-    Promise.resolve(r.get_model(f.id)).then((d) => {
+    Promise.resolve(r.get_model(a.id)).then((d) => {
       if (!d?.on) {
         return;
       }
       o[l] = d;
-      d.on(`change:${f.attr}`, u);
-      s.push(() => d.off(`change:${f.attr}`, u));
+      d.on(`change:${a.attr}`, u);
+      s.push(() => d.off(`change:${a.attr}`, u));
     }).catch(() => {
     });
   }
   const i = () => {
     const l = Object.keys(e);
-    if (!l.every((f) => o[f])) {
+    if (!l.every((a) => o[a])) {
       return void 0;
     }
-    return Object.fromEntries(l.map((f) => [f, o[f].get(e[f].attr)]));
+    return Object.fromEntries(l.map((a) => [a, o[a].get(e[a].attr)]));
   };
   const c = () => {
     for (const l of s) {
@@ -46,7 +46,7 @@ function Z(t, e, n) {
 }
 
 // attnviz/widgets/js/scene.js
-function Pt(t) {
+function Nt(t) {
   if (t.byteOffset % 4 === 0) {
     return new Float32Array(t.buffer, t.byteOffset, t.byteLength / 4);
   }
@@ -57,20 +57,20 @@ function X(t) {
   const e = t.byteLength / 2;
   return Uint16Array.from({ length: e }, (n, o) => t.getUint16(o * 2, true));
 }
-function Lt(t) {
+function Et(t) {
   const e = Uint32Array.from(X(t), (n) => n << 16);
   return new Float32Array(e.buffer);
 }
-function y(t) {
+function p(t) {
   if (t.dtype === "uint16") {
     return X(t.values);
   }
   if (t.dtype === "bfloat16") {
-    return Lt(t.values);
+    return Et(t.values);
   }
-  return Pt(t.values);
+  return Nt(t.values);
 }
-function E(t) {
+function $(t) {
   return t.dtype === "bfloat16" ? 3 : 6;
 }
 function x(t) {
@@ -86,30 +86,30 @@ function T(t, e) {
 function S(t, e) {
   return t || [...Array(e).keys()].map(String);
 }
-function F(t, e) {
+function q(t, e) {
   if (t.kind !== "heatmap") {
     return t;
   }
   return { ...e.heatmap || {}, ...t };
 }
-function Nt(t) {
+function $t(t) {
   return "at" in t && "len" in t && Object.keys(t).length === 2;
 }
-function z(t, e) {
+function F(t, e) {
   if (Array.isArray(t)) {
-    return t.map((o) => z(o, e));
+    return t.map((o) => F(o, e));
   }
   if (!t || typeof t !== "object" || t instanceof DataView) {
     return t;
   }
-  if (Nt(t)) {
+  if ($t(t)) {
     return new DataView(e.buffer, e.byteOffset + t.at, t.len);
   }
-  const n = Object.entries(t).map(([o, s]) => [o, z(s, e)]);
+  const n = Object.entries(t).map(([o, s]) => [o, F(s, e)]);
   return Object.fromEntries(n);
 }
 function Q(t, e) {
-  const n = e.blob ? z({ ...e, blob: null }, e.blob) : e;
+  const n = e.blob ? F({ ...e, blob: null }, e.blob) : e;
   const o = { ...t.panels || {} };
   for (const [r, i] of Object.entries(n.panels || {})) {
     const c = { ...o[r] || {}, ...i };
@@ -129,7 +129,7 @@ function Q(t, e) {
   }
   return s;
 }
-function $t(t, e) {
+function Ct(t, e) {
   if (t.byteLength !== e.byteLength) {
     return false;
   }
@@ -149,7 +149,7 @@ function tt(t, e) {
     const s = t[o];
     const r = e[o];
     if (s instanceof DataView && r instanceof DataView) {
-      if (!$t(s, r)) {
+      if (!Ct(s, r)) {
         return false;
       }
     } else if (s !== r && JSON.stringify(s) !== JSON.stringify(r)) {
@@ -160,9 +160,9 @@ function tt(t, e) {
 }
 
 // attnviz/widgets/js/ahead.js
-var Et = 64;
+var Bt = 64;
 var R = class {
-  constructor(e, n = Et) {
+  constructor(e, n = Bt) {
     this.names = e;
     this.limit = n;
     this.scenes = /* @__PURE__ */ new Map();
@@ -205,49 +205,49 @@ function et(t, e) {
   const o = new R(Object.keys(n));
   let s = null;
   const r = () => {
-    const a = c.values();
-    return a === void 0 ? void 0 : o.find(a);
+    const f = c.values();
+    return f === void 0 ? void 0 : o.find(f);
   };
   const i = () => {
-    const a = r();
-    if (a) {
-      s = a;
+    const f = r();
+    if (f) {
+      s = f;
       e();
     }
   };
-  const c = Z(t, n, (a, u, d) => {
+  const c = Z(t, n, (f, u, d) => {
     if (d && o.hasSteps) {
-      t.send({ move: a, value: u });
+      t.send({ move: f, value: u });
     }
     i();
   });
   const l = () => {
-    const a = t.get("scene") || {};
-    if (a.at) {
-      o.keep(a.at, a);
+    const f = t.get("scene") || {};
+    if (f.at) {
+      o.keep(f.at, f);
     }
-    const u = a.at && r();
-    s = u && u !== a ? u : null;
+    const u = f.at && r();
+    s = u && u !== f ? u : null;
     e();
   };
-  const f = () => {
+  const a = () => {
     o.keepSteps(t.get("scene") || {}, t.get("ahead") || {});
     i();
   };
   t.on("change:scene", l);
-  t.on("change:ahead", f);
+  t.on("change:ahead", a);
   return {
     scene: () => s || t.get("scene") || {},
     dispose: () => {
       c.dispose();
       t.off("change:scene", l);
-      t.off("change:ahead", f);
+      t.off("change:ahead", a);
     }
   };
 }
 
 // attnviz/widgets/js/colour.js
-var Ct = [
+var jt = [
   "#440154",
   "#482475",
   "#414487",
@@ -260,7 +260,7 @@ var Ct = [
   "#bddf26",
   "#fde725"
 ];
-var Bt = [
+var zt = [
   "#053061",
   "#2166ac",
   "#4393c3",
@@ -274,15 +274,15 @@ var Bt = [
   "#67001f"
 ];
 var C = "#c8c8c8";
-var D = "#ff66cc";
+var U = "#ff66cc";
 var st = "#e4002b";
 var K = "#3b528b";
-function A(t) {
+function w(t) {
   return [1, 3, 5].map((e) => Number.parseInt(t.slice(e, e + 2), 16));
 }
-var jt = { weights: Ct.map(A), scores: Bt.map(A) };
+var It = { weights: jt.map(w), scores: zt.map(w) };
 function B(t, e) {
-  const n = jt[t];
+  const n = It[t];
   const o = Math.min(1, Math.max(0, e)) * (n.length - 1);
   const s = Math.min(n.length - 2, Math.floor(o));
   const r = o - s;
@@ -305,18 +305,18 @@ function ot(t, e) {
 function V(t) {
   return ot(t, [0, 0, 0]) >= ot(t, [255, 255, 255]) ? "#000000" : "#ffffff";
 }
-var M = 1024;
-var U = {};
+var v = 1024;
+var D = {};
 function rt(t) {
-  if (!U[t]) {
-    const e = new Uint8ClampedArray(M * 4);
-    for (let n = 0; n < M; n++) {
-      const [o, s, r] = B(t, n / (M - 1));
+  if (!D[t]) {
+    const e = new Uint8ClampedArray(v * 4);
+    for (let n = 0; n < v; n++) {
+      const [o, s, r] = B(t, n / (v - 1));
       e.set([o, s, r, 255], n * 4);
     }
-    U[t] = e;
+    D[t] = e;
   }
-  return U[t];
+  return D[t];
 }
 function it(t) {
   const e = getComputedStyle(t);
@@ -335,14 +335,14 @@ function b(t, e) {
 }
 
 // attnviz/widgets/js/axes.js
-var v = 40;
+var M = 40;
 function m(t, e = 6) {
   if (!Number.isFinite(t)) {
     return String(t);
   }
   return String(Number(t.toPrecision(e)));
 }
-function w(t, e, n = 5) {
+function A(t, e, n = 5) {
   const o = e - t || 1;
   const s = o / n;
   const r = 10 ** Math.floor(Math.log10(s));
@@ -357,16 +357,16 @@ function j(t, e) {
   const n = (e || []).map((o) => t.measureText(o).width);
   return Math.max(0, ...n);
 }
-function It(t, e) {
+function Ft(t, e) {
   const n = e.small;
-  const o = !n && e.n_q <= v;
-  const s = !n && e.n_k <= v;
+  const o = !n && e.n_q <= M;
+  const s = !n && e.n_k <= M;
   const r = n ? 2 : 22 + (o ? Math.max(14, j(t, e.y_labels)) + 6 : 0);
   const i = s && j(t, e.x_labels) > e.cell - 2;
   let c = 2;
   if (!n) {
-    const f = i ? Math.min(70, j(t, e.x_labels)) : 12;
-    c = 26 + (s ? f + 6 : 0);
+    const a = i ? Math.min(70, j(t, e.x_labels)) : 12;
+    c = 26 + (s ? a + 6 : 0);
   }
   const l = e.scale === "mask" || n || !e.bar ? 0 : 56;
   return {
@@ -379,10 +379,10 @@ function It(t, e) {
     rotate: i
   };
 }
-function I(t, e, n) {
+function z(t, e, n) {
   t.font = b(e, 12);
   if (n.kind === "heatmap") {
-    return It(t, n);
+    return Ft(t, n);
   }
   const o = n.kind === "bars";
   const s = o && j(t, n.x_labels) > n.width / n.x_labels.length;
@@ -421,7 +421,7 @@ function qt(t, e, n, o) {
   t.stroke();
   t.globalAlpha = 1;
 }
-function zt(t, e, n, o) {
+function Rt(t, e, n, o) {
   const s = e.top + e.h + 4;
   if (e.bottom <= 60) {
     t.fillText(o, n, s);
@@ -447,15 +447,15 @@ function P(t, e, n, o, s, r, i, c) {
   }
   t.textAlign = "center";
   t.textBaseline = "top";
-  s.forEach((l, f) => {
-    const a = typeof l === "string" ? l : m(l, 4);
-    zt(t, n, i(l, f), a);
+  s.forEach((l, a) => {
+    const f = typeof l === "string" ? l : m(l, 4);
+    Rt(t, n, i(l, a), f);
   });
   G(t, e, n, o);
 }
 
 // attnviz/widgets/js/bars.js
-function q(t, e) {
+function I(t, e) {
   return t.ymax || Math.max(1e-12, ...e) * 1.1;
 }
 function W(t, e) {
@@ -465,23 +465,23 @@ function ct(t, e, n) {
   const o = t.x_labels.length;
   const s = e.w / o;
   const r = s * 0.8 / t.series.length;
-  const i = q(t, n);
+  const i = I(t, n);
   const c = W(e, i);
   const l = [];
-  t.series.forEach((f, a) => {
+  t.series.forEach((a, f) => {
     t.x_labels.forEach((u, d) => {
-      const g = e.left + d * s + s * 0.1 + a * r;
-      const p = c(Math.min(n[a * o + d], i));
-      l.push({ x: g, y: p, w: r, h: e.top + e.h - p, s: a, i: d });
+      const g = e.left + d * s + s * 0.1 + f * r;
+      const y = c(Math.min(n[f * o + d], i));
+      l.push({ x: g, y, w: r, h: e.top + e.h - y, s: f, i: d });
     });
   });
   return l;
 }
-function Ft(t, e, n) {
+function Dt(t, e, n) {
   const o = ct(t, e, n);
   const s = t.x_labels.length;
   return (r, i) => {
-    const c = o.find((f) => r >= f.x && r < f.x + f.w);
+    const c = o.find((a) => r >= a.x && r < a.x + a.w);
     if (!c || i < e.top || i > e.top + e.h) {
       return null;
     }
@@ -494,29 +494,29 @@ ${t.x_labels[c.i]}: ${l}`;
   };
 }
 function lt(t, e, n, o) {
-  const s = y(o);
+  const s = p(o);
   const r = n.w / o.x_labels.length;
-  const i = W(n, q(o, s));
-  const c = (l, f) => n.left + (f + 0.5) * r;
-  P(t, e, n, o, o.x_labels, w(0, q(o, s)), c, i);
+  const i = W(n, I(o, s));
+  const c = (l, a) => n.left + (a + 0.5) * r;
+  P(t, e, n, o, o.x_labels, A(0, I(o, s)), c, i);
   for (const l of ct(o, n, s)) {
     t.fillStyle = o.colours?.[l.i] || o.series[l.s].colour;
     t.fillRect(l.x, l.y, l.w - 1, l.h);
-    const f = o.text?.[l.s][l.i];
-    if (f) {
+    const a = o.text?.[l.s][l.i];
+    if (a) {
       t.fillStyle = e.fg;
       t.textAlign = "center";
       t.textBaseline = "bottom";
-      t.fillText(f, l.x + l.w / 2, l.y - 2);
+      t.fillText(a, l.x + l.w / 2, l.y - 2);
     }
   }
-  return Ft(o, n, s);
+  return Dt(o, n, s);
 }
-function ft(t, e) {
+function at(t, e) {
   return e.length / t.series.length;
 }
-function Rt(t, e, n) {
-  const o = ft(t, n);
+function Ut(t, e, n) {
+  const o = at(t, n);
   const s = T(t, o);
   const r = t.y_title ? ` ${t.y_title}` : "";
   return (i, c) => {
@@ -524,12 +524,12 @@ function Rt(t, e, n) {
       return null;
     }
     const l = Math.min(o - 1, Math.floor((i - e.left) / e.w * o));
-    const f = `${t.x_title || "bin"} ${m(s[l], 3)} to ${m(s[l + 1], 3)}`;
-    const a = t.series.map((u, d) => `${u.name}: ${n[d * o + l]}${r}`);
-    return [f, ...a].join("\n");
+    const a = `${t.x_title || "bin"} ${m(s[l], 3)} to ${m(s[l + 1], 3)}`;
+    const f = t.series.map((u, d) => `${u.name}: ${n[d * o + l]}${r}`);
+    return [a, ...f].join("\n");
   };
 }
-function Ut(t, e, n, o, s) {
+function Kt(t, e, n, o, s) {
   t.setLineDash([5, 4]);
   t.strokeStyle = e.fg;
   t.fillStyle = e.fg;
@@ -547,29 +547,64 @@ function Ut(t, e, n, o, s) {
   }
   t.setLineDash([]);
 }
-function at(t, e, n, o) {
-  const s = y(o);
-  const r = ft(o, s);
+function ft(t, e, n, o) {
+  const s = p(o);
+  const r = at(o, s);
   const i = T(o, r);
   const c = i[0];
   const l = i[r];
-  const f = (g) => n.left + n.w * (g - c) / (l - c || 1);
-  const a = q(o, s);
-  const u = W(n, a);
-  const d = w(c, l, 6).filter((g) => g >= c && g <= l);
-  P(t, e, n, o, d, w(0, a), f, u);
+  const a = (g) => n.left + n.w * (g - c) / (l - c || 1);
+  const f = I(o, s);
+  const u = W(n, f);
+  const d = A(c, l, 6).filter((g) => g >= c && g <= l);
+  P(t, e, n, o, d, A(0, f), a, u);
   t.globalAlpha = 0.65;
-  o.series.forEach((g, p) => {
+  o.series.forEach((g, y) => {
     t.fillStyle = g.colour;
     for (let k = 0; k < r; k++) {
-      const N = u(s[p * r + k]);
-      const $ = Math.max(1, f(i[k + 1]) - f(i[k]) - 0.5);
-      t.fillRect(f(i[k]), N, $, n.top + n.h - N);
+      const N = u(s[y * r + k]);
+      const E = Math.max(1, a(i[k + 1]) - a(i[k]) - 0.5);
+      t.fillRect(a(i[k]), N, E, n.top + n.h - N);
     }
   });
   t.globalAlpha = 1;
-  Ut(t, e, n, o.marks, f);
-  return Rt(o, n, s);
+  Kt(t, e, n, o.marks, a);
+  return Ut(o, n, s);
+}
+
+// attnviz/widgets/js/connection.js
+var Ht = "jupyter-widgets-disconnected";
+var Vt = "The kernel was restarted or stopped: this explorer no longer follows its controls. Run its cell again (Shift+Enter).";
+function ut(t) {
+  return t.contains(Ht);
+}
+function dt(t, e) {
+  let n = null;
+  let o = null;
+  const s = (c) => {
+    if (ut(c.classList) && !n) {
+      n = e("div", "attnviz-lost", null, Vt);
+      n.setAttribute("role", "status");
+      t.prepend(n);
+    } else if (!ut(c.classList) && n) {
+      n.remove();
+      n = null;
+    }
+  };
+  const r = () => {
+    const c = t.closest(".attnviz-explorer");
+    if (o || !c) {
+      return;
+    }
+    o = new MutationObserver(() => s(c));
+    o.observe(c, { attributes: true, attributeFilter: ["class"] });
+    s(c);
+  };
+  const i = () => {
+    o?.disconnect();
+    n?.remove();
+  };
+  return { bind: r, dispose: i };
 }
 
 // attnviz/widgets/js/dom.js
@@ -590,27 +625,27 @@ function h(t, e, n, o) {
 // attnviz/widgets/js/heatmap.js
 var O = 1;
 var _ = 2;
-var ut = 4;
-function Dt(t, e) {
+var ht = 4;
+function Gt(t, e) {
   const n = t.vmax - t.vmin || 1;
   return Math.min(1, Math.max(0, (e - t.vmin) / n));
 }
-function Kt(t, e, n) {
+function Wt(t, e, n) {
   let o = "";
   if (n & _) {
-    o = D;
+    o = U;
   } else if (n & O) {
     o = C;
   } else if (t.scale === "mask") {
     o = e > 0.5 ? K : C;
   }
   if (o) {
-    return { fill: o, ink: V(A(o)) };
+    return { fill: o, ink: V(w(o)) };
   }
   const s = B(t.scale, (e - t.vmin) / (t.vmax - t.vmin || 1));
   return { fill: H(s), ink: V(s) };
 }
-function Ht(t, e, n) {
+function Jt(t, e, n) {
   if (n & _) {
     return "NaN";
   }
@@ -621,40 +656,40 @@ function Ht(t, e, n) {
   const s = Number(e.toFixed(o)) || 0;
   return s.toFixed(o);
 }
-function Vt(t, e, n) {
+function Yt(t, e, n) {
   const o = new Uint8ClampedArray(e.length * 4);
   const s = t.scale === "mask" ? null : rt(t.scale);
-  const r = [...A(C), 255];
-  const i = [...A(D), 255];
-  const c = [...A(K), 255];
+  const r = [...w(C), 255];
+  const i = [...w(U), 255];
+  const c = [...w(K), 255];
   for (let l = 0; l < e.length; l++) {
-    const f = n[l];
-    if (f & _) {
+    const a = n[l];
+    if (a & _) {
       o.set(i, l * 4);
-    } else if (f & O) {
+    } else if (a & O) {
       o.set(r, l * 4);
     } else if (!s) {
       o.set(e[l] > 0.5 ? c : r, l * 4);
     } else {
-      const a = Math.round(Dt(t, e[l]) * (M - 1)) * 4;
-      o.set(s.subarray(a, a + 4), l * 4);
+      const f = Math.round(Gt(t, e[l]) * (v - 1)) * 4;
+      o.set(s.subarray(f, f + 4), l * 4);
     }
   }
   return o;
 }
-function Gt(t, e, n, o, s) {
-  const r = new ImageData(Vt(n, o, s), n.n_k, n.n_q);
+function Zt(t, e, n, o, s) {
+  const r = new ImageData(Yt(n, o, s), n.n_k, n.n_q);
   const i = new OffscreenCanvas(n.n_k, n.n_q);
   i.getContext("2d").putImageData(r, 0, 0);
   t.imageSmoothingEnabled = false;
   t.drawImage(i, e.left, e.top, n.n_k * n.cell, n.n_q * n.cell);
 }
-function Wt(t, e, n, o, s) {
+function Xt(t, e, n, o, s) {
   const r = o >= 14;
   const i = Math.max(1, o / 14);
   const c = r ? e + o * 0.66 : e + o * 0.2;
   const l = n + o * (r ? 0.08 : 0.2);
-  const f = r ? o * 0.26 : o * 0.6;
+  const a = r ? o * 0.26 : o * 0.6;
   t.strokeStyle = st;
   t.lineWidth = i;
   t.beginPath();
@@ -662,56 +697,56 @@ function Wt(t, e, n, o, s) {
     t.rect(e + i / 2, n + i / 2, o - s - i, o - s - i);
   }
   t.moveTo(c, l);
-  t.lineTo(c + f, l + f);
-  t.moveTo(c + f, l);
-  t.lineTo(c, l + f);
+  t.lineTo(c + a, l + a);
+  t.moveTo(c + a, l);
+  t.lineTo(c, l + a);
   t.stroke();
 }
-function Jt(t, e, n, o, s, r) {
+function Qt(t, e, n, o, s, r) {
   const i = o.cell;
   const c = i >= 8 ? 1 : 0;
   const l = !c && !o.text && typeof OffscreenCanvas !== "undefined";
   if (l) {
-    Gt(t, n, o, s, r);
+    Zt(t, n, o, s, r);
   }
   t.font = b(e, Math.min(12, Math.max(8, i / 3.2)));
   t.textAlign = "center";
   t.textBaseline = "middle";
-  for (let f = 0; f < o.n_q; f++) {
-    for (let a = 0; a < o.n_k; a++) {
-      const u = f * o.n_k + a;
+  for (let a = 0; a < o.n_q; a++) {
+    for (let f = 0; f < o.n_k; f++) {
+      const u = a * o.n_k + f;
       const d = r[u];
-      const g = n.left + a * i;
-      const p = n.top + f * i;
+      const g = n.left + f * i;
+      const y = n.top + a * i;
       if (!l) {
-        const { fill: k, ink: N } = Kt(o, s[u], d);
+        const { fill: k, ink: N } = Wt(o, s[u], d);
         t.fillStyle = k;
-        t.fillRect(g, p, i - c, i - c);
-        const $ = o.text ? Ht(o, s[u], d) : "";
-        if ($ && i >= 18) {
+        t.fillRect(g, y, i - c, i - c);
+        const E = o.text ? Jt(o, s[u], d) : "";
+        if (E && i >= 18) {
           t.fillStyle = N;
-          t.fillText($, g + i / 2, p + i / 2);
+          t.fillText(E, g + i / 2, y + i / 2);
         }
       }
-      if (d & ut) {
-        Wt(t, g, p, i, c);
+      if (d & ht) {
+        Xt(t, g, y, i, c);
       }
     }
   }
 }
-function Yt(t, e, n, o) {
+function te(t, e, n, o) {
   const s = o.cell;
   t.font = b(e, 12);
   t.fillStyle = e.fg2;
   t.textBaseline = "middle";
   t.textAlign = "right";
-  if (o.n_q <= v) {
+  if (o.n_q <= M) {
     const i = S(o.y_labels, o.n_q);
     i.forEach((c, l) => {
       t.fillText(c, n.left - 4, n.top + (l + 0.5) * s);
     });
   }
-  if (o.n_k > v) {
+  if (o.n_k > M) {
     return;
   }
   const r = S(o.x_labels, o.n_k);
@@ -729,7 +764,7 @@ function Yt(t, e, n, o) {
     t.restore();
   });
 }
-function Zt(t, e, n, o) {
+function ee(t, e, n, o) {
   const s = n.left + n.w + 10;
   const r = Math.max(60, Math.min(n.h, 220));
   for (let c = 0; c < r; c++) {
@@ -747,7 +782,7 @@ function Zt(t, e, n, o) {
   t.textBaseline = "top";
   t.fillText(o.value_name, s - 2, n.top + r + 6);
 }
-function Xt(t, e, n, o) {
+function ne(t, e, n, o) {
   return (s, r) => {
     const i = Math.floor((s - e.left) / t.cell);
     const c = Math.floor((r - e.top) / t.cell);
@@ -755,38 +790,38 @@ function Xt(t, e, n, o) {
       return null;
     }
     const l = c * t.n_k + i;
-    const f = t.y_labels ? ` '${t.y_labels[c]}'` : "";
-    const a = t.x_labels ? ` '${t.x_labels[i]}'` : "";
-    let u = `${t.value_name} ${m(n[l], E(t))}`;
+    const a = t.y_labels ? ` '${t.y_labels[c]}'` : "";
+    const f = t.x_labels ? ` '${t.x_labels[i]}'` : "";
+    let u = `${t.value_name} ${m(n[l], $(t))}`;
     if (o[l] & _) {
       u = "NaN: the softmax of a row of -inf is 0/0";
     } else if (o[l] & O) {
       u = t.masked_hover;
     }
-    const d = o[l] & ut ? "\nmasked, yet weight > 0 (leak)" : "";
-    return `query ${c}${f} \u2192 key ${i}${a}
+    const d = o[l] & ht ? "\nmasked, yet weight > 0 (leak)" : "";
+    return `query ${c}${a} \u2192 key ${i}${f}
 ${u}${d}`;
   };
 }
-function dt(t, e, n, o) {
-  const s = y(o);
+function gt(t, e, n, o) {
+  const s = p(o);
   const r = x(o);
-  Jt(t, e, n, o, s, r);
+  Qt(t, e, n, o, s, r);
   if (!o.small) {
-    Yt(t, e, n, o);
+    te(t, e, n, o);
     G(t, e, n, o);
     if (o.scale !== "mask" && o.bar) {
-      Zt(t, e, n, o);
+      ee(t, e, n, o);
     }
   }
-  return Xt(o, n, s, r);
+  return ne(o, n, s, r);
 }
 
 // attnviz/widgets/js/keys.js
-var ht = "data-lm-suppress-shortcuts";
-var Qt = "attnviz-explorer";
-var te = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"];
-function ee(t) {
+var mt = "data-lm-suppress-shortcuts";
+var oe = "attnviz-explorer";
+var se = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"];
+function re(t) {
   const e = t.getAttribute("role");
   if (e === "slider" || e === "button") {
     return e;
@@ -794,16 +829,16 @@ function ee(t) {
   const n = t.tagName.toLowerCase();
   return n === "select" || n === "button" ? n : "";
 }
-function ne(t, e, n) {
+function ie(t, e, n) {
   if (n || !t) {
     return false;
   }
   if (t === "button") {
     return e === "Enter" || e === " ";
   }
-  return te.includes(e) || t === "select" && e.length === 1;
+  return se.includes(e) || t === "select" && e.length === 1;
 }
-function oe(t) {
+function ce(t) {
   const e = (n) => {
     const o = n.target;
     const s = t();
@@ -811,16 +846,16 @@ function oe(t) {
       return;
     }
     const r = n.ctrlKey || n.altKey || n.metaKey;
-    if (ne(ee(o), n.key, r)) {
-      o.setAttribute(ht, "");
+    if (ie(re(o), n.key, r)) {
+      o.setAttribute(mt, "");
     } else {
-      o.removeAttribute(ht);
+      o.removeAttribute(mt);
     }
   };
   window.addEventListener("keydown", e, true);
   return () => window.removeEventListener("keydown", e, true);
 }
-function gt(t) {
+function bt(t) {
   const e = t.querySelector('[role="slider"]');
   const n = t.querySelector(".widget-label")?.textContent.trim();
   const o = t.querySelector(".widget-readout")?.textContent.trim();
@@ -834,17 +869,17 @@ function gt(t) {
     e.setAttribute("aria-valuetext", o);
   }
 }
-function mt(t) {
-  const e = () => t.closest(`.${Qt}`);
-  const n = oe(e);
+function pt(t) {
+  const e = () => t.closest(`.${oe}`);
+  const n = ce(e);
   const o = /* @__PURE__ */ new Map();
   const s = () => {
     for (const i of e()?.querySelectorAll(".widget-slider") || []) {
       if (o.has(i)) {
         continue;
       }
-      gt(i);
-      const c = new MutationObserver(() => gt(i));
+      bt(i);
+      const c = new MutationObserver(() => bt(i));
       c.observe(i, {
         subtree: true,
         childList: true,
@@ -864,8 +899,8 @@ function mt(t) {
 }
 
 // attnviz/widgets/js/points.js
-var bt = 0.35;
-function yt(t, e) {
+var yt = 0.35;
+function kt(t, e) {
   const [n, o] = t.x_range;
   const [s, r] = t.y_range;
   return {
@@ -873,19 +908,19 @@ function yt(t, e) {
     Y: (i) => e.top + e.h * (1 - (i - s) / (r - s))
   };
 }
-function se(t, e) {
-  const { X: n, Y: o } = yt(t, e);
+function le(t, e) {
+  const { X: n, Y: o } = kt(t, e);
   const s = t.shapes.filter((r) => r.type === "marker");
   return (r, i) => {
     const c = s.filter((l) => {
-      const f = Math.max(l.r, 6);
-      return (r - n(l.x)) ** 2 + (i - o(l.y)) ** 2 <= f * f;
+      const a = Math.max(l.r, 6);
+      return (r - n(l.x)) ** 2 + (i - o(l.y)) ** 2 <= a * a;
     });
     return c.length ? c[c.length - 1].hover : null;
   };
 }
-function re(t, e, n, o) {
-  t.globalAlpha = e.faint ? bt : 1;
+function ae(t, e, n, o) {
+  t.globalAlpha = e.faint ? yt : 1;
   t.beginPath();
   const s = Math.abs(n(e.radius) - n(0));
   const r = Math.abs(o(e.radius) - o(0));
@@ -893,7 +928,7 @@ function re(t, e, n, o) {
   t.stroke();
   t.globalAlpha = 1;
 }
-function ie(t, e, n, o) {
+function fe(t, e, n, o) {
   const s = e.x.length - 1;
   const r = n(e.x[s]);
   const i = o(e.y[s]);
@@ -906,8 +941,8 @@ function ie(t, e, n, o) {
   t.closePath();
   t.fill();
 }
-function ce(t, e, n, o) {
-  t.globalAlpha = e.faint ? bt : 1;
+function ue(t, e, n, o) {
+  t.globalAlpha = e.faint ? yt : 1;
   t.beginPath();
   e.x.forEach((s, r) => {
     if (r === 0) {
@@ -919,22 +954,22 @@ function ce(t, e, n, o) {
   t.stroke();
   t.globalAlpha = 1;
   if (e.arrow) {
-    ie(t, e, n, o);
+    fe(t, e, n, o);
   }
 }
-function le(t, e, n, o) {
+function de(t, e, n, o) {
   for (let s = 0; s < 10; s++) {
     const r = s % 2 ? o * 0.45 : o;
     const i = -Math.PI / 2 + s * Math.PI / 5;
     t.lineTo(e + r * Math.cos(i), n + r * Math.sin(i));
   }
 }
-function fe(t, e, n, o) {
+function he(t, e, n, o) {
   const s = n(e.x);
   const r = o(e.y);
   t.beginPath();
   if (e.shape === "star") {
-    le(t, s, r, e.r);
+    de(t, s, r, e.r);
   } else {
     t.arc(s, r, e.r, 0, 2 * Math.PI);
   }
@@ -947,7 +982,7 @@ function fe(t, e, n, o) {
     t.globalAlpha = 1;
   }
 }
-function ae(t, e, n, o, s) {
+function ge(t, e, n, o, s) {
   t.font = b(e, 12);
   t.textAlign = "center";
   t.textBaseline = "bottom";
@@ -962,31 +997,31 @@ function ae(t, e, n, o, s) {
     }
   }
 }
-var ue = { circle: re, line: ce, marker: fe };
-function pt(t, e, n, o) {
-  const { X: s, Y: r } = yt(o, n);
+var me = { circle: ae, line: ue, marker: he };
+function _t(t, e, n, o) {
+  const { X: s, Y: r } = kt(o, n);
   const [i, c] = o.x_range;
-  const [l, f] = o.y_range;
-  P(t, e, n, o, w(i, c), w(l, f), s, r);
+  const [l, a] = o.y_range;
+  P(t, e, n, o, A(i, c), A(l, a), s, r);
   for (const u of o.shapes) {
     const d = u.colour === "fg" ? e.fg2 : u.colour;
     t.strokeStyle = d;
     t.fillStyle = d;
     t.lineWidth = u.width || 2;
-    ue[u.type](t, u, s, r);
+    me[u.type](t, u, s, r);
   }
-  const a = o.shapes.filter((u) => u.type === "marker");
-  ae(t, e, a, s, r);
-  return se(o, n);
+  const f = o.shapes.filter((u) => u.type === "marker");
+  ge(t, e, f, s, r);
+  return le(o, n);
 }
 
 // attnviz/widgets/js/table.js
-var kt = 32;
-function de(t) {
-  const e = y(t);
+var wt = 32;
+function be(t) {
+  const e = p(t);
   const n = x(t);
-  const o = Math.min(t.n_q, kt);
-  const s = Math.min(t.n_k, kt);
+  const o = Math.min(t.n_q, wt);
+  const s = Math.min(t.n_k, wt);
   const r = S(t.x_labels, t.n_k).slice(0, s);
   const i = S(t.y_labels, t.n_q);
   const c = (u) => {
@@ -996,19 +1031,19 @@ function de(t) {
     if (n[u] & O) {
       return "masked";
     }
-    return m(e[u], Math.min(4, E(t)));
+    return m(e[u], Math.min(4, $(t)));
   };
   const l = [];
   for (let u = 0; u < o; u++) {
     const d = [...Array(s).keys()].map((g) => c(u * t.n_k + g));
     l.push([i[u], ...d]);
   }
-  const f = o < t.n_q || s < t.n_k;
-  const a = f ? `first ${o} x ${s} of ${t.n_q} x ${t.n_k}` : "";
-  return { header: ["query \\ key", ...r], rows: l, caption: a };
+  const a = o < t.n_q || s < t.n_k;
+  const f = a ? `first ${o} x ${s} of ${t.n_q} x ${t.n_k}` : "";
+  return { header: ["query \\ key", ...r], rows: l, caption: f };
 }
-function he(t) {
-  const e = y(t);
+function pe(t) {
+  const e = p(t);
   const n = t.x_labels.length;
   const o = t.x_labels.map((s, r) => [
     s,
@@ -1016,13 +1051,13 @@ function he(t) {
   ]);
   return { header: ["", ...t.series.map((s) => s.name)], rows: o, caption: "" };
 }
-function ge(t) {
-  const e = y(t);
+function ye(t) {
+  const e = p(t);
   const n = e.length / t.series.length;
   const o = T(t, n);
   const s = [];
   for (let i = 0; i < n; i++) {
-    const c = t.series.map((l, f) => e[f * n + i]);
+    const c = t.series.map((l, a) => e[a * n + i]);
     if (c.some((l) => l)) {
       s.push([`${m(o[i], 3)} to ${m(o[i + 1], 3)}`, ...c.map(String)]);
     }
@@ -1032,23 +1067,23 @@ function ge(t) {
 }
 function J(t) {
   if (t.kind === "heatmap") {
-    return de(t);
+    return be(t);
   }
   if (t.kind === "bars") {
-    return he(t);
+    return pe(t);
   }
   if (t.kind === "histogram") {
-    return ge(t);
+    return ye(t);
   }
   return { header: t.table.header, rows: t.table.rows, caption: "" };
 }
-function _t(t, e) {
+function At(t, e) {
   const { header: n, rows: o, caption: s } = J(e);
   const r = h("table", "attnviz-table");
   const i = (c, l) => {
-    const f = h("tr", "", r);
-    for (const a of c) {
-      h(l, "", f, a);
+    const a = h("tr", "", r);
+    for (const f of c) {
+      h(l, "", a, f);
     }
   };
   i(n, "th");
@@ -1062,19 +1097,19 @@ function _t(t, e) {
 }
 
 // attnviz/widgets/js/save.js
-var xt = 13;
-var At = 17;
-function me(t, e, n, o) {
+var Ot = 13;
+var xt = 17;
+function ke(t, e, n, o) {
   const s = [t.file || t.explorer || "explorer", e, n].filter(Boolean);
   return `${s.map((r) => r.replace(/[^\w.+-]+/g, "-")).join("_")}.${o}`;
 }
-function be(t) {
+function _e(t) {
   return /[",\n]/.test(t) ? `"${t.replace(/"/g, '""')}"` : t;
 }
-function ye(t) {
+function we(t) {
   let e = [];
   if (t.kind === "heatmap") {
-    const n = y(t);
+    const n = p(t);
     const o = x(t);
     const s = t.dtype === "bfloat16" ? 4 : 9;
     const r = (i, c) => i ? i[c] : String(c);
@@ -1082,8 +1117,8 @@ function ye(t) {
     for (let i = 0; i < t.n_q; i++) {
       const c = [r(t.y_labels, i)];
       for (let l = 0; l < t.n_k; l++) {
-        const f = i * t.n_k + l;
-        c.push(o[f] & _ ? "NaN" : String(Number(n[f].toPrecision(s))));
+        const a = i * t.n_k + l;
+        c.push(o[a] & _ ? "NaN" : String(Number(n[a].toPrecision(s))));
       }
       e.push(c);
     }
@@ -1096,11 +1131,11 @@ function ye(t) {
     }
     e = [o, ...n.rows];
   }
-  return `${e.map((n) => n.map(be).join(",")).join("\n")}
+  return `${e.map((n) => n.map(_e).join(",")).join("\n")}
 `;
 }
-function pe(t, e, n, o) {
-  t.font = b(e, xt);
+function Ae(t, e, n, o) {
+  t.font = b(e, Ot);
   const s = [];
   for (const r of (n || "").split(" ").filter(Boolean)) {
     const i = s.length - 1;
@@ -1112,51 +1147,51 @@ function pe(t, e, n, o) {
   }
   return s;
 }
-function ke(t, e, n, o, s) {
-  const r = I(t, e, n);
+function xe(t, e, n, o, s) {
+  const r = z(t, e, n);
   const i = Math.ceil(r.left + r.w + r.right);
-  const c = pe(t, e, n.title, i - 8);
-  const l = c.length * At + (c.length ? 4 : 0);
-  const f = Math.ceil(l + r.top + r.h + r.bottom);
-  s(i, f);
+  const c = Ae(t, e, n.title, i - 8);
+  const l = c.length * xt + (c.length ? 4 : 0);
+  const a = Math.ceil(l + r.top + r.h + r.bottom);
+  s(i, a);
   t.fillStyle = e.bg;
-  t.fillRect(0, 0, i, f);
+  t.fillRect(0, 0, i, a);
   t.fillStyle = e.fg;
-  t.font = b(e, xt);
+  t.font = b(e, Ot);
   t.textAlign = "left";
   t.textBaseline = "top";
-  c.forEach((a, u) => {
-    t.fillText(a, 4, 4 + u * At);
+  c.forEach((f, u) => {
+    t.fillText(f, 4, 4 + u * xt);
   });
   t.save();
   t.translate(0, l);
   o(t, e, r, n);
   t.restore();
-  return { width: i, height: f };
+  return { width: i, height: a };
 }
-function wt(t, e, n, o) {
+function St(t, e, n, o) {
   const s = h("canvas");
   const r = s.getContext("2d");
-  ke(r, t, e, n, (i, c) => {
+  xe(r, t, e, n, (i, c) => {
     s.width = Math.round(i * o);
     s.height = Math.round(c * o);
     r.setTransform(o, 0, 0, o, 0, 0);
   });
   return new Promise((i) => s.toBlob(i, "image/png"));
 }
-function _e(t, e) {
+function Se(t, e) {
   const n = h("a");
   n.href = URL.createObjectURL(t);
   n.download = e;
   n.click();
   setTimeout(() => URL.revokeObjectURL(n.href), 6e4);
 }
-var Ae = [
-  ["PNG", "", "png", (t, e, n) => wt(t, e, n, window.devicePixelRatio || 1)],
-  ["PNG 2\xD7", "2x", "png", (t, e, n) => wt(t, e, n, 2 * (window.devicePixelRatio || 1))],
-  ["CSV", "", "csv", (t, e) => new Blob([ye(e)], { type: "text/csv" })]
+var Oe = [
+  ["PNG", "", "png", (t, e, n) => St(t, e, n, window.devicePixelRatio || 1)],
+  ["PNG 2\xD7", "2x", "png", (t, e, n) => St(t, e, n, 2 * (window.devicePixelRatio || 1))],
+  ["CSV", "", "csv", (t, e) => new Blob([we(e)], { type: "text/csv" })]
 ];
-function St(t, e, n) {
+function Tt(t, e, n) {
   const o = h("span", "attnviz-save");
   const s = h("button", "", o, "save");
   const r = h("span", "attnviz-save-as", o);
@@ -1169,14 +1204,14 @@ function St(t, e, n) {
     r.hidden = !r.hidden;
     s.setAttribute("aria-expanded", String(!r.hidden));
   };
-  for (const [i, c, l, f] of Ae) {
-    const a = h("button", "", r, i);
-    a.type = "button";
-    a.onclick = async () => {
+  for (const [i, c, l, a] of Oe) {
+    const f = h("button", "", r, i);
+    f.type = "button";
+    f.onclick = async () => {
       const u = e();
       if (u) {
-        const d = await f(u.theme, u.panel, n[u.panel.kind]);
-        _e(d, me(u.scene, u.name, c, l));
+        const d = await a(u.theme, u.panel, n[u.panel.kind]);
+        Se(d, ke(u.scene, u.name, c, l));
       }
     };
   }
@@ -1185,7 +1220,7 @@ function St(t, e, n) {
 }
 
 // attnviz/widgets/js/render.js
-var Tt = { heatmap: dt, bars: lt, histogram: at, points: pt };
+var Mt = { heatmap: gt, bars: lt, histogram: ft, points: _t };
 function Y(t) {
   const e = t.scene();
   const n = t.model.get("fixed") || {};
@@ -1193,10 +1228,10 @@ function Y(t) {
 }
 function L(t) {
   if (!t.frame) {
-    t.frame = requestAnimationFrame(() => Le(t));
+    t.frame = requestAnimationFrame(() => Ce(t));
   }
 }
-function we(t, e, n) {
+function Te(t, e, n) {
   const o = e.canvas.getBoundingClientRect();
   const s = e.hover?.(n.clientX - o.left, n.clientY - o.top);
   t.tip.hidden = !s;
@@ -1206,13 +1241,13 @@ function we(t, e, n) {
     t.tip.style.top = `${n.clientY + 12}px`;
   }
 }
-function Ot(t, e) {
+function vt(t, e) {
   const n = Y(t).panels[e];
   if (n?.pick) {
     t.model.send({ pick: n.pick });
   }
 }
-function xe(t, e) {
+function ve(t, e) {
   if (t.boxes.has(e)) {
     return t.boxes.get(e);
   }
@@ -1227,32 +1262,32 @@ function xe(t, e) {
   i.hidden = true;
   const c = { figure: n, title: o, canvas: s, button: r, numbers: i, spec: null, key: "", hover: null };
   const l = () => c.spec && {
-    panel: F(c.spec, t.model.get("defaults") || {}),
-    theme: Mt(t),
+    panel: q(c.spec, t.model.get("defaults") || {}),
+    theme: Pt(t),
     scene: Y(t),
     name: e
   };
-  c.save = St(c, l, Tt);
+  c.save = Tt(c, l, Mt);
   r.onclick = () => {
     i.hidden = !i.hidden;
     r.setAttribute("aria-expanded", String(!i.hidden));
     L(t);
   };
-  s.onclick = () => Ot(t, e);
-  s.onkeydown = (f) => {
-    if (f.key === "Enter" || f.key === " ") {
-      f.preventDefault();
-      Ot(t, e);
+  s.onclick = () => vt(t, e);
+  s.onkeydown = (a) => {
+    if (a.key === "Enter" || a.key === " ") {
+      a.preventDefault();
+      vt(t, e);
     }
   };
-  s.onmousemove = (f) => we(t, c, f);
+  s.onmousemove = (a) => Te(t, c, a);
   s.onmouseleave = () => {
     t.tip.hidden = true;
   };
   t.boxes.set(e, c);
   return c;
 }
-function Se(t, e) {
+function Me(t, e) {
   const n = JSON.stringify(
     e.map((s) => [Boolean(s.title), s.panels, s.grid])
   );
@@ -1268,8 +1303,8 @@ function Se(t, e) {
     if (s.grid) {
       c.style.gridTemplateColumns = `repeat(${s.grid}, max-content)`;
     }
-    for (const f of s.panels) {
-      c.appendChild(xe(t, f).figure);
+    for (const a of s.panels) {
+      c.appendChild(ve(t, a).figure);
     }
     const l = h("div", "attnviz-legend", r);
     t.sections.push({ title: i, legend: l });
@@ -1278,7 +1313,7 @@ function Se(t, e) {
   t.el.replaceChildren(...o, t.tip);
   return true;
 }
-function Oe(t) {
+function Pe(t) {
   const e = h("span", "attnviz-chip");
   const n = h("i", `attnviz-swatch attnviz-${t.kind}`, e);
   if (t.colour) {
@@ -1287,7 +1322,7 @@ function Oe(t) {
   e.append(t.text);
   return e;
 }
-function Te(t, e) {
+function Le(t, e) {
   let n = false;
   t.sections.forEach((o, s) => {
     const r = e[s];
@@ -1298,13 +1333,13 @@ function Te(t, e) {
     const i = JSON.stringify(r.legend || []);
     if (o.legend.dataset.legend !== i) {
       o.legend.dataset.legend = i;
-      o.legend.replaceChildren(...(r.legend || []).map(Oe));
+      o.legend.replaceChildren(...(r.legend || []).map(Pe));
       n = true;
     }
   });
   return n;
 }
-function Me(t, e) {
+function Ne(t, e) {
   const n = window.devicePixelRatio || 1;
   const o = Math.ceil(e.left + e.w + e.right);
   const s = Math.ceil(e.top + e.h + e.bottom);
@@ -1319,7 +1354,7 @@ function Me(t, e) {
   r.clearRect(0, 0, o, s);
   return { ctx: r, width: o };
 }
-function ve(t, e, n) {
+function Ee(t, e, n) {
   if (t.title.textContent !== (e.title || "")) {
     t.title.textContent = e.title || "";
   }
@@ -1328,11 +1363,11 @@ function ve(t, e, n) {
   t.canvas.tabIndex = e.pick ? 0 : -1;
   t.button.hidden = Boolean(e.small);
   t.save.hidden = t.button.hidden;
-  const o = I(t.canvas.getContext("2d"), n, e);
-  const { ctx: s, width: r } = Me(t.canvas, o);
+  const o = z(t.canvas.getContext("2d"), n, e);
+  const { ctx: s, width: r } = Ne(t.canvas, o);
   Object.assign(t.canvas.dataset, { x0: o.left, y0: o.top, cell: e.cell || "" });
   try {
-    t.hover = Tt[e.kind](s, n, o, e);
+    t.hover = Mt[e.kind](s, n, o, e);
   } catch (c) {
     t.title.textContent = `${e.title} (could not be drawn: ${c.message})`;
     t.hover = null;
@@ -1343,10 +1378,10 @@ function ve(t, e, n) {
     t.numbers.style.maxWidth = i;
   }
   if (!t.numbers.hidden) {
-    _t(t.numbers, e);
+    At(t.numbers, e);
   }
 }
-function Pe(t, e, n, o, s) {
+function $e(t, e, n, o, s) {
   const r = o.panels[n];
   let i = false;
   if (e.figure.classList.contains("attnviz-selected") !== (o.selected === n)) {
@@ -1363,36 +1398,37 @@ function Pe(t, e, n, o, s) {
     return i;
   }
   e.key = c;
-  ve(e, F(r, t.model.get("defaults") || {}), s);
+  Ee(e, q(r, t.model.get("defaults") || {}), s);
   return true;
 }
-function Mt(t) {
+function Pt(t) {
   const e = t.theme || it(t.el);
   if (t.el.isConnected && e.themed) {
     t.theme = e;
   }
   return e;
 }
-function Le(t) {
+function Ce(t) {
   t.frame = 0;
-  const e = Mt(t);
+  const e = Pt(t);
   const n = Y(t);
   const o = n.sections || [];
-  let s = Se(t, o);
-  s = Te(t, o) || s;
+  let s = Me(t, o);
+  s = Le(t, o) || s;
   for (const [r, i] of t.boxes) {
     if (n.panels[r]) {
-      s = Pe(t, i, r, n, e) || s;
+      s = $e(t, i, r, n, e) || s;
     }
   }
   t.el.dataset.attnvizExplorer = n.explorer || "";
   t.keys.connect();
+  t.connection.bind();
   if (s) {
     t.paints += 1;
     t.el.dataset.attnvizPaint = String(t.paints);
   }
 }
-function Ne({ model: t, el: e }) {
+function Be({ model: t, el: e }) {
   e.classList.add("attnviz-canvas");
   e.dataset.attnvizPaint = "0";
   const n = h("div", "attnviz-tip");
@@ -1408,7 +1444,8 @@ function Ne({ model: t, el: e }) {
     frame: 0,
     paints: 0
   };
-  o.keys = mt(e);
+  o.keys = pt(e);
+  o.connection = dt(e, h);
   const s = et(t, () => L(o));
   o.scene = s.scene;
   const r = () => L(o);
@@ -1425,13 +1462,14 @@ function Ne({ model: t, el: e }) {
   return () => {
     cancelAnimationFrame(o.frame);
     i.disconnect();
+    o.connection.dispose();
     o.keys.dispose();
     n.remove();
     s.dispose();
     t.off("change:fixed", r);
   };
 }
-var wn = { render: Ne };
+var Mn = { render: Be };
 export {
-  wn as default
+  Mn as default
 };

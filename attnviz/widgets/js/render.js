@@ -22,11 +22,13 @@
 //                          buttons "PNG", "PNG 2×", "CSV" download the panel (file name: scene.file).
 //   explorer's box         .attnviz-explorer (set by Python) holds the controls; keys.js keeps their keys.
 //   picked panel           the panel box of scene.selected has the class "attnviz-selected".
+//   kernel gone            div.attnviz-lost[role=status] first in the root says so (connection.js).
 
 import { createLookAhead } from "./ahead.js";
 import { frameFor } from "./axes.js";
 import { paintBars, paintHistogram } from "./bars.js";
 import { themeOf } from "./colour.js";
+import { createConnection } from "./connection.js";
 import { make } from "./dom.js";
 import { paintHeatmap } from "./heatmap.js";
 import { createKeys } from "./keys.js";
@@ -58,6 +60,7 @@ const PAINTERS = { heatmap: paintHeatmap, bars: paintBars, histogram: paintHisto
  * @property {number} paints
  * @property {() => import("./scene.js").Scene} scene what to paint (the look-ahead may run ahead)
  * @property {{connect: () => void, dispose: () => void}} keys the controls' keys and names (keys.js)
+ * @property {{bind: () => void, dispose: () => void}} connection the note on a lost kernel (connection.js)
  */
 
 /** The scene to paint, with the panels that never change (`fixed`) under this update's. */
@@ -290,6 +293,7 @@ function paint(view) {
   }
   view.el.dataset.attnvizExplorer = scene.explorer || "";
   view.keys.connect(); // hook (keys.js): the explorer's controls keep their keys and get names
+  view.connection.bind(); // hook (connection.js): watch the explorer's box for a lost kernel
   if (changed) {
     view.paints += 1;
     view.el.dataset.attnvizPaint = String(view.paints);
@@ -314,6 +318,7 @@ function render({ model, el }) {
     paints: 0,
   };
   view.keys = createKeys(el); // hook (keys.js)
+  view.connection = createConnection(el, make); // a note when the kernel is gone (connection.js)
   const lookAhead = createLookAhead(model, () => schedule(view));
   view.scene = lookAhead.scene;
   const repaint = () => schedule(view);
@@ -330,6 +335,7 @@ function render({ model, el }) {
   return () => {
     cancelAnimationFrame(view.frame);
     themeWatcher.disconnect();
+    view.connection.dispose();
     view.keys.dispose();
     tip.remove();
     lookAhead.dispose();
