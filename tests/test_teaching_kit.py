@@ -8,6 +8,7 @@ resolves; the cells benchmarks/lesson_times.py times exist; and every number the
 machine time or memory appears in the benchmarks' output in docs/lessons/measurements.md.
 """
 
+import html
 import json
 import re
 import sys
@@ -113,6 +114,49 @@ def test_guide_anchors_resolve():
             if anchor not in headings:
                 problems.append(f"{target}#{anchor}")
     assert not problems, problems
+
+
+def _texts_written(widget) -> list[str]:
+    """Each piece of text the explorer's html widgets hold (tags taken out), whitespace collapsed."""
+    import ipywidgets as w
+
+    found, todo = [], [widget]
+    while todo:
+        node = todo.pop()
+        todo += list(getattr(node, "children", ()))
+        if isinstance(node, w.HTML):
+            for piece in re.split(r"<[^>]+>", node.value):
+                piece = " ".join(html.unescape(piece).split())
+                if re.search(r"[A-Za-z0-9]", piece):
+                    found.append(piece)
+    return found
+
+
+# the explorers whose fallbacks cost no training to build again (the head explorers show a model
+# trained by notebooks 05 and 07: seconds of CPU each, left to make_fallbacks)
+CHEAP_FALLBACKS = ("lookup", "saturation", "mask", "kv_cache")
+_NUMBER = re.compile(r"-?\d[\d,]*(\.\d+)?(e[-+]?\d+)?")
+
+
+@pytest.mark.parametrize("name", CHEAP_FALLBACKS)
+def test_fallback_pictures_show_what_the_explorer_writes_today(name):
+    """docs/fallback/texts.json holds each picture's text as drawn; every piece of text the explorer
+    writes at that setting today must be in it. A renamed label (score_std to 'softmax input std')
+    fails here until `tools/make_fallbacks.py` draws the pictures again (a teacher found them stale)."""
+    texts = json.loads((DOCS / "fallback" / "texts.json").read_text())
+    _, setup, pictures = make_fallbacks.SETTINGS[name]
+    for stem, code, _ in pictures:
+        space: dict = {}
+        exec(setup, space)                                         # noqa: S102 - the script's own code
+        *lines, last = code.splitlines()
+        exec("\n".join(lines), space)                             # noqa: S102
+        explorer = eval(last, space)                               # noqa: S307
+        assert explorer.metrics is not None                        # computed now, as a view would
+        # the words, not the numbers: the browser's slider snaps (temperature 0.5 shows 0.501)
+        shown = _NUMBER.sub("#", texts[stem])
+        missing = [piece for piece in _texts_written(explorer.widget) if _NUMBER.sub("#", piece) not in shown]
+        assert not missing, (f"{stem}.png shows an older explorer: {missing[:4]} are not in it. "
+                             "Run .venv/bin/python tools/make_fallbacks.py")
 
 
 def test_every_explorer_in_01_to_08_has_committed_fallback_pictures():

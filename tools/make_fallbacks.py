@@ -8,6 +8,8 @@ settings are the ones docs/teaching.md and the lesson pages in docs/lessons/ wal
 in SETTINGS below with the caption each picture gets. The script writes one PNG per setting and
 ``index.md``, a page that shows them in order with their captions; teachers print it or open it
 when the projector's browser cannot draw widgets (no kernel, widgets blocked, a hub that is down).
+``texts.json`` holds each picture's text as the page showed it: tests/test_teaching_kit.py checks it
+against what the explorers write today, so a renamed label says the pictures need making again.
 
 It serves a temporary folder of generated notebooks (one per explorer, nothing in notebooks/ is
 touched) from a private JupyterLab on 127.0.0.1 (tests/_lab.py), light theme, in a 1200 x 2200
@@ -150,10 +152,11 @@ _JS_PAINTED = """(count) => {
 }"""
 
 
-def shoot(page: NotebookPage, count: int, stems: list[str], out: Path) -> list[Path]:
+def shoot(page: NotebookPage, count: int, stems: list[str], out: Path) -> dict[Path, str]:
+    """Each explorer's picture, written to ``out``: {path: the text the picture shows}."""
     page.page.wait_for_function(_JS_PAINTED, arg=count, timeout=120_000, polling=500)
     page.hide_side_panels()
-    paths = []
+    paths = {}
     for index, stem in enumerate(stems):
         root = page.page.locator("[data-attnviz-paint]").nth(index)
         area = root.locator("xpath=ancestor::div[contains(@class, 'jp-OutputArea-output')][1]")
@@ -161,7 +164,7 @@ def shoot(page: NotebookPage, count: int, stems: list[str], out: Path) -> list[P
         page.page.wait_for_timeout(600)
         path = out / f"{stem}.png"
         area.screenshot(path=str(path))
-        paths.append(path)
+        paths[path] = " ".join(area.inner_text().split())
     return paths
 
 
@@ -199,6 +202,8 @@ def main(argv=None) -> int:
     settings.write_text(json.dumps({"windowingMode": "none"}))   # draw every cell, on screen or not
     server.start()
     failures = []
+    texts_path = args.out / "texts.json"
+    texts = json.loads(texts_path.read_text()) if texts_path.exists() else {}
     try:
         with chromium() as browser:
             for name, (_, _, pictures) in SETTINGS.items():
@@ -210,7 +215,9 @@ def main(argv=None) -> int:
                 if problems:
                     failures += problems
                 else:
-                    for path in shoot(page, len(pictures), [stem for stem, _, _ in pictures], args.out):
+                    shot = shoot(page, len(pictures), [stem for stem, _, _ in pictures], args.out)
+                    for path, text in shot.items():
+                        texts[path.stem] = text
                         size = path.stat().st_size // 1024
                         print(f"wrote {path.relative_to(REPO)} ({size} KiB)", flush=True)
                 page.close()
@@ -218,6 +225,7 @@ def main(argv=None) -> int:
     finally:
         server.stop()
     (args.out / "index.md").write_text(index_page(args.out))
+    texts_path.write_text(json.dumps(dict(sorted(texts.items())), indent=1, ensure_ascii=False) + "\n")
     print(f"wrote {(args.out / 'index.md').relative_to(REPO)}")
     if failures:
         print("\n".join(failures))
