@@ -840,7 +840,7 @@ _ENTRIES = [
         "The prefill is right; after it no new token sees itself (nor, in a chunk, the new tokens before "
         "it), so its logits come from the earlier positions alone.",
         "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)"
-        "   # append first, then attend to these",
+        "   # this layer's cached keys and values (cache[layer]) first; append, then attend to these",
     ),
     Bug(
         "cache_layer_mixed_up",
@@ -930,7 +930,8 @@ _ENTRIES = [
         "Generating straight on works; a caller that goes back to an earlier cache (two continuations of "
         "one prompt, as beam search does) gets the other continuation's state. The cache itself was "
         "left as it was.",
-        "start = past   # read what you need from the cache you are given (past = its positions)",
+        "start = past   # past: the positions the cache you are given holds (cache[0][0].shape[-2]), "
+        "read anew each call, never a count kept between calls",
     ),
     Bug(
         "cache_prepended",
@@ -938,7 +939,7 @@ _ENTRIES = [
         "The prefill is right; after it the cache holds the positions out of order, so a mask over the "
         "key positions blocks the wrong ones.",
         "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)"
-        "   # the cached positions first, the new ones after",
+        "   # this layer's cached keys and values (cache[layer]) first, the new ones after",
     ),
     Bug(
         "last_position_only",
@@ -967,7 +968,8 @@ _ENTRIES = [
         "(cache.append((key, key))).",
         "The prefill is right; every later token blends the cached positions' keys instead of their "
         "values (its own position's value is right).",
-        "value = torch.cat([past_values, value], dim=-2)   # the cached values, not the cached keys",
+        "value = torch.cat([past_values, value], dim=-2)   # the cached values (cache[layer][1]), not the "
+        "cached keys",
     ),
     Bug(
         "cache_keys_values_swapped",
@@ -1002,14 +1004,16 @@ _ENTRIES = [
         "The new values are appended to the cache but the new keys are not.",
         "The cache holds more values than keys, so the next step's weights @ values fails or pairs each "
         "weight with the value of another position.",
-        "key = torch.cat([past_keys, key], dim=-2)   # keys AND values, both along the positions",
+        "key = torch.cat([past_keys, key], dim=-2)   # past_keys: this layer's cached keys "
+        "(cache[layer][0]); keys AND values, both along the positions",
     ),
     Bug(
         "values_not_appended",
         "The new keys are appended to the cache but the new values are not.",
         "There are more keys than values, so weights @ values fails (or pairs each weight with the value "
         "of another position).",
-        "value = torch.cat([past_values, value], dim=-2)   # as for the keys",
+        "value = torch.cat([past_values, value], dim=-2)   # past_values: this layer's cached values "
+        "(cache[layer][1]), as for the keys",
     ),
     Bug(
         "cache_wrong_axis",
@@ -1018,7 +1022,8 @@ _ENTRIES = [
         "torch.cat refuses as soon as a step adds fewer positions than the cache holds: the sizes differ "
         "on the positions axis, which is the one that should grow.",
         "key, value = torch.cat([past_keys, key], dim=-2), torch.cat([past_values, value], dim=-2)"
-        "   # along the positions axis (dim=-2 in the (batch, heads, positions, d_head) layout; in another "
+        "   # this layer's cached keys and values (cache[layer]), along the positions axis (dim=-2 in the "
+        "(batch, heads, positions, d_head) layout; in another "
         "layout, the axis that holds the positions)",
     ),
     Bug(

@@ -57,6 +57,12 @@ def heading(title: str, text: str) -> w.HTML:
                   f"<b style='font-size:15px'>{title}</b>: {text}</div>")
 
 
+def table_number(value) -> str:
+    """Four significant digits; below 0.001 always as a power of ten (1.179e-04 beside 1.941e-06, not
+    0.0001179 beside 1.941e-06, which .4g alone writes)."""
+    return f"{value:.3e}" if value and abs(value) < 1e-3 else f"{value:.4g}"
+
+
 def metrics_table(header, rows, selected_column=None) -> str:
     """A small html table: ``header`` is a list of column titles, ``rows`` lists of cells."""
     def cell(tag, text, column):
@@ -64,7 +70,7 @@ def metrics_table(header, rows, selected_column=None) -> str:
         return f"<{tag}{cls}>{text}</{tag}>"
     head = "".join(cell("th", html.escape(str(h)), i) for i, h in enumerate(header))
     body = "".join(
-        "<tr>" + "".join(cell("td", c if isinstance(c, str) else f"{c:.4g}", i)
+        "<tr>" + "".join(cell("td", c if isinstance(c, str) else table_number(c), i)
                          for i, c in enumerate(row)) + "</tr>"
         for row in rows)
     return f"<div class='attnviz-metrics'><table><tr>{head}</tr>{body}</table></div>"
