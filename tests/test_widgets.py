@@ -281,6 +281,20 @@ def test_mask_explorer_metrics_show_the_traps():
     assert "leak" in {item["kind"] for item in _sections(ex)[0]["legend"]}
 
 
+def test_mask_explorer_says_when_padding_is_not_masked():
+    """Under a causal mask the empty sequence's rows hold ordinary weights: the text beside the picture
+    says the padding is unmasked (a fresh reader read 'seq 2: empty, 5 pad' with ordinary weights as
+    a bug); with no mask it says so too."""
+    ex = mask_explorer(mask="padding", fill="finfo.min")
+    assert "padding unmasked" not in ex._text.value
+    ex.controls["mask"].value = "causal"
+    assert "The causal mask leaves the padding unmasked" in ex._text.value
+    ex.controls["mask"].value = "none"
+    assert "padding included" in ex._text.value
+    ex.controls["mask"].value = "causal+padding"
+    assert "padding unmasked" not in ex._text.value
+
+
 def test_mask_explorer_shows_the_float16_error_in_words():
     ex = mask_explorer(mask="padding", fill="-1e9", dtype="float16")
     assert ex.metrics["error"] and "float16" in ex.metrics["error"]

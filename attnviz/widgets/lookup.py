@@ -172,7 +172,7 @@ class LookupExplorer(Explorer):
                 ["distance: answer to best value", m["distance_to_best"]],
                 ["distance: answer to average", m["distance_to_average"]]]
         return (note(f"temperature {state['temperature']:.3g}<br>{verdict}")
-                + metrics_table(["", "now"], rows)
+                + metrics_table(["", "at this setting"], rows)
                 + note("<small>Lower the temperature: one key takes all the weight. "
                        "Raise it: the answer drifts to the plain average (open circle).</small>"))
 

@@ -117,6 +117,9 @@ class MaskExplorer(Explorer):
         lines = []
         if mask == "none":
             lines.append("No mask: every query attends to every key, padding included.")
+        elif "padding" not in mask:    # 'seq 2: empty, 5 pad' with ordinary weights, read as a bug
+            lines.append(f"The {mask} mask leaves the padding unmasked: seq 2, all padding, attends like the "
+                         "others.")
         if m["nan_rows"]:
             lines.append(f"<b>{m['nan_rows']} rows came out NaN</b>: they have no allowed key, and "
                          "the softmax of a row of -inf is 0/0. NaN then spreads through everything after.")
@@ -131,7 +134,7 @@ class MaskExplorer(Explorer):
         rows = [["nan_rows", str(m["nan_rows"])], ["dead_rows (no allowed key)", str(m["dead_rows"])],
                 ["leaked_weight", m["leaked_weight"]]]
         return (note(f"<b>mask {mask}, fill {html.escape(fill)}, {dtype}</b>")
-                + metrics_table(["", "now"], rows) + note("<br>".join(lines)))
+                + metrics_table(["", "at this setting"], rows) + note("<br>".join(lines)))
 
 
 def mask_explorer(mask="padding", fill="-inf", dtype="float32") -> MaskExplorer:
