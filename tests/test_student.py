@@ -449,3 +449,18 @@ def test_a_check_cell_calls_a_check_and_a_message_naming_one_is_not_a_call():
     assert make_student.calls_check("%time check_causal_mask(f)")          # IPython syntax: read as text
     assert not make_student.calls_check('assert gap < 1, f"run check_multi_head(MyMultiHeadAttention)"')
     assert not make_student.calls_check("# check_attention(my_attention) after you run the cell above")
+
+
+def test_each_hint_line_sits_right_above_its_solution():
+    """make_nbgrader reads a block's hint only from the line right above ``### BEGIN SOLUTION``; a hint
+    line anywhere else leaves the nbgrader release's stub without its hint (a comment put between
+    them once did, and only make test's nbgrader run, minutes in, said so)."""
+    misplaced = []
+    for path in sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(path.read_text())["cells"]:
+            lines = "".join(cell["source"]).split("\n")
+            for at, line in enumerate(lines):
+                below = lines[at + 1] if at + 1 < len(lines) else ""
+                if make_student.HINT.match(line) and not make_student.BEGIN.match(below):
+                    misplaced.append(f"{path.name} {cell.get('id')}: {line.strip()}")
+    assert not misplaced, misplaced

@@ -200,14 +200,14 @@ def dtype_name(tensor) -> str:
 def _describe(trial, probe, ans) -> str:
     where = probe.where
     if ans.error is not None:
-        return f"{where} {trial.spec.subject} raised {describe_error(ans.error)}{where_note(ans.error)}"
+        return f"{where}: {trial.spec.subject} raised {describe_error(ans.error)}{where_note(ans.error)}"
     if ans.complaint:
-        return f"{where} {trial.spec.subject} {ans.complaint}"
+        return f"{where}: {trial.spec.subject} {ans.complaint}"
     expected = probe.expected
     if ans.output.shape != expected.shape:
         extra = trial.spec.words.get("extra_dims", "")
         extra = extra(probe, ans) if callable(extra) else extra
-        said = f"{where} {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims, extra)}"
+        said = f"{where}: {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims, extra)}"
         if ans.output.dim() >= 2 and ans.output.mT.shape == expected.shape and agrees(
                 ans.output.mT, expected, probe.live_rows(expected)):
             said += " Its numbers are the right ones, transposed: its last two axes are swapped."
@@ -215,9 +215,9 @@ def _describe(trial, probe, ans) -> str:
     words = trial.spec.words
     if not bool(torch.isfinite(live_rows(probe, ans.output)).all()):
         nan = words.get("nan", "the output holds NaN or inf in rows that have keys to attend to.")
-        return f"{where} {nan}"
+        return f"{where}: {nan}"
     gap = max_gap(ans.output, expected, probe.live_rows(ans.output))
-    return f"{where} {words.get('gap', 'the output differs from the correct one by up to')} {gap:.3g}."
+    return f"{where}: {words.get('gap', 'the output differs from the correct one by up to')} {gap:.3g}."
 
 
 @dataclass(frozen=True)
