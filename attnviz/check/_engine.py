@@ -197,6 +197,13 @@ def dtype_name(tensor) -> str:
     return str(tensor.dtype).replace("torch.", "")
 
 
+def right_but_transposed(probe, output) -> bool:
+    """Whether ``output`` is the probe's right output with its last two axes swapped (compared on the
+    right output's live query rows)."""
+    return (isinstance(output, torch.Tensor) and output.dim() >= 2
+            and agrees(output.mT, probe.expected, probe.live_rows(probe.expected)))
+
+
 def _describe(trial, probe, ans) -> str:
     where = probe.where
     if ans.error is not None:
@@ -208,8 +215,7 @@ def _describe(trial, probe, ans) -> str:
         extra = trial.spec.words.get("extra_dims", "")
         extra = extra(probe, ans) if callable(extra) else extra
         said = f"{where}: {shape_complaint(ans.output.shape, expected.shape, trial.spec.output_dims, extra)}"
-        if ans.output.dim() >= 2 and ans.output.mT.shape == expected.shape and agrees(
-                ans.output.mT, expected, probe.live_rows(expected)):
+        if right_but_transposed(probe, ans.output):
             said += " Its numbers are the right ones, transposed: its last two axes are swapped."
         return said
     words = trial.spec.words

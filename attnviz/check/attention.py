@@ -15,7 +15,7 @@ from . import _verdict
 from ._catalog import BUGS
 from ._compare import agrees
 from ._diagnose import Hypotheses, matching_bug
-from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
+from ._engine import Probe, Rule, Spec, default_compare, live_queries, right_but_transposed, run_check
 from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
@@ -421,12 +421,8 @@ def _output_transposed(t):
     """Every output is the right one with its last two axes swapped (v.mT @ weights.mT, or the blend
     transposed at the end): (..., d_v, n_q) where (..., n_q, d_v) belongs. A rule, not a hypothesis:
     the live query rows a masked input compares are the rows of the output turned back."""
-    for probe, ans in t.main:
-        out = ans.output
-        if ans.error is not None or not isinstance(out, torch.Tensor) or out.dim() < 2:
-            return None
-        if not agrees(out.mT, probe.expected, probe.live_rows(probe.expected)):
-            return None
+    if not all(ans.error is None and right_but_transposed(probe, ans.output) for probe, ans in t.main):
+        return None
     probe, ans = t.first_wrong()
     return t.bug("output_transposed", t.happened(probe, ans), [t.describe(probe, ans)])
 
