@@ -287,15 +287,20 @@ QUIZZES = {
             ("It only supports one head, so it cannot be split.", False, "It takes num_heads like ours.")),
     ],
     "06": [
-        _mc("Why is attention O(n²) in the sequence length n?",
-            ("Because the projections W_q, W_k, W_v are d_model × d_model.", False,
-             "The projections cost grows linearly with n."),
-            ("Because every query is scored against every key: an n × n matrix.", True,
-             "n² scores to compute, and for the plain implementation n² numbers to hold."),
-            ("Because of the number of heads.", False,
-             "Heads multiply the work by a constant, not by n."),
-            ("Because the softmax sorts each row.", False,
-             "The softmax does not sort; its cost per row grows linearly.")),
+        _mc("In section 6, the healthy runs and the runs whose scores start 64 times too large both end "
+            "with attention entropy below 0.1 nats. What set the saturated runs apart?",
+            ("Their entropy ended higher than the healthy runs'.", False,
+             "Both ended below 0.1 nats: at the end, the entropy alone cannot tell them apart."),
+            ("Their entropy was already near 0 at step 1, before anything was learned.", True,
+             "Below 0.2 nats at the first step: each row sat on whichever key the random start favoured. "
+             "Their heads stayed sharp with much of their weight off the previous token, and their loss "
+             "stayed above 1 while the healthy runs' fell below 0.01."),
+            ("Their entropy stayed on the uniform line all through training.", False,
+             "That would be a head that never sharpens; the saturated heads were sharp from the first "
+             "step."),
+            ("Nothing: both heads ended sharp, so both had learned the task.", False,
+             "Sharp is not right: the saturated heads put much of their weight off the previous token, "
+             "and their loss stayed above 1.")),
         _mc("KV cache for 32 layers, 32 heads of width 128, in float16: how many bytes per token?",
             ("256 KiB", False, "That forgets the factor 2: every position stores a key AND a value."),
             ("1 MiB", False, "float16 takes 2 bytes per number, not 4."),
