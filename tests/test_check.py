@@ -1515,6 +1515,17 @@ class _FirstMaskEverKept(_Split):
         return _right_forward(self, x, None if mask is None else vars(self).setdefault("kept_mask", mask))
 
 
+class _AllowAllKept(_Split):
+    """With no mask, builds an all-True mask once and keeps it on self (round 26's learner): a later call
+    without a mask on a shorter x raises."""
+
+    def forward(self, x, mask=None):
+        if mask is None:
+            n = x.shape[1]
+            mask = vars(self).setdefault("allow_all", torch.ones(n, n, dtype=torch.bool))
+        return _right_forward(self, x, mask)
+
+
 class _InvertedMaskKeptByShape(_Split):
     """Keeps the inverted mask per shape "to avoid inverting it on every call" (round 24's learner):
     every main call is right; only a later call with another mask of a seen shape goes wrong."""
@@ -1528,7 +1539,7 @@ class _InvertedMaskKeptByShape(_Split):
 
 def test_multi_head_state_left_by_one_call_for_the_next_is_told():
     for module, did in ((_FirstMaskKept, "gave a wrong output"), (_FirstMaskEverKept, "raised"),
-                        (_InvertedMaskKeptByShape, "gave a wrong output")):
+                        (_InvertedMaskKeptByShape, "gave a wrong output"), (_AllowAllKept, "raised")):
         result = check_multi_head(module)
         assert not result.passed and result.headline.startswith(f"forward {did} on "), result
         assert result.headline.endswith("was right on the same call to a new module"), result

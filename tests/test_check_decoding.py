@@ -109,6 +109,27 @@ def test_the_courses_own_answer_handed_in_is_refused(step):
     assert "own answer to this exercise" in repr(result)
 
 
+def _rewrapped_library_step(model, tokens, cache):
+    """Round 26's learner: the block's W_q..W_o rewrapped, so gpt.cached_attention's guard lets them in."""
+    from types import SimpleNamespace
+
+    cache = gpt.KVCache() if cache is None else cache.copy()
+    x = model.embed(tokens, cache.length)
+    for layer, block in enumerate(model.blocks):
+        a = block.attention
+        pieces = SimpleNamespace(W_q=a.W_q, W_k=a.W_k, W_v=a.W_v, W_o=a.W_o)
+        x = x + gpt.cached_attention(pieces, block.norm_attention(x), model.n_heads, model.n_kv_heads, cache,
+                                     layer)[0]
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), cache
+
+
+def test_a_step_that_rewraps_the_pieces_for_the_librarys_cached_attention_passes_with_a_note():
+    result = check_decoding_step(_rewrapped_library_step)
+    assert result.passed and any("attnviz.gpt.cached_attention" in note for note in result.notes), result
+    assert not check_decoding_step(_solution()).notes
+
+
 def test_the_zoo_has_a_step_for_every_bug_class():
     assert set(ATTENTION_LEVEL + CACHE_LEVEL) <= set(zoo.DECODING_BUGS)
 
@@ -214,10 +235,11 @@ def test_the_top_left_text_does_not_claim_is_causal_was_used():
     assert all("is_causal" not in line for line in lines)
 
 
-def _written_step(n_new_axis=1, repeat=True, kv_split="n_kv_heads"):
+def _written_step(n_new_axis=1, repeat=True, kv_split="n_kv_heads", joined="keys"):
     """A cached step written from the model's pieces; n_new read from ``tokens.shape[n_new_axis]``, the
     shared key/value heads repeated or not (or "twice": before caching and again to attend), the keys
-    and values split into ``getattr(model, kv_split)`` heads."""
+    and values split into ``getattr(model, kv_split)`` heads, and joined to the cached keys this step's
+    keys (or, ``joined="queries"``, its queries: round 26's learner)."""
     from attnviz.mha import merge_heads, split_heads
 
     def step(model, tokens, cache):
@@ -233,7 +255,8 @@ def _written_step(n_new_axis=1, repeat=True, kv_split="n_kv_heads"):
             if repeat == "twice":                   # repeated for the query heads before caching, too
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
             if cache is not None:
-                k, v = torch.cat([cache[layer][0], k], dim=-2), torch.cat([cache[layer][1], v], dim=-2)
+                k = torch.cat([cache[layer][0], q if joined == "queries" else k], dim=-2)
+                v = torch.cat([cache[layer][1], v], dim=-2)
             kept.append((k, v))
             if repeat:
                 k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
@@ -260,6 +283,10 @@ def test_sizes_from_the_wrong_axis_are_said_in_plain_words():
     assert twice.bug == "cache_holds_repeated_heads", twice
     assert "6 query heads met 18 key/value heads" in repr(twice)
     assert "once before they were cached" in repr(twice)
+    # the queries joined to the cached keys: the cache's 2 key/value heads meet 6 (the cache is right)
+    queries = check_decoding_step(_written_step(joined="queries"))
+    assert queries.bug is None and "the new piece joined to them has 6" in queries.headline, queries
+    assert "the queries joined in place of the keys" in repr(queries) and "cache[layer]" in queries.fix
     # the query line copied for the keys and values: 10 features split into 6 heads raises in the view
     split = check_decoding_step(_written_step(kv_split="n_heads"))
     assert split.bug is None and "the keys or the values were split into 6 heads" in split.headline, split

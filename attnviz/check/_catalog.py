@@ -963,13 +963,15 @@ _ENTRIES = [
     ),
     Bug(
         "values_from_cached_keys",
-        "The step reads the cached keys where it should read the cached values: "
-        "value = torch.cat([past_keys, value], ...), or the keys stored in the values' place in the cache "
-        "(cache.append((key, key))).",
-        "The prefill is right; every later token blends the cached positions' keys instead of their "
-        "values (its own position's value is right).",
-        "value = torch.cat([past_values, value], dim=-2)   # the cached values (cache[layer][1]), not the "
-        "cached keys",
+        "The step puts keys where the values belong: the cached keys read back as values "
+        "(value = torch.cat([past_keys, value], ...)), the keys stored in the values' place in the cache "
+        "(cache.append((key, key))), or this step's keys joined to the cached values "
+        "(value = torch.cat([past_values, key], ...)).",
+        "The prefill is right; every later token blends keys in place of values: the cached positions' "
+        "keys (its own position's value is right), or its own position's key and, as the cache grows, "
+        "every new position's.",
+        "value = torch.cat([past_values, value], dim=-2)   # the cached values (cache[layer][1]) and this "
+        "step's values (W_v): no keys",
     ),
     Bug(
         "cache_keys_values_swapped",

@@ -615,7 +615,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     'parallel' (the MLP reads the block's input, not the stream attention wrote to) and
     'attention_dropped' (the MLP reads the stream attention wrote to, but its output is added to the
     block's input: attention's output feeds the MLP and leaves the stream);
-    ``values_from``: 'values', or the bug 'keys' (the cached keys read back in place of the values);
+    ``values_from``: 'values', or the bugs 'keys' (the cached keys read back in place of the values)
+    and 'new_keys' (this step's keys joined to the cached values in place of its values);
     ``layer_read``: 'own' (cache[layer]), or the bugs 'shared' (every layer appends to entry 0 and
     attends to all it holds: a layer index that never advances), 'first' (every layer reads cache[0]), 'last'
     (every layer reads the last layer's entry: a cache list built as [[None, None]] * n_layers, one
@@ -695,7 +696,8 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
             cache = kept[-1:]
         if cache is not None:
             key_all = torch.cat([cache[read][0], key], dim=-2)          # (batch, h_kv, n_all, d)
-            value_all = torch.cat([cache[read][0 if values_from == "keys" else 1], value], dim=-2)
+            value_all = torch.cat([cache[read][0 if values_from == "keys" else 1],
+                                   key if values_from == "new_keys" else value], dim=-2)
         else:
             key_all, value_all = key, value
         given = (key, value) if cache is None else cache[read]
@@ -867,7 +869,7 @@ CACHED_VARIANTS = {
                            lambda model, tokens, cache: (decode(model, tokens, cache)[0], cache)],
     "new_token_not_attended": [_step(attend_new=False), _step(attend_new=False, causal_mask="prefill_only")],
     "cache_keys_values_swapped": [_step(keep="swapped")],
-    "values_from_cached_keys": [_step(values_from="keys")],
+    "values_from_cached_keys": [_step(values_from="keys"), _step(values_from="new_keys")],
     "cache_layer_mixed_up": [_step(layer_read=how) for how in ("first", "last", "reversed")],
     "causal_offset_negated": _masks("offset_negated"),
     # the cached length read from another axis or from the list: the positions (and the mask's offset)

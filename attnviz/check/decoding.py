@@ -38,7 +38,7 @@ from dataclasses import replace
 import torch
 
 from .._threads import one_thread
-from ..gpt import PiecesOnlyError, StepModel, TinyGPT
+from ..gpt import PiecesOnlyError, StepModel, TinyGPT, cached_attention
 from . import _verdict
 from ._compare import max_gap
 from ._diagnose import RAISED, Answer, Hypotheses, error_kind
@@ -47,7 +47,7 @@ from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, n
 from ._rules import hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
 from ._sandbox import to_plain
-from ._stale import globals_read, shared_defaults, values_read, with_stale_note
+from ._stale import globals_read, library_used, shared_defaults, values_read, with_stale_note
 
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
@@ -415,6 +415,23 @@ _CAT_SIZES = re.compile(r"Expected size (\d+) but got size (\d+)")
 _CAT_DIM = re.compile(r"except in dimension (\d+)")
 
 
+def _joined_query_heads(t, probe, ans, happened):
+    """torch.cat met the cache's n_kv_heads heads (right) and a new piece of n_heads: the queries joined
+    in place of the keys (round 26's learner), or this step's keys repeated before they were joined."""
+    n_heads, n_kv = SIZES["n_heads"], SIZES["n_kv_heads"]
+    return t.problem(
+        f"{happened}: the cached keys or values have the model's {n_kv} key/value heads, and the new piece "
+        f"joined to them has {n_heads}.",
+        [t.describe(probe, ans), f"{n_heads} heads is the number of query heads: the queries joined in place "
+         "of the keys (torch.cat([past_keys, query])), or this step's keys or values repeated for the query "
+         f"heads before they were joined. The cache holds this step's keys and values as W_k and W_v make "
+         f"them, {n_kv} heads; repeat_interleave them only to attend."],
+        fix="key = torch.cat([past_keys, key], dim=-2)   # past_keys: this layer's cached keys "
+            "(cache[layer]); key: this step's, from W_k, n_kv_heads heads; the same for the values; "
+            "repeat_interleave only to attend",
+    )
+
+
 def _cat_axis(t):
     """torch.cat refused the cache and the new keys: along the wrong axis, or (sizes n_heads and
     n_kv_heads) a cache kept with its key/value heads repeated, meeting new ones that are not."""
@@ -422,7 +439,10 @@ def _cat_axis(t):
         if ans.error is not None and _CAT in ans.error["message"]:
             happened = f"your step raised {ans.error['type']} on {probe.name}"
             sizes = _CAT_SIZES.search(ans.error["message"])
-            if sizes and {int(s) for s in sizes.groups()} == {SIZES["n_heads"], SIZES["n_kv_heads"]}:
+            n_heads, n_kv = SIZES["n_heads"], SIZES["n_kv_heads"]
+            if sizes and [int(s) for s in sizes.groups()] == [n_kv, n_heads]:    # the cache first, as joined
+                return _joined_query_heads(t, probe, ans, happened)
+            if sizes and [int(s) for s in sizes.groups()] == [n_heads, n_kv]:
                 return t.bug("cache_holds_repeated_heads", happened, [
                     t.describe(probe, ans),
                     f"The two tensors joined have {sizes.group(1)} and {sizes.group(2)} heads: the model has "
@@ -1072,6 +1092,18 @@ def _with_models_read(fn, result):
     return result
 
 
+def _library_note(fn, result):
+    """A pass whose step hands its attention to the course's own cached attention (past the exercise's
+    guard, which refuses the pieces it is given: with the weights rewrapped, say) says so, as
+    check_multi_head does for the course's multi-head attention: the exercise is that step written out."""
+    if result.passed and library_used(fn, {"cached_attention": cached_attention}):
+        result.notes.append("Your step hands its attention to the course's attnviz.gpt.cached_attention: its "
+                            "numbers are right, and the exercise asks you to write it: W_q, W_k and W_v, the "
+                            "keys and values appended to the cache, repeat_interleave for the query heads, "
+                            "attention with a bottom-right causal mask, then W_o.")
+    return result
+
+
 @with_stale_note
 @in_neutral
 def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
@@ -1090,4 +1122,4 @@ def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     setup = _setup()
     spec = replace(SPEC, hypotheses=setup["prefill"])
     result = run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")
-    return _with_shared_default(fn, _with_models_read(fn, result))
+    return _library_note(fn, _with_shared_default(fn, _with_models_read(fn, result)))

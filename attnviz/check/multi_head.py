@@ -293,8 +293,9 @@ def _probes():
     d_model, n_heads = CONFIGS[0]
     tag = f"d_model={d_model}"
     x5, x4 = inputs["x5"], inputs["x4"]
+    shorter = _probe(f"{tag}: batch 3, 4 positions, no mask", 0, _x(g, 3, 4, d_model), None)
     calls += [
-        _probe(f"{tag}: batch 3, 4 positions, no mask", 0, _x(g, 3, 4, d_model), None),
+        shorter,
         _probe(f"{tag}: batch 1, 5 positions, a (5, 5) mask", 0, _x(g, 1, 5, d_model), _mask(_M5)),
         _probe("the first input again", 0, x5, None, kind="repeat",
                same_as=f"{tag}, n_heads={n_heads}: batch 2, 5 positions, no mask"),
@@ -313,6 +314,10 @@ def _probes():
                _negative_scores_x(torch.Generator().manual_seed(51), weights[0], d_model, n_heads).half(),
                _mask(_M4), kind="float16", tolerance=2e-2),
     ]
+    # a shorter x than the calls before it, with no mask, again on a new module: a mask (or anything
+    # sized by n) made on the first call without one and kept on self raises or goes wrong only here
+    calls.append(_probe(f"{shorter.name}, on a new module", 0, shorter.args["x"], None, kind="fresh",
+                        twin=shorter.name))
     far_x, far_mask, far = _blocked_far_x(torch.Generator().manual_seed(52), weights[0], d_model, n_heads)
     far_name = (f"{tag}: batch 1, 5 positions, position 4 blocked and scored 20000 above the positions "
                 "position 0 may see (head 1)")

@@ -2007,6 +2007,30 @@ def values_cat_onto_cached_keys(model, tokens, cache):
     return model.unembed(x), new
 
 
+def values_joined_with_new_keys(model, tokens, cache):
+    """Round 26's learner: the value line joins this step's keys (k_new) to the cached values."""
+    past = 0 if cache is None else cache[0][1].shape[2]
+    h = model.embed(tokens, past)
+    out_cache = []
+    for i, blk in enumerate(model.blocks):
+        a = blk.norm_attention(h)
+        q = split_heads(blk.attention.W_q(a), model.n_heads)
+        k_new = split_heads(blk.attention.W_k(a), model.n_kv_heads)
+        v_new = split_heads(blk.attention.W_v(a), model.n_kv_heads)
+        if cache is None:
+            k_all, v_all = k_new, v_new
+        else:
+            k_all = torch.cat([cache[i][0], k_new], dim=2)
+            v_all = torch.cat([cache[i][1], k_new], dim=2)
+        out_cache.append((k_all, v_all))
+        rep = model.n_heads // model.n_kv_heads
+        o = _sdpa(q, k_all.repeat_interleave(rep, 1), v_all.repeat_interleave(rep, 1), tokens.shape[1],
+                  k_all.shape[2], model)
+        h = h + blk.attention.W_o(merge_heads(o))
+        h = h + blk.mlp(blk.norm_mlp(h))
+    return model.unembed(h), out_cache
+
+
 def dict_cache_values_key_typo(model, tokens, cache):
     """A dict of stacked keys and values; the values are read back under the keys' name."""
     past = 0 if cache is None else cache["k"].shape[-2]
@@ -3076,6 +3100,7 @@ CASES = [
     Case("mlp_input_saved_too_early", mlp_input_saved_too_early, "parallel_block"),
     Case("values_cat_onto_cached_keys", values_cat_onto_cached_keys, "values_from_cached_keys"),
     Case("dict_cache_values_key_typo", dict_cache_values_key_typo, "values_from_cached_keys"),
+    Case("values_joined_with_new_keys", values_joined_with_new_keys, "values_from_cached_keys"),
     Case("token_loop_one_position", token_loop_one_position, "positions_not_advanced"),
     Case("layer_index_forgotten", layer_index_forgotten, "cache_layer_mixed_up"),
     Case("one_norm_for_both", one_norm_for_both, "norms_mixed_up"),
