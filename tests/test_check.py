@@ -1391,6 +1391,51 @@ def test_masks_reading_the_notebooks_sizes_are_named():
         assert result.fix.endswith(f"never the notebook's {said.split()[0]}"), result
 
 
+def test_a_named_bug_from_the_notebooks_d_k_says_so():
+    """02 leaves d_k = 8 behind: "/ math.sqrt(d_k)" is wrong_scale, whose text lists five ways to get the
+    scale wrong; the verdict says which one this code took (round 26's reader)."""
+    space = {"torch": torch, "math": math, "d_k": 8}
+    exec("def my_attention(q, k, v, mask=None):\n"                         # noqa: S102 - the test's own code
+         "    scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)\n"
+         "    if mask is not None:\n"
+         "        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)\n"
+         "    return torch.softmax(scores, dim=-1) @ v\n", space)
+    result = check_attention(space["my_attention"])
+    assert result.bug == "wrong_scale" and "reads the notebook's d_k = 8" in result.observed[0], result
+    assert "(q.shape[-1], k.shape[-2])" in result.observed[0], result
+
+
+def test_a_result_dropped_on_a_line_of_its_own_is_said():
+    """scores.masked_fill(...) with nothing to keep what it returns changes nothing: the verdict (mask
+    ignored, rightly) says why, with the line (round 26's reader disagreed with "never applied")."""
+    def dropped_fill(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=-1) @ v
+
+    def dropped_where(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            torch.where(mask, scores, torch.finfo(scores.dtype).min)
+        return torch.softmax(scores, dim=-1) @ v
+
+    def dropped_tril(n):
+        mask = torch.ones(n, n, dtype=torch.bool)
+        mask.tril()
+        return mask
+
+    for result, call, keep in ((check_attention(dropped_fill), "masked_fill", "t = t.masked_fill(...)"),
+                               (check_attention(dropped_where), "torch.where", "t = torch.where(...)"),
+                               (check_causal_mask(dropped_tril), "tril", "t = t.tril(...)")):
+        first = result.observed[0]
+        assert not result.passed, result
+        assert first.startswith(f"Your code calls {call}(...) on a line of its own"), result
+        assert keep in first and ", line " in first, first
+    assert "masked_fill_" in check_attention(dropped_fill).observed[0]
+    assert not any("line of its own" in line for line in check_attention(zoo.mask_fill_zero).observed)
+
+
 def test_attention_right_outputs_whose_gradients_hold_nan_fail():
     """NaN wiped from the output with nan_to_num still goes backward: the check fails (it passed with a
     note, which a fresh reader read as a mixed message: a ✓, "checked gradients" and "NaN")."""

@@ -66,9 +66,18 @@ def globals_note(fn, result, sizes: str = ""):
         result = dataclasses.replace(result, status="problem", bug=None, what="", shows="",
                                      observed=result.observed[:1],
                                      headline=result.headline.split(". It looks like the known bug")[0] + ".")
+    own = ", ".join(code.co_varnames[:code.co_argcount]) or "its arguments"
+    numbers = [words for name, words in read.items() if " = " in words]
+    if result.status == "bug" and numbers and not typo:
+        # a named bug (wrong_scale from the notebook's d_k, say) whose line reads a size of the notebook's:
+        # the list of ways the bug comes about is general, this says which one the learner wrote
+        result.observed.insert(0, (
+            f"Your function reads the notebook's {', '.join(numbers)}, left by an earlier cell: the check "
+            "calls it with other sizes, so take every size from its arguments"
+            + (f" ({sizes})" if sizes else "") + "."))
+        return result
     if result.status != "problem" or not read:
         return result
-    own = ", ".join(code.co_varnames[:code.co_argcount]) or "its arguments"
     result.observed.insert(0, (
         f"Your function reads the notebook's {', '.join(read.values())}, not only its own arguments ({own}): "
         f"the check calls it with other values, of other sizes, so inside it use its arguments"
@@ -103,6 +112,17 @@ def code_notes(obj, result):
             "scores.max(dim=-1, keepdim=True).values."))
         result.fix = "row_max = scores.max(dim=-1, keepdim=True).values   # (..., n_q, 1): one per query row"
         return result
+    dropped = [] if result.passed else discarded_results(obj)
+    if dropped:
+        call, function, line = dropped[0]
+        method = "." not in call
+        keep = f"t = t.{call}(...)" if method else f"t = {call}(...)"
+        in_place = (f", or call {call}_, which changes the tensor in place"
+                    if method and hasattr(_tensor_class(), call + "_") else "")
+        result.observed.insert(0, (
+            f"Your code calls {call}(...) on a line of its own (in {function}, line {line}) and drops what "
+            f"it returns: {call} makes a new tensor and leaves the one it was given as it was. Keep what it "
+            f"returns ({keep}, with your tensor's name for t){in_place}."))
     names = names_used(obj)
     if not result.passed and names & _UNSET.keys():
         called = _UNSET[sorted(names & _UNSET.keys())[0]]
@@ -126,8 +146,52 @@ def code_notes(obj, result):
     return result
 
 
+_NEW_TENSOR = {"masked_fill", "where", "add", "sub", "mul", "div", "softmax", "log_softmax", "transpose",
+               "float", "double", "half", "to", "clamp", "tril", "triu", "logical_not", "unsqueeze", "view",
+               "reshape", "contiguous", "exp", "sqrt", "nan_to_num", "permute", "expand", "repeat_interleave",
+               "cat", "bool"}
+"""Tensor methods and torch functions that return a new tensor and leave their input as it was."""
+
+
+def discarded_results(obj) -> list:
+    """``[(call, function, line)]`` for each call in the learner's code to a function of
+    :data:`_NEW_TENSOR` whose result is dropped (``scores.masked_fill(~mask, ...)`` on a line of its
+    own, which changes nothing), ``call`` as written (``masked_fill``, ``torch.where``), ``line`` as a
+    traceback counts it. Read from the code objects (their instructions' positions) only; empty where
+    Python keeps no positions."""
+    if type(obj) is types.FunctionType:
+        functions = [obj]
+    elif type(obj) is type:
+        functions = [value for value in obj.__dict__.values() if type(value) is types.FunctionType]
+    else:
+        return []
+    found = []
+    for fn in functions:
+        for code in code_objects(fn.__code__):
+            instructions = list(dis.get_instructions(code))
+            for at, call in enumerate(instructions[:-1]):
+                if call.opname != "CALL" or instructions[at + 1].opname != "POP_TOP" or not call.positions:
+                    continue
+                start = (call.positions.lineno, call.positions.col_offset)
+                callee = [i for i in instructions[:at] if i.opname in ("LOAD_METHOD", "LOAD_ATTR")
+                          and i.positions and (i.positions.lineno, i.positions.col_offset) == start]
+                if callee and callee[-1].argval in _NEW_TENSOR:
+                    before = instructions[instructions.index(callee[-1]) - 1]
+                    module = before.argval if before.opname in ("LOAD_GLOBAL", "LOAD_NAME") \
+                        and before.argval in ("torch", "F") else ""
+                    name = f"{module}.{callee[-1].argval}" if module else callee[-1].argval
+                    found.append((name, code.co_name, call.positions.lineno))
+    return found
+
+
 _UNSET = {"empty": "torch.empty", "empty_like": "torch.empty_like", "new_empty": ".new_empty",
           "empty_strided": "torch.empty_strided"}   # torch's uninitialised memory
+
+
+def _tensor_class():
+    import torch
+
+    return torch.Tensor
 
 
 def _max_without_keepdim(obj, result) -> bool:
