@@ -6,8 +6,10 @@
 JupyterLab never shows a cell's id, and the plans in docs/lessons/ steer by ids (`cell-021`). For
 each id a plan's minute table names, in the order it names them, this writes one row: the notebook,
 the section heading the cell sits under, and the cell's first line of code (or the first words of a
-text cell), which JupyterLab's Find (Ctrl+F) finds. The part sits between two HTML comments at the
-end of each page; `make docs` rewrites it and tests/test_teaching_kit.py checks it is up to date.
+text cell; for an exercise's stub, its hint) that JupyterLab's Find (Ctrl+F) finds in that cell alone,
+in the learner's edition (which a class sees: a stub's solution there is a cell of its own, and Find
+must not land on it) and in the teacher's. The part sits between two HTML comments at the end of
+each page; `make docs` rewrites it and tests/test_teaching_kit.py checks it is up to date.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import json
 import re
 import sys
 from pathlib import Path
+
+from make_student import student_notebook
 
 ROOT = Path(__file__).resolve().parent.parent
 LESSONS = sorted((ROOT / "docs" / "lessons").glob("lesson*_*.md"))
@@ -32,28 +36,40 @@ def _text(cell) -> str:
 
 
 def _lines(cell) -> list:
-    """A cell's lines to search by: a code cell's without comments (inline ones cut off), a text
-    cell's with headings' # removed; blank lines left out."""
-    lines = []
+    """A cell's lines to search by: a code cell's without comments (inline ones cut off), then its
+    whole-line comments without the # (an exercise's stub has no line of its own but its hint); a
+    text cell's with headings' # removed; blank lines left out."""
+    lines, comments = [], []
     for line in _text(cell).splitlines():
+        if cell["cell_type"] == "code" and line.lstrip().startswith("#"):
+            comments.append(line.strip().lstrip("#").strip())
+            continue
         if cell["cell_type"] == "code":
-            line = line.split("  #")[0] if not line.lstrip().startswith("#") else ""
+            line = line.split("  #")[0]
         line = line.strip().lstrip("#").strip()
         if line:
             lines.append(line)
-    return lines
+    return lines + [line for line in comments if line]
 
 
 def _words(line: str) -> str:
     return line if len(line) <= 60 else line[:57].rstrip() + "..."
 
 
+def learners_cells(path: Path) -> list:
+    """The cells of a notebook's learner's edition, the one a class sees projected: each exercise a
+    stub, and its solution in a collapsed cell of its own after the check (tools/make_student.py)."""
+    return student_notebook(json.loads(path.read_text()), path.name)["cells"]
+
+
 def cell_places(path: Path) -> dict:
-    """``{cell id: (section heading, words)}`` for every cell of a notebook: the last heading (## or
-    ###) above it, and its first line (or the line's start, before a backtick) whose words no other
-    cell of the notebook holds anywhere, case aside, as Find matches a cell's source; else its first
-    line no other cell holds whole, else its first."""
-    cells = json.loads(path.read_text())["cells"]
+    """``{cell id: (section heading, words)}`` for every cell of a notebook's learner's edition: the last
+    heading (## or ###) above it, and its first line (or the line's start, before a backtick) whose
+    words no other cell holds anywhere, case aside, as Find matches a cell's source (so Find never
+    lands on a stub's collapsed solution, which repeats the stub's def); else its first line no other
+    cell holds whole, else its first."""
+    cells = learners_cells(path)
+    teachers = {cell.get("id"): _text(cell).lower() for cell in json.loads(path.read_text())["cells"]}
     seen = {}
     for cell in cells:
         for line in set(_lines(cell)):
@@ -61,8 +77,12 @@ def cell_places(path: Path) -> dict:
     texts = [_text(cell).lower() for cell in cells]
 
     def found_elsewhere(line, index):
+        """Whether Find would land anywhere but this cell, in the learner's edition or the teacher's."""
         words = _words(line).removesuffix("...").lower()
-        return any(words in text for other, text in enumerate(texts) if other != index)
+        own = cells[index].get("id")
+        return (any(words in text for other, text in enumerate(texts) if other != index)
+                or words not in teachers.get(own, "")
+                or any(words in text for cell_id, text in teachers.items() if cell_id != own))
 
     places, section = {}, "top"
     for index, cell in enumerate(cells):
@@ -109,8 +129,10 @@ def cells_part(page: Path) -> str:
         "## Finding the cells",
         "",
         "JupyterLab shows no cell ids. Each id above, in the plan's order: the section it sits under (the "
-        "Table of Contents, *View → Table of Contents*, jumps there) and its first line, which "
-        "*Edit → Find* (Ctrl+F) finds.",
+        "Table of Contents, *View → Table of Contents*, jumps there) and a line of it that *Edit → Find* "
+        "(Ctrl+F) finds in that cell alone, in the learner's edition and the teacher's (for an exercise, "
+        "its hint: the stub's def is also in the collapsed solution). Find opens a text cell as its "
+        "markdown source: Shift+Enter shows it rendered again, or go there by the Table of Contents.",
         "",
         *rows,
         END,
