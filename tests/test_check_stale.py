@@ -210,13 +210,18 @@ def test_a_failing_verdict_says_which_run_of_a_cell_it_checked(cells, monkeypatc
     cells.append("import torch")
     _define(OLD, "<cell-2>", space)
     cells.append(OLD)
+    cells.append("check_causal_mask(my_causal_mask)")       # IPython's In holds the running cell too
     result = check_causal_mask(space["my_causal_mask"])
-    assert result.bug == "causal_excludes_self" and not result.warnings
-    note = ("This checked the my_causal_mask your cell [2] defined when it last ran. Changed that cell "
+    # the cell ran just before this check: the learner has just run it, so no note (read on every try,
+    # it was noise to a teacher and to a reader)
+    assert result.bug == "causal_excludes_self" and not result.warnings and result.notes == [], result
+    cells.append("check_causal_mask(my_causal_mask)")       # checked again later: edited since?
+    result = check_causal_mask(space["my_causal_mask"])
+    note = ("This checked my_causal_mask as your cell [2] defined it when it last ran. Edited that cell "
             "since? Run it (Shift+Enter), then this check again.")
     assert result.notes[-1] == note and f"  Note: {note}" in repr(result)
     right = "def my_causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril()\n"
-    _define(right, "<cell-3>", space)
+    _define(right, "<cell-5>", space)
     cells.append(right)
     assert check_causal_mask(space["my_causal_mask"]).notes == []       # a pass needs no such note
     monkeypatch.delattr(sys.modules["__main__"], "In")

@@ -347,13 +347,19 @@ def stale_note(obj) -> str | None:
 def ran_note(obj) -> str | None:
     """Words for a failing verdict: which run of a cell made the code it checked. A check reads what the
     kernel holds, not the editor: a cell edited and not run again still holds its last run's code, and
-    the verdict (its Fix line too) is about that. None outside a kernel, or when it cannot tell."""
+    the verdict (its Fix line too) is about that. None outside a kernel, when it cannot tell, and when
+    that cell ran just before the one running the check (IPython's ``In`` already holds the check's own
+    cell): then the learner has just run it, and the note, read on every try, is noise (a teacher and
+    a reader found it so)."""
     try:
         found = _cells(obj)
         if found is None:
             return None
         name, made, _ = found
-        return (f"This checked the {name} your cell [{made[-1]}] defined when it last ran. Changed that "
+        history = sys.modules["__main__"].In
+        if made[-1] == len(history) - 2:
+            return None
+        return (f"This checked {name} as your cell [{made[-1]}] defined it when it last ran. Edited that "
                 f"cell since? Run it (Shift+Enter), then this check again.")
     except Exception:  # noqa: BLE001 - a note is a courtesy; never let it break a verdict
         return None

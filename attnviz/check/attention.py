@@ -53,7 +53,11 @@ def _probe(name, q, k, v, mask, kind="main", **facts):
     args = {"q": q, "k": k, "v": v} if mask is None else {"q": q, "k": k, "v": v, "mask": mask}
     live = live_queries(q.shape[:-1], mask)
     text = f"q {shape_str(q.shape)}, k {shape_str(k.shape)}, v {shape_str(v.shape)}"
-    text += f", mask {shape_str(mask.shape)}" if mask is not None else ", no mask"
+    # "no mask" only where the probe's name does not say it already ("4 queries, 4 keys, no mask")
+    if mask is not None:
+        text += f", mask {shape_str(mask.shape)}"
+    elif "no mask" not in name:
+        text += ", no mask"
     facts.setdefault("dtype", q.dtype)
     facts.setdefault("batch_one", all(n == 1 for n in q.shape[:-2]))
     facts.setdefault("unbatched", q.dim() == 2)
