@@ -64,10 +64,10 @@ def learners_cells(path: Path) -> list:
 
 def cell_places(path: Path) -> dict:
     """``{cell id: (section heading, words)}`` for every cell of a notebook's learner's edition: the last
-    heading (## or ###) above it, and its first line (or the line's start, before a backtick) whose
-    words no other cell holds anywhere, case aside, as Find matches a cell's source (so Find never
-    lands on a stub's collapsed solution, which repeats the stub's def); else its first line no other
-    cell holds whole, else its first."""
+    heading (## or ###) at or above it, and its first line (or the line's start, before a backtick)
+    whose words no other cell holds anywhere, case aside, as Find matches a cell's source (so Find
+    never lands on a stub's collapsed solution, which repeats the stub's def); else its first line no
+    other cell holds whole, else its first."""
     cells = learners_cells(path)
     teachers = {cell.get("id"): _text(cell).lower() for cell in json.loads(path.read_text())["cells"]}
     seen = {}
@@ -87,7 +87,9 @@ def cell_places(path: Path) -> dict:
     places, section = {}, "top"
     for index, cell in enumerate(cells):
         if cell["cell_type"] == "markdown":
-            heading = next((line.lstrip("#").strip() for line in _text(cell).splitlines()
+            # the cell's last heading: a "## Check yourself" cell may end with "### Exercises", which
+            # the Table of Contents lists last, right above the cells that follow
+            heading = next((line.lstrip("#").strip() for line in reversed(_text(cell).splitlines())
                             if line.startswith(("## ", "### "))), None)
             section = heading or section
         lines = _lines(cell)
