@@ -576,7 +576,8 @@ def test_a_padding_mask_cached_by_its_shape_is_told_so():
 
 def test_padding_mask_problems():
     flat = check_padding_mask(lambda lengths, n: torch.arange(n)[None, :] < lengths[:, None])  # (batch, n)
-    assert flat.bug == "padding_query_axis_misplaced" and "mask[:, None, :]" in repr(flat)
+    assert flat.bug == "padding_query_axis_misplaced" and "[:, None, :]" in flat.fix
+    assert "has no query axis" in repr(flat)
     everything = check_padding_mask(lambda lengths, n: torch.ones(len(lengths), 1, n, dtype=torch.bool))
     assert everything.bug == "mask_blocks_nothing" and "may attend to key" in repr(everything)
     narrow = check_padding_mask(lambda lengths, n: (torch.arange(max(lengths)) < lengths[:, None])[:, None])
@@ -757,8 +758,10 @@ def test_a_key_padding_mask_convention_is_told_its_shape_and_its_meaning():
     def key_padding_mask(lengths, n):
         return torch.arange(n)[None, :] >= lengths[:, None]
 
-    text = repr(check_padding_mask(key_padding_mask))
-    assert "insert the query axis" in text and "key_padding_mask" in text and "inverted too" in text
+    result = check_padding_mask(key_padding_mask)
+    text = repr(result)
+    assert "has no query axis" in text and "key_padding_mask" in text and "inverted too" in text
+    assert "[:, None, :]" in result.fix and "<" in result.fix
     # the right values in the (batch, n) shape: only the shape is said
     assert "inverted too" not in repr(check_padding_mask(lambda lengths, n: ~key_padding_mask(lengths, n)))
 

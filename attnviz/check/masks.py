@@ -218,8 +218,7 @@ def _dtype_note(t):
     if pattern_right and t.all_right and not _rectangles(t):
         happened = f"{t.spec.subject} returned a mask of dtype {dtype_name(value)}, not bool"
         return t.bug("mask_not_bool", happened, [
-            f"the pattern is right but the dtype is {dtype_name(value)}: {read}. Return a bool mask: add "
-            ".bool() or build it with dtype=torch.bool."])
+            f"the pattern is right but the dtype is {dtype_name(value)}: {read}."])
     t.notes.append(f"It is a {dtype_name(value)} mask, not bool, as well: {read}. Once its pattern is right, "
                    "return a bool mask (build it with dtype=torch.bool).")
     return None
@@ -562,8 +561,8 @@ def _padding_notes(probe, ans):
              f"mask should be (batch, 1, n_k) = ({batch}, 1, {n})."]
     value = ans.output
     if isinstance(value, torch.Tensor) and tuple(value.shape) == (batch, n):
-        notes.append("A (batch, n) mask lines batch up with n_q when broadcast; insert the query axis: "
-                     "mask[:, None, :].")
+        notes.append("A (batch, n) mask has no query axis: broadcast against the scores, its batch axis "
+                     "lines up with n_q.")
         if value.dtype == torch.bool and torch.equal(value, ~probe.expected[:, 0, :]):
             notes.append("Its values are inverted too: True on the padding, which is what "
                          "nn.MultiheadAttention's key_padding_mask means. Here True = may attend (a real "
