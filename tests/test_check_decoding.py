@@ -130,6 +130,60 @@ def test_a_step_that_rewraps_the_pieces_for_the_librarys_cached_attention_passes
     assert not check_decoding_step(_solution()).notes
 
 
+_HURRIED = """
+def decode_step(model, tokens, cache):
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    kept = []
+    for layer, block in enumerate(model.blocks):
+        normed, attention = block.norm_attention(x), block.attention
+        query = split_heads(attention.W_q(normed), model.n_heads)
+        keys = split_heads(attention.W_k(normed), model.n_kv_heads)
+        values = split_heads(attention.W_v(normed), model.n_kv_heads)
+        if cache is not None:
+            keys = torch.cat([cache[layer][0], keys], dim=-2)
+            values = torch.cat([cache[layer][1], values], dim=-2)
+        kept.append((keys, values))
+        group = model.n_heads // model.n_kv_heads
+        keys_q, values_q = keys.repeat_interleave(group, 1), values.repeat_interleave(group, 1)
+{attend}
+        x = x + attention.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), kept
+"""
+
+
+def _hurried_step(*lines):
+    """A step as a student in lesson 4 writes it, with cell 011's names; ``lines`` attend."""
+    space = {"torch": torch, "F": F, "math": math, "split_heads": split_heads, "merge_heads": merge_heads}
+    exec(_HURRIED.replace("{attend}", "\n".join(" " * 8 + line for line in lines)), space)  # noqa: S102
+    return space["decode_step"]
+
+
+_SCORES_BY_HAND = "scores = query @ keys_q.transpose(-2, -1) / math.sqrt(model.d_head)"
+_MASK = "mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new)"
+_FILL = "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)"
+
+
+def test_the_causal_fix_comes_in_the_form_the_step_needs_and_its_names_are_defined():
+    """Lesson 4's rehearsal: the bare mask line, pasted beside is_causal=True or above scores written out,
+    changed nothing, and its n_new and n_all raised NameError with 'run the cell that defines it'."""
+    fused = check_decoding_step(_hurried_step(
+        "heads = F.scaled_dot_product_attention(query, keys_q, values_q, is_causal=True)"))
+    assert fused.bug == "is_causal_top_left" and "passes is_causal=" in fused.observed[0], fused
+    assert "attn_mask=mask" in fused.fix and "no is_causal" in fused.fix
+    by_hand = check_decoding_step(_hurried_step(_SCORES_BY_HAND, "heads = scores.softmax(-1) @ values_q"))
+    assert by_hand.bug == "causal_mask_missing" and "scores.masked_fill(~mask" in by_hand.fix, by_hand
+    assert not any("is_causal" in line for line in by_hand.observed)
+    pasted = check_decoding_step(_hurried_step(_SCORES_BY_HAND, _MASK, _FILL,
+                                               "heads = scores.softmax(-1) @ values_q"))
+    assert pasted.bug is None and pasted.fix.startswith("n_new = tokens.shape[1]"), pasted
+    assert "a name the Fix lines use" in repr(pasted) and "run the cell" not in pasted.fix
+    defined = _hurried_step(_SCORES_BY_HAND, "n_new = tokens.shape[1]", "n_all = keys.shape[-2]", _MASK,
+                            _FILL, "heads = scores.softmax(-1) @ values_q")
+    assert check_decoding_step(defined).passed
+
+
 def test_the_zoo_has_a_step_for_every_bug_class():
     assert set(ATTENTION_LEVEL + CACHE_LEVEL) <= set(zoo.DECODING_BUGS)
 
@@ -554,6 +608,8 @@ def test_a_step_that_reads_the_notebooks_model_says_so():
     result = check_decoding_step(copied)
     assert not result.passed and result.observed[0].startswith("Your step reads m, the notebook's model")
     assert "its first argument model" in result.observed[0] and "never the notebook's m" in result.fix
+    said = "your step reads m, the notebook's model, where it should use model, the model it is given."
+    assert result.headline == said, result
     # 08's own model is now called model: a step that names its argument otherwise is told which is which
 
     def renamed(given, tokens, cache):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-__all__ = ["Bug", "BUGS"]
+__all__ = ["Bug", "BUGS", "DECODING_FIX_NAMES", "ATTENTION_FIX_NAMES", "MULTI_HEAD_FIX_NAMES"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,42 @@ DECODING = "check_decoding_step"
 _SCORES = "scores = query @ key.transpose(-2, -1) / math.sqrt(model.d_head)"
 _BOTTOM_RIGHT = "mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new)"
 _MERGE = "merged = heads.transpose(1, 2).contiguous().view(batch, n_new, h * d)"
+
+DECODING_FIX_NAMES = {
+    "n_new": "n_new = tokens.shape[1]   # the positions this call adds",
+    "n_all": "n_all = keys.shape[-2]   # keys: yours after joining the cache, every key the new queries "
+             "attend to",
+    "past": "past = 0 if cache is None else cache[0][0].shape[-2]   # positions already cached "
+            "(cache.length for a gpt.KVCache)",
+    "past_keys": "past_keys, past_values = cache[layer]   # this layer's cached keys and values (cache "
+                 "not None)",
+    "past_values": "past_keys, past_values = cache[layer]   # this layer's cached keys and values (cache "
+                   "not None)",
+    "group": "group = model.n_heads // model.n_kv_heads   # query heads per key/value head",
+    "merged": "merged = heads.transpose(1, 2).reshape(tokens.shape[0], tokens.shape[1], -1)   # the heads "
+              "side by side: (batch, n_new, d_model)",
+    "new_cache": "new_cache = []   # a new list each call (or gpt.KVCache(), or cache.copy()); append each "
+                 "layer's (keys, values)",
+    "mask": _BOTTOM_RIGHT + "   # n_new: this call's positions; n_all: every key attended to",
+    "scores": _SCORES + "   # query and key: this layer's, split into heads",
+    "normed": "normed = block.norm_attention(x)   # what W_q, W_k and W_v read",
+    "batch": "batch = tokens.shape[0]",
+}
+"""The names decoding's Fix lines use for values a step computes itself, each with a line that defines
+it: a Fix line pasted into a step that calls them otherwise raises NameError, and no cell defines them."""
+
+ATTENTION_FIX_NAMES = {
+    "scores": "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # your function's q and k",
+    "weights": "weights = torch.softmax(scores, dim=-1)   # over the keys",
+}
+MULTI_HEAD_FIX_NAMES = {
+    **ATTENTION_FIX_NAMES,
+    "batch": "batch, n, d_model = x.shape",
+    "n": "batch, n, d_model = x.shape",
+    "d_model": "batch, n, d_model = x.shape",
+    "merged": "merged = heads.transpose(1, 2).contiguous().view(batch, n, d_model)   # the heads side by "
+              "side again",
+}
 
 
 _ENTRIES = [

@@ -629,7 +629,14 @@ def raised(t):
         fix = t.spec.words.get("raised_fix", "")
         message = ans.error.get("message", "")
         undefined = _UNDEFINED.search(message) if ans.error["type"] == "NameError" else None
-        if undefined:                     # often a restarted kernel: the imports above were not run again
+        defined = t.spec.words.get("fix_names", {}).get(undefined[1]) if undefined else None
+        if defined:                       # a Fix line's own name, pasted: no cell defines it
+            name = undefined[1]
+            lines.append(f"{name} is a name the Fix lines use for something your code computes itself (no "
+                         f"cell of the notebook defines it): define it in your code before its first use, "
+                         f"or use your own name for the same thing.")
+            fix = defined
+        elif undefined:                   # often a restarted kernel: the imports above were not run again
             name = undefined[1]
             lines.append(f"{name} is not defined where your code runs. If a cell above defines or imports "
                          f"it, run that cell (after a kernel restart none has run: Run > Run All Cells); "

@@ -12,7 +12,7 @@ from dataclasses import replace
 import torch
 
 from . import _verdict
-from ._catalog import BUGS
+from ._catalog import ATTENTION_FIX_NAMES, BUGS
 from ._compare import agrees
 from ._diagnose import Hypotheses, matching_bug
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, right_but_transposed, run_check
@@ -506,6 +506,7 @@ SPEC = Spec(
         "batch_one": "Only the inputs with batch and head dimensions in front go wrong: index from the end, "
         "k.transpose(-2, -1) rather than k.T, and q.shape[-1] rather than q.shape[1].",
         "raised_fix": "run your function by hand on tensors of these shapes and read the error's last line",
+        "fix_names": ATTENTION_FIX_NAMES,
         "signature": "def my_attention(q, k, v, mask=None):   # a mask comes fourth, or not at all",
         "mask_fix": "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # on the scores, "
         "before the softmax; True = may attend",

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import copy
 import re
+import types
 from dataclasses import replace
 
 import torch
@@ -40,6 +41,7 @@ import torch
 from .._threads import one_thread
 from ..gpt import PiecesOnlyError, StepModel, TinyGPT, cached_attention
 from . import _verdict
+from ._catalog import DECODING_FIX_NAMES
 from ._compare import max_gap
 from ._diagnose import RAISED, Answer, Hypotheses, error_kind
 from ._engine import Probe, Rule, Spec, Trial, decide, run_check
@@ -47,7 +49,15 @@ from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, n
 from ._rules import hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
 from ._sandbox import to_plain
-from ._stale import globals_read, library_used, shared_defaults, values_read, with_stale_note
+from ._stale import (
+    code_objects,
+    globals_read,
+    library_used,
+    names_used,
+    shared_defaults,
+    values_read,
+    with_stale_note,
+)
 
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
@@ -800,8 +810,9 @@ def _sizes_met(t):
                 [t.describe(probe, ans), f"This model shares each key/value head among {n_heads // n_kv} "
                  "query heads (grouped-query attention): repeat them before the scores, head i reading "
                  f"key/value head i // {n_heads // n_kv}."],
-                fix=f"k, v = k.repeat_interleave({n_heads // n_kv}, dim=1), v.repeat_interleave("
-                    f"{n_heads // n_kv}, dim=1)   # or F.scaled_dot_product_attention(..., enable_gqa=True)",
+                fix="group = model.n_heads // model.n_kv_heads; k, v = k.repeat_interleave(group, dim=1), "
+                    f"v.repeat_interleave(group, dim=1)   # group is {n_heads // n_kv} here; after caching, "
+                    "just before attending (or F.scaled_dot_product_attention(..., enable_gqa=True))",
             )
     return None
 
@@ -1021,7 +1032,8 @@ SPEC = Spec(
     words={"output": "logits", "inputs:prefill": "prefills", "inputs:cached": "steps after the prefill",
            "gap": "the logits differ from a full recomputation by up to",
            "nan": "the logits hold NaN or inf.",
-           "batch_one": "Only the batch of 2 goes wrong: take batch from tokens.shape[0], never 1."},
+           "batch_one": "Only the batch of 2 goes wrong: take batch from tokens.shape[0], never 1.",
+           "fix_names": DECODING_FIX_NAMES},
     rules=rules(
         replace={"passed": Rule("cached_steps", "right", _cached_stage),
                  "hypothesis": Rule("hypothesis", "wrong", _prefill_hypothesis)},
@@ -1080,6 +1092,9 @@ def _with_models_read(fn, result):
         if result.status == "problem":
             result.fix = (f"{given}.n_heads, {given}.blocks, ...   # the step's own argument, never the "
                           f"notebook's {names[0]}")
+            # the cause, first: "matches no known bug" sent a teacher's student to look for one
+            result.headline = (f"your step reads {names[0]}, the notebook's model, where it should use "
+                               f"{given}, the model it is given.")
     read = values_read(fn) if result.status == "problem" else {}
     if read:                        # cell 011's group, keys, values, ... left under the step's own names
         result.observed.insert(0, (
@@ -1089,6 +1104,34 @@ def _with_models_read(fn, result):
             result.fix = (f"compute {', '.join(read)} inside the step, from model, tokens and cache"
                           + (" (group = model.n_heads // model.n_kv_heads)" if "group" in read else "")
                           + ", or use the name the step itself defines")
+    return result
+
+
+def _passes_is_causal(fn) -> bool:
+    """Whether the step's code passes the keyword is_causal (to F.scaled_dot_product_attention): read
+    from its code objects' keyword-name tuples, nothing called."""
+    return type(fn) is types.FunctionType and any(
+        type(const) is tuple and "is_causal" in const
+        for code in code_objects(fn.__code__) for const in code.co_consts)
+
+
+def _causal_mask_words(fn, result):
+    """A step told its new queries' mask is top-left or missing gets the fix in the form its code needs
+    (a teacher's rehearsal of lesson 4: the bare mask line, pasted beside is_causal=True or above scores
+    written out, changed nothing): passed as attn_mask= without is_causal, or applied to the scores."""
+    if result.bug not in ("is_causal_top_left", "causal_mask_missing") or type(fn) is not types.FunctionType:
+        return result
+    mask = result.fix.split("   #")[0]
+    if _passes_is_causal(fn):
+        result.observed.insert(0, "Your step passes is_causal= to F.scaled_dot_product_attention: with True, "
+                                  "its triangle is the top-left one (section 3), right only while nothing is "
+                                  "cached.")
+        result.fix = (f"{mask}; heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)   # your q, "
+                      "k, v; no is_causal: the mask is bottom right (n_all = keys.shape[-2], n_new = "
+                      "tokens.shape[1])")
+    elif "scaled_dot_product_attention" not in names_used(fn):
+        result.fix = (f"{mask}; scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # on "
+                      "your scores, before the softmax (n_all = keys.shape[-2], n_new = tokens.shape[1])")
     return result
 
 
@@ -1122,4 +1165,4 @@ def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     setup = _setup()
     spec = replace(SPEC, hypotheses=setup["prefill"])
     result = run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")
-    return _library_note(fn, _with_shared_default(fn, _with_models_read(fn, result)))
+    return _library_note(fn, _causal_mask_words(fn, _with_shared_default(fn, _with_models_read(fn, result))))

@@ -15,6 +15,7 @@ import torch
 from torch import nn
 
 from . import _verdict
+from ._catalog import MULTI_HEAD_FIX_NAMES
 from ._compare import agrees
 from ._diagnose import Answer, Hypotheses, answer, variant_matches
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
@@ -844,6 +845,7 @@ SPEC = Spec(
         "extra_dims": _extra_dims,
         "long": ("up to 5 positions", f"{_LONG} positions"),
         "signature": "def forward(self, x, mask=None):   # called as module(x) and module(x, mask=mask)",
+        "fix_names": MULTI_HEAD_FIX_NAMES,
         "refine:hypothesis": _refine,
         "mask_fix": "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # scores (batch, "
         "heads, n, n), before the softmax: the (n, n) mask reaches every head and batch entry as it is",
