@@ -83,7 +83,8 @@ format: $(STAMP) $(NODE)
 	$(BIN)/python -m ruff check --fix attnviz tests notebooks benchmarks tools conftest.py
 	node_modules/.bin/biome check --write
 
-# docs/checkers.md from attnviz/check/_catalog.py; docs/answers.md from the quiz banks (tools/answer_key.py)
+# docs/checkers.md from attnviz/check/_catalog.py; docs/answers.md from the notebooks' Check-yourself
+# answers and the quiz banks (tools/answer_key.py); the lesson pages' cell maps (tools/cell_map.py)
 docs: $(STAMP)
 	$(BIN)/python -c "from attnviz.check._catalog import catalog_markdown; print(catalog_markdown(), end='')" > docs/checkers.md
 	$(BIN)/python tools/answer_key.py > docs/answers.md

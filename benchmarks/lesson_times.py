@@ -181,6 +181,9 @@ def time_cells(path: Path, timeout: int = 600) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return 0
     students = 30
     if "--students" in argv:
         at = argv.index("--students")

@@ -23,6 +23,9 @@ LIMIT_MB = 1024
 
 
 def main(argv: list[str]) -> int:
+    if {"-h", "--help"} & set(argv):
+        print(__doc__)
+        return 0
     notebooks = [Path(a) for a in argv] or sorted((REPO / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     print(f"Peak kernel memory per notebook (fresh kernel, top to bottom); limit {LIMIT_MB} MB", flush=True)
     print(f"{'notebook':<40} {'peak RSS (MB)':>13} {'CPU (s)':>8} {'wall (s)':>8}  under 1 GB")

@@ -12,7 +12,7 @@ import pytest
 import torch
 from nbclient import NotebookClient
 
-from attnviz.check import check_attention, check_causal_mask, check_multi_head
+from attnviz.check import check_attention, check_causal_mask, check_multi_head, show_fixes
 from attnviz.check._stale import above_stub, below_stub, names_used, stale_note
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -220,6 +220,12 @@ def test_a_failing_verdict_says_which_run_of_a_cell_it_checked(cells, monkeypatc
     note = ("This checked my_causal_mask as your cell [2] defined it when it last ran. Edited that cell "
             "since? Run it (Shift+Enter), then this check again.")
     assert result.notes[-1] == note and f"  Note: {note}" in repr(result)
+    # in a graded release (fixes hidden) the note would stand on every failure of a feedback page
+    show_fixes(False)
+    try:
+        assert check_causal_mask(space["my_causal_mask"]).notes == []
+    finally:
+        show_fixes(True)
     right = "def my_causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool).tril()\n"
     _define(right, "<cell-5>", space)
     cells.append(right)

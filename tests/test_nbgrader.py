@@ -245,6 +245,9 @@ def test_into_release_command_keeps_the_handin_and_leaves_a_release_alone(course
     said = capsys.readouterr().out
     assert "rewritten as the release" in said and "already carries nbgrader's metadata" in said
     assert into_release.main([str(handin.with_name("04_masking.ipynb.handed-in")), str(alice)]) == 2
+    # the docs' `$(grep -L grade_id ...)` may find no stray hand-in: that is not an error
+    assert into_release.main([str(release_path)]) == 0 and "nothing to convert" in capsys.readouterr().out
+    assert into_release.main([]) == 2
 
 
 # ---- nbgrader's own commands -----------------------------------------------------------------

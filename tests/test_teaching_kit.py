@@ -259,3 +259,15 @@ def test_every_lesson_page_maps_its_cells_and_the_map_is_up_to_date():
                 found = [cell["id"] for cell in cells if typed in "".join(cell["source"]).lower()]
                 assert found == [cell_id], (f"{page.name}: Find for {words!r} in the {edition} edition "
                                             f"lands on {found}, not {cell_id}")
+
+
+def test_start_heres_cpu_range_covers_every_notebooks_measured_time():
+    """00 says what Run All of each notebook costs: its range holds every run measurements.md prints."""
+    start = json.loads((REPO / "notebooks" / "00_start_here.ipynb").read_text())["cells"]
+    texts = ("".join(cell["source"]) for cell in start)
+    said = next(text for text in texts if "of CPU time for each notebook" in text)
+    low, high = map(float, re.search(r"took (\d+) to (\d+) s of CPU time for each notebook", said).groups())
+    rows = re.findall(r"^(\d\d_\w+\.ipynb)\s+\d+\s+([\d.]+)\s+[\d.]+\s+(?:yes|no)$", MEASURED, re.M)
+    assert len(rows) >= 18, rows                    # two runs of nine notebooks
+    assert all(low <= float(cpu) <= high for _, cpu in rows), [(n, c) for n, c in rows
+                                                               if not low <= float(c) <= high]

@@ -1,4 +1,5 @@
-"""Print the answer key: every Check-yourself question of the course with its answer, one page.
+"""Print the answer key: every Check-yourself question of the course with its answer, then every
+quiz's answer key, one page.
 
     python tools/answer_key.py > docs/answers.md
 
@@ -64,7 +65,29 @@ def answer_key(paths) -> str:
             text = _dedent(text).strip()
             # bold cannot run across a blank line: a question of several paragraphs bolds its number
             out += [f"**{number}.** {text}" if "\n\n" in text else f"**{number}. {text}**", "", answer, ""]
+    out += quiz_keys(paths)
     return "\n".join(out).rstrip("\n") + "\n"
+
+
+def quiz_keys(paths) -> list:
+    """The quizzes' answer keys, one per notebook, as ``quiz_text(..., answers=True)`` prints them."""
+    from attnviz.quiz import quiz_text
+    from attnviz.quiz_bank import QUIZZES
+
+    out = ["# The quizzes: answer keys",
+           "",
+           "Each notebook from 01 on ends with a quiz (`show_quiz(\"NN\")`) that marks the learner's pick",
+           "and explains every wrong option. Its options keep this order, headed a), b), c), d) as here;",
+           "` *` marks the right one, and the line under each option is the feedback the quiz shows.",
+           "Printed by `attnviz.quiz.quiz_text(\"NN\", answers=True)`.",
+           ""]
+    for path in paths:
+        number = path.name[:2]
+        if number in QUIZZES:
+            title = notebook_answers(path)[0]
+            key = quiz_text(number, answers=True).rstrip("\n")
+            out += [f"## Quiz: {title}", "", "```text", key, "```", ""]
+    return out
 
 
 def main() -> int:

@@ -73,9 +73,12 @@ def into_release(release: dict, handin: dict) -> tuple[dict, list[str]]:
 
 def main(argv=None) -> int:
     args = sys.argv[1:] if argv is None else argv
-    if len(args) < 2:
+    if not args:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
+    if len(args) == 1:              # `grep -L grade_id ...` found no stray hand-in: nothing to do
+        print("no hand-in given: nothing to convert (every hand-in already carries nbgrader's metadata?)")
+        return 0
     release_path, handins = Path(args[0]), [Path(arg) for arg in args[1:]]
     release = json.loads(release_path.read_text(encoding="utf-8"))
     if not is_release(release):

@@ -104,10 +104,12 @@ SETTINGS = {
     ]),
     "heads": ("05_multi_head", HEADS_SETUP, [
         ("heads_1_head0", "head_explorer(example.example_weights, tokens=tokens)",
-         "Notebook 05's trained 2-head model (seed 0), head 0 enlarged."),
+         "Notebook 05's trained 2-head model (seed 0), head 0 enlarged: point at the bright first column, "
+         "every query's weight on the first token (the head that owns 'first')."),
         ("heads_2_head1", "view = head_explorer(example.example_weights, tokens=tokens)\n"
                           "view.controls['head'].value = 1\nview",
-         "The same model, head 1 enlarged."),
+         "The same model, head 1 enlarged: point at the bright diagonal just below the main one, each "
+         "query's weight on the token before it (the head that owns 'previous')."),
     ]),
     "kv_cache": ("06_cost_and_fused", "from attnviz.widgets import kv_cache_explorer", [
         ("kv_1_start", "kv_cache_explorer()",

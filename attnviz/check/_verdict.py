@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from ._catalog import BUGS
 
-__all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem", "bug_words", "show_fixes"]
+__all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem", "bug_words", "show_fixes",
+           "fixes_shown"]
 
 # sizes and flags an id names: kept as the code spells them
 _NAMES = ("d_model", "d_head", "d_k", "n_heads", "is_causal")
@@ -25,6 +26,11 @@ def bug_words(bug_id: str) -> str:
 _SHOWN = {"fix": True}
 FIX_WITHHELD = ("not shown in a graded assignment (it would be the answer): the lines above say what is "
                 "wrong and how it showed.")
+
+
+def fixes_shown() -> bool:
+    """Whether verdicts show their fix line: False in an nbgrader release (graded work)."""
+    return _SHOWN["fix"]
 
 
 def show_fixes(shown: bool = True) -> None:
