@@ -86,12 +86,14 @@ class KVCache:
         return sum(t.numel() * t.element_size() for t in self.keys + self.values)
 
     def append(self, layer: int, key: torch.Tensor, value: torch.Tensor):
-        """Append ``key``, ``value`` ``(batch, n_kv_heads, n_new, d_head)`` to ``layer``'s entries."""
+        """Append ``key``, ``value`` ``(batch, n_kv_heads, n_new, d_head)`` to ``layer``'s
+        entries; returns the layer's keys and values, cached and new."""
         if layer == len(self.keys):                      # first call for this layer
             self.keys.append(key)
             self.values.append(value)
         else:
-            self.keys[layer] = torch.cat([self.keys[layer], key], dim=-2)  # (batch, h_kv, past + new, d)
+            # along the positions: (batch, h_kv, past + n_new, d)
+            self.keys[layer] = torch.cat([self.keys[layer], key], dim=-2)
             self.values[layer] = torch.cat([self.values[layer], value], dim=-2)
         return self.keys[layer], self.values[layer]
 
@@ -105,34 +107,41 @@ class KVCache:
         return f"KVCache(layers={len(self.keys)}, length={self.length}, nbytes={self.nbytes})"
 
 
-def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, causal=True, mask=None):
-    """Attention of ``x`` ``(batch, n_new, d_model)`` through ``attention``'s W_q, W_k, W_v, W_o.
+def cached_attention(attention, x, n_heads, n_kv_heads, cache=None, layer=0, causal=True,
+                     mask=None):
+    """Attention of ``x`` ``(batch, n_new, d_model)`` through ``attention``'s W_q, W_k, W_v and
+    W_o.
 
-    With ``cache`` (a :class:`KVCache`) the new keys and values are appended to ``layer``'s entries
-    first and the new queries attend to all of them (bottom-right causal mask; ``causal=False``: no
-    mask). A ``mask`` given (bool, True = may attend, broadcasting to ``(batch, n_new, n_keys)``, the
-    same for every head) replaces the causal one. Returns
+    With ``cache`` (a :class:`KVCache`) the new keys and values are appended to ``layer``'s
+    entries first and the new queries attend to all of them (bottom-right causal mask;
+    ``causal=False``: no mask). A ``mask`` given (bool, True = may attend, broadcasting to
+    ``(batch, n_new, n_keys)``, the same for every head) replaces the causal one. Returns
     ``(output (batch, n_new, d_model), weights (batch, n_heads, n_new, n_keys))``.
     """
-    # the exercise's guard, not part of attention: the pieces a decode_step gets may not call this
-    if isinstance(attention, AttentionPieces):
-        raise PiecesOnlyError(f"gpt.cached_attention(...) is the library's own cached attention step; in the "
-                              f"decode_step exercise you write it: {_BUILD}.")
+    _refuse_exercise_pieces(attention)               # decode_step writes this step itself
     n_new = x.shape[1]
     query = split_heads(attention.W_q(x), n_heads)        # (batch, h, n_new, d)
     key = split_heads(attention.W_k(x), n_kv_heads)       # (batch, h_kv, n_new, d)
     value = split_heads(attention.W_v(x), n_kv_heads)     # (batch, h_kv, n_new, d)
     if cache is not None:
-        key, value = cache.append(layer, key, value)                              # (batch, h_kv, n_keys, d)
-    group = n_heads // n_kv_heads                       # query heads per key/value head
-    key = key.repeat_interleave(group, dim=1)           # (batch, h, n_keys, d): head i uses kv i // group
-    value = value.repeat_interleave(group, dim=1)       # (batch, h, n_keys, d)
+        key, value = cache.append(layer, key, value)      # (batch, h_kv, n_keys, d)
+    group = n_heads // n_kv_heads                         # query heads per key/value head
+    key = key.repeat_interleave(group, dim=1)             # (batch, h, n_keys, d): head i reads
+    value = value.repeat_interleave(group, dim=1)         # key/value head i // group
     if mask is not None:
-        mask = mask.unsqueeze(-3) if mask.dim() == 3 else mask   # (batch, 1, n_new, n_keys): every head
+        mask = mask.unsqueeze(-3) if mask.dim() == 3 else mask    # one mask for every head
     elif causal:
-        mask = decoding_mask(n_new, key.shape[-2])              # (n_new, n_keys), bottom right
-    heads, weights = scaled_dot_product_attention(query, key, value, mask)           # (batch, h, n_new, d)
-    return attention.W_o(merge_heads(heads)), weights                                # (batch, n_new, d_model)
+        mask = decoding_mask(n_new, key.shape[-2])        # (n_new, n_keys), bottom right
+    heads, weights = scaled_dot_product_attention(query, key, value, mask)  # (batch, h, n_new, d)
+    return attention.W_o(merge_heads(heads)), weights     # (batch, n_new, d_model)
+
+
+def _refuse_exercise_pieces(attention) -> None:
+    """The decode_step exercise's guard, not part of attention: the pieces a step is given
+    (:class:`StepModel`'s) may not hand their work to :func:`cached_attention`."""
+    if isinstance(attention, AttentionPieces):
+        raise PiecesOnlyError(f"gpt.cached_attention(...) is the library's own cached attention step; in "
+                              f"the decode_step exercise you write it: {_BUILD}.")
 
 
 class GroupedQueryAttention(nn.Module):

@@ -52,8 +52,15 @@ def _lines(cell) -> list:
     return lines + [line for line in comments if line]
 
 
+FOLDED = "(its code is folded, and Find would unfold it: go there by the Table of Contents)"
+
+
 def _words(line: str) -> str:
-    return line if len(line) <= 60 else line[:57].rstrip() + "..."
+    """The line, or its start cut at a word's end and marked "...", for a line over 60 characters."""
+    if len(line) <= 60:
+        return line
+    cut = line[:57]
+    return (cut[:cut.rfind(" ")] if " " in cut[10:] else cut).rstrip() + "..."
 
 
 def learners_cells(path: Path) -> list:
@@ -98,7 +105,8 @@ def cell_places(path: Path) -> dict:
         typed = [cut for line in own for cut in (line, re.split(r"[`|]", line)[0].rstrip())
                  if len(cut) >= 10 and not re.search(r"[`|]", cut)]
         alone = [line for line in typed if not found_elsewhere(line, index)]
-        places[cell.get("id")] = (section, _words((alone or own or lines or [""])[0]))
+        folded = cell.get("metadata", {}).get("jupyter", {}).get("source_hidden", False)
+        places[cell.get("id")] = (section, FOLDED if folded else _words((alone or own or lines or [""])[0]))
     return places
 
 
@@ -125,7 +133,8 @@ def cells_part(page: Path) -> str:
         places = cache.setdefault(number, cell_places(NOTEBOOKS[number]))
         section, words = places.get(cell_id, ("(not in the notebook)", ""))
         words = words.replace("|", "\\|").replace("`", "'")
-        rows.append(f"| `{cell_id}` | {NOTEBOOKS[number].stem} | {section} | `{words}` |")
+        shown = words if words == FOLDED else f"`{words}`"
+        rows.append(f"| `{cell_id}` | {NOTEBOOKS[number].stem} | {section} | {shown} |")
     return "\n".join([
         START,
         "## Finding the cells",
@@ -133,8 +142,10 @@ def cells_part(page: Path) -> str:
         "JupyterLab shows no cell ids. Each id above, in the plan's order: the section it sits under (the "
         "Table of Contents, *View → Table of Contents*, jumps there) and a line of it that *Edit → Find* "
         "(Ctrl+F) finds in that cell alone, in the learner's edition and the teacher's (for an exercise, "
-        "its hint: the stub's def is also in the collapsed solution). Find opens a text cell as its "
-        "markdown source: Shift+Enter shows it rendered again, or go there by the Table of Contents.",
+        "its hint: the stub's def is also in the collapsed solution). Type the words before a \"...\", which "
+        "marks a line cut short. Find opens a text cell as its markdown source: Shift+Enter shows it "
+        "rendered again, or go there by the Table of Contents (at 150% close it again, Ctrl+B, or "
+        "every printed line wraps).",
         "",
         *rows,
         END,
