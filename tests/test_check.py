@@ -1439,6 +1439,20 @@ def test_a_result_dropped_on_a_line_of_its_own_is_said():
     assert not any("line of its own" in line for line in check_attention(zoo.mask_fill_zero).observed)
 
 
+def test_a_name_read_before_its_value_is_said_with_a_fix():
+    """A Fix line pasted with the Fix's own name (scores) into code that calls it otherwise raises
+    UnboundLocalError: the verdict says why, and defines the name (round 26's hurried students)."""
+    def pasted(q, k, v, mask=None):
+        out = torch.nn.functional.scaled_dot_product_attention(q, k, v)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)  # noqa: F821, F841
+        return out
+
+    result = check_attention(pasted)
+    assert result.bug is None and "scores is read before your code gives it a value" in repr(result), result
+    assert result.fix.startswith("scores = q @ k.transpose(-2, -1)"), result
+
+
 def test_attention_right_outputs_whose_gradients_hold_nan_fail():
     """NaN wiped from the output with nan_to_num still goes backward: the check fails (it passed with a
     note, which a fresh reader read as a mixed message: a ✓, "checked gradients" and "NaN")."""

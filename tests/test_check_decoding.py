@@ -171,10 +171,17 @@ def test_the_causal_fix_comes_in_the_form_the_step_needs_and_its_names_are_defin
     fused = check_decoding_step(_hurried_step(
         "heads = F.scaled_dot_product_attention(query, keys_q, values_q, is_causal=True)"))
     assert fused.bug == "is_causal_top_left" and "passes is_causal=" in fused.observed[0], fused
-    assert "attn_mask=mask" in fused.fix and "no is_causal" in fused.fix
+    assert fused.fix.startswith("attn_mask=") and "in place of is_causal=True" in fused.fix
     by_hand = check_decoding_step(_hurried_step(_SCORES_BY_HAND, "heads = scores.softmax(-1) @ values_q"))
-    assert by_hand.bug == "causal_mask_missing" and "scores.masked_fill(~mask" in by_hand.fix, by_hand
+    assert by_hand.bug == "causal_mask_missing", by_hand
+    assert by_hand.fix.startswith("scores = scores.masked_fill("), by_hand
     assert not any("is_causal" in line for line in by_hand.observed)
+    # each fix pasted as it stands (with the call's own names for q and k) passes: it needs no other name
+    call = fused.fix.split("   #")[0].replace("q.", "query.").replace("k.", "keys_q.")
+    assert check_decoding_step(_hurried_step(
+        f"heads = F.scaled_dot_product_attention(query, keys_q, values_q, {call})")).passed
+    assert check_decoding_step(_hurried_step(_SCORES_BY_HAND, by_hand.fix.split("   #")[0],
+                                             "heads = scores.softmax(-1) @ values_q")).passed
     pasted = check_decoding_step(_hurried_step(_SCORES_BY_HAND, _MASK, _FILL,
                                                "heads = scores.softmax(-1) @ values_q"))
     assert pasted.bug is None and pasted.fix.startswith("n_new = tokens.shape[1]"), pasted

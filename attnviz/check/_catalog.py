@@ -55,11 +55,18 @@ ATTENTION_FIX_NAMES = {
     "scores": "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # your function's q and k",
     "weights": "weights = torch.softmax(scores, dim=-1)   # over the keys",
 }
+_SPLIT_EACH = ("q, k, v = (t.view(batch, n, self.n_heads, self.d_k).transpose(1, 2) for t in (self.W_q(x), "
+               "self.W_k(x), self.W_v(x)))   # (batch, heads, n, d_k); batch, n, d_model = x.shape first")
 MULTI_HEAD_FIX_NAMES = {
     **ATTENTION_FIX_NAMES,
     "batch": "batch, n, d_model = x.shape",
     "n": "batch, n, d_model = x.shape",
     "d_model": "batch, n, d_model = x.shape",
+    "q": _SPLIT_EACH,
+    "k": _SPLIT_EACH,
+    "v": _SPLIT_EACH,
+    "heads": "heads = weights @ v   # (batch, heads, n, d_k): each head's blend of its values",
+    "out": "out = self.W_o(merged)   # merged: the heads side by side again, (batch, n, d_model)",
     "merged": "merged = heads.transpose(1, 2).contiguous().view(batch, n, d_model)   # the heads side by "
               "side again",
 }

@@ -542,6 +542,7 @@ def mask_none_raised(t):
     )
 
 
+_UNBOUND = re.compile(r"cannot access local variable '(\w+)'|local variable '(\w+)' referenced before")
 _UNDEFINED = re.compile(r"name '(\w+)' is not defined")
 # the call itself did not fit the def (raised before any line of the learner's code ran)
 _ARGUMENTS = re.compile(r"takes \d+ positional arguments? but \d+ (?:were|was) given|"
@@ -642,6 +643,14 @@ def raised(t):
                          f"it, run that cell (after a kernel restart none has run: Run > Run All Cells); "
                          f"if none does, define or import {name} yourself.")
             fix = f"run the cell that defines or imports {name} (after a kernel restart: Run All Cells)"
+        elif unbound := _UNBOUND.search(message):      # often a Fix line pasted with the Fix's own name
+            name = unbound[1] or unbound[2]
+            lines.append(f"{name} is read before your code gives it a value: a name assigned anywhere in a "
+                         f"function is that function's own, so the notebook's {name} (if it has one) is not "
+                         f"used. Give {name} a value above this line, or write the name your code already "
+                         "uses for that value.")
+            fix = t.spec.words.get("fix_names", {}).get(name) or (
+                f"{name} = ...   # above its first use, or your own name for that value in its place")
         elif missing := missing_torch_name(message):
             lines.append(missing[0])
             fix = missing[1] or fix

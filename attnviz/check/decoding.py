@@ -832,8 +832,9 @@ def _cache_none_read(t):
     verdict.observed.insert(2, "On the prefill cache is None (nothing is cached yet): if that is the None "
                                "your step read, start a new cache then (gpt.KVCache(), or an empty list), "
                                "and copy the one you are given on every later call.")
-    verdict.fix = ("new_cache = gpt.KVCache() if cache is None else cache.copy()   # with a list: past = 0 "
-                   "if cache is None else cache[0][0].shape[-2]")
+    verdict.fix = ("cache = gpt.KVCache() if cache is None else cache.copy()   # first in the step: a cache "
+                   "of your own, the given one left as it was; with a list of (keys, values): past = 0 if "
+                   "cache is None else cache[0][0].shape[-2]")
     return verdict
 
 
@@ -1121,17 +1122,19 @@ def _causal_mask_words(fn, result):
     written out, changed nothing): passed as attn_mask= without is_causal, or applied to the scores."""
     if result.bug not in ("is_causal_top_left", "causal_mask_missing") or type(fn) is not types.FunctionType:
         return result
-    mask = result.fix.split("   #")[0]
+    # each fix reads its sizes from the tensors it is pasted beside, so it needs no name that the
+    # student's step may lack or the notebook may hold with another value (08 leaves keys and scores)
     if _passes_is_causal(fn):
         result.observed.insert(0, "Your step passes is_causal= to F.scaled_dot_product_attention: with True, "
                                   "its triangle is the top-left one (section 3), right only while nothing is "
                                   "cached.")
-        result.fix = (f"{mask}; heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)   # your q, "
-                      "k, v; no is_causal: the mask is bottom right (n_all = keys.shape[-2], n_new = "
-                      "tokens.shape[1])")
+        result.fix = ("attn_mask=torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril("
+                      "diagonal=k.shape[-2] - q.shape[-2])   # in place of is_causal=True, q and k as your "
+                      "call names them: the bottom-right mask")
     elif "scaled_dot_product_attention" not in names_used(fn):
-        result.fix = (f"{mask}; scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # on "
-                      "your scores, before the softmax (n_all = keys.shape[-2], n_new = tokens.shape[1])")
+        result.fix = ("scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril("
+                      "diagonal=scores.shape[-1] - scores.shape[-2]), torch.finfo(scores.dtype).min)   # "
+                      "your scores (batch, heads, n_new, n_all), before the softmax: the bottom-right mask")
     return result
 
 

@@ -834,9 +834,9 @@ SPEC = Spec(
     NAME,
     subject="forward",
     output_dims=_OUTPUT_DIMS,
-    fix="q, k, v = W_q(x), W_k(x), W_v(x); split: view(B, n, h, d_k).transpose(1, 2); attention per head "
-    "with / √d_k; merge: "
-    "transpose(1, 2).contiguous().view(B, n, d_model); then W_o",
+    fix="q, k, v = self.W_q(x), self.W_k(x), self.W_v(x); split each: .view(batch, n, self.n_heads, "
+    "self.d_k).transpose(1, 2); attention per head with / √d_k; merge: .transpose(1, 2).contiguous()"
+    ".view(batch, n, d_model); then self.W_o",
     passed=_passed,
     complaint_fix="return output   # or: return output, weights",
     words={
