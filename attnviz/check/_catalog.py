@@ -161,7 +161,8 @@ _ENTRIES = [
         "Without the transpose each 'head' gets a slice that runs across several positions, so "
         "positions are scrambled together before attention even starts (left on axis 2, the heads "
         "attend to each other within one position, and an (n, n) mask no longer fits the scores).",
-        "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # (batch, n_heads, n, d_k)",
+        "self.W_q(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)   # (batch, n_heads, n, d_k); "
+        "the same for self.W_k(x) and self.W_v(x)",
         fixes={DECODING: "x.view(batch, n, n_heads, d_head).transpose(1, 2)   # (batch, n_heads, n, d_head)"},
     ),
     Bug(
@@ -286,7 +287,8 @@ _ENTRIES = [
         "heads_not_split",
         "Attention runs once over the full d_model instead of once per head.",
         "There is a single attention pattern for all features: the module is one-head attention.",
-        "x.view(batch, n, n_heads, d_k).transpose(1, 2)   # then attention per head, then merge",
+        "self.W_q(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)   # the same for W_k and W_v; "
+        "then attention per head, then merge",
     ),
     Bug(
         "causal_first_row_blocked",

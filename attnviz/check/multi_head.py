@@ -686,8 +686,8 @@ def _refine(t, verdict):
                                    "with .view or .reshape straight from (batch, n_heads, n, d_k), without "
                                    "transpose(1, 2) first. Fix both lines; fixing the split alone leaves the "
                                    "output wrong.")
-        verdict.fix = ("x.view(batch, n, n_heads, d_k).transpose(1, 2)   # split; merge: "
-                       "out.transpose(1, 2).contiguous().view(batch, n, d_model)")
+        verdict.fix = ("self.W_q(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)   # split (the "
+                       "same for W_k, W_v); merge: out.transpose(1, 2).contiguous().view(batch, n, d_model)")
         return verdict
     for place, (tensor, weight) in enumerate((("queries", "W_q"), ("keys", "W_k"), ("values", "W_v")), 3):
         if matches(place * len(_DEAD_STYLES)):
