@@ -245,10 +245,12 @@ _ENTRIES = [
     ),
     Bug(
         "missing_output_projection",
-        "The concatenated heads are returned without the output projection W_o.",
-        "The shape is right but the numbers are the heads' raw concatenation; the layer cannot mix "
-        "information across heads.",
-        "return self.W_o(out)",
+        "The concatenated heads are returned without the output projection W_o: left out, or applied "
+        "to the values before the heads are split (v = W_o(W_v(x))), where it mixes the values' features "
+        "before attention instead of the heads' outputs after it.",
+        "The shape is right but the numbers are the heads' raw concatenation (of values W_o already "
+        "went through, if it came first); the layer cannot mix information across heads.",
+        "return self.W_o(out)   # out: the merged heads, (batch, n, d_model); W_o nowhere else",
         fixes={DECODING: "x = x + attention.W_o(merged)"},
     ),
     Bug(

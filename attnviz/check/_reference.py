@@ -540,7 +540,12 @@ MULTI_HEAD_VARIANTS = {
     "heads_averaged": [_averaged_pattern, _averaged_outputs, _averaged_scores],
     "heads_not_split": [_one_head(False), _one_head(True)],
     "scale_by_d_model": [_with_scale(lambda x, h: 1 / math.sqrt(x.shape[-1]))],
-    "missing_output_projection": [_parts(project_out=False)],
+    "missing_output_projection": [
+        _parts(project_out=False),
+        # W_o applied to the values before the split (v = W_o(W_v(x))) and not to the merged heads
+        lambda x, weights, h, mask, dead: multi_head(
+            x, {**weights, "W_v": weights["W_o"] @ weights["W_v"]}, h, mask, project_out=False, dead=dead),
+    ],
 }
 """Structural multi-head bugs; each attention bug above, run inside correct multi-head attention, is
 tried as well (the checker adds those)."""

@@ -872,6 +872,19 @@ class NoOutputProjection(Linears):
         return (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm)
 
 
+class OutputProjectionOnValues(Linears):
+    """Round 26's learner: W_o applied to the values before the split, and not after the merge."""
+
+    def forward(self, x, mask=None):
+        b, t, dm = x.shape
+        q, k, v = (t_.view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for t_ in (self.W_q(x), self.W_k(x), self.W_o(self.W_v(x))))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        return (scores.softmax(-1) @ v).transpose(1, 2).reshape(b, t, dm)
+
+
 class LoopHeadsNoOutputProjection(Linears):
     def forward(self, x, mask=None):
         q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
@@ -1404,6 +1417,7 @@ CASES = [
          note="shows only when the checker runs the module in another dtype than float32"),
     Case("no_output_projection", NoOutputProjection, "missing_output_projection"),
     Case("loop_heads_no_output_projection", LoopHeadsNoOutputProjection, "missing_output_projection"),
+    Case("output_projection_on_values", OutputProjectionOnValues, "missing_output_projection"),
     Case("first_sequence_only", FirstSequenceOnly, "batch_one_only"),
     Case("squeezed_batch", SqueezedBatch, "batch_one_only"),
     Case("stale_global_shapes", StaleGlobalShapes, FAIL),
