@@ -1439,6 +1439,28 @@ def test_a_result_dropped_on_a_line_of_its_own_is_said():
     assert not any("line of its own" in line for line in check_attention(zoo.mask_fill_zero).observed)
 
 
+def test_multi_head_reading_a_notebook_tensor_or_a_fix_lines_name_is_said():
+    """05 leaves merged, weights and value behind: a forward that reads one is told so first; a Fix
+    line's own name (out) that the code lacks is said to stand for the student's tensor, not defined
+    from names the notebook also holds (round 26's hurried students went round that chain)."""
+    space = {"torch": torch, "math": math, "nn": torch.nn, "merged": torch.randn(2, 4, 8)}
+    body = ("class M(torch.nn.Module):\n"
+            "    def __init__(self, d_model, n_heads):\n"
+            "        super().__init__()\n"
+            "        self.n_heads, self.d_k = n_heads, d_model // n_heads\n"
+            "        for name in ('W_q', 'W_k', 'W_v', 'W_o'):\n"
+            "            setattr(self, name, torch.nn.Linear(d_model, d_model, bias=False))\n"
+            "    def forward(self, x, mask=None):\n"
+            "        return self.W_o({})\n")
+    exec(body.format("merged"), space)                                  # noqa: S102 - the test's own code
+    result = check_multi_head(space["M"])
+    assert "reads the notebook's merged (a tensor of shape (2, 4, 8))" in result.observed[0], result
+    assert result.fix.endswith("never the notebook's merged"), result
+    exec(body.format("out"), space)                                     # noqa: S102 - the test's own code
+    result = check_multi_head(space["M"])
+    assert result.fix.startswith("out in a Fix line means your"), result
+
+
 def test_a_name_read_before_its_value_is_said_with_a_fix():
     """A Fix line pasted with the Fix's own name (scores) into code that calls it otherwise raises
     UnboundLocalError: the verdict says why, and defines the name (round 26's hurried students)."""

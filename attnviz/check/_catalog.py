@@ -55,20 +55,22 @@ ATTENTION_FIX_NAMES = {
     "scores": "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # your function's q and k",
     "weights": "weights = torch.softmax(scores, dim=-1)   # over the keys",
 }
-_SPLIT_EACH = ("q, k, v = (t.view(batch, n, self.n_heads, self.d_k).transpose(1, 2) for t in (self.W_q(x), "
-               "self.W_k(x), self.W_v(x)))   # (batch, heads, n, d_k); batch, n, d_model = x.shape first")
 MULTI_HEAD_FIX_NAMES = {
-    **ATTENTION_FIX_NAMES,
     "batch": "batch, n, d_model = x.shape",
     "n": "batch, n, d_model = x.shape",
     "d_model": "batch, n, d_model = x.shape",
-    "q": _SPLIT_EACH,
-    "k": _SPLIT_EACH,
-    "v": _SPLIT_EACH,
-    "heads": "heads = weights @ v   # (batch, heads, n, d_k): each head's blend of its values",
-    "out": "out = self.W_o(merged)   # merged: the heads side by side again, (batch, n, d_model)",
-    "merged": "merged = heads.transpose(1, 2).contiguous().view(batch, n, d_model)   # the heads side by "
-              "side again",
+    # the tensors inside forward a student names their own way: a definition pasted here would read
+    # another such name, or one of 05's globals (merged, weights, value ...) with another value, so the
+    # Fix says what the name stands for instead (round 26's hurried students went round that chain)
+    **{name: f"{name} in a Fix line means your {what}: write your own variable's name in its place"
+       for name, what in (("q", "queries split into heads, (batch, n_heads, n, d_k)"),
+                          ("k", "keys split into heads, (batch, n_heads, n, d_k)"),
+                          ("v", "values split into heads, (batch, n_heads, n, d_k)"),
+                          ("scores", "scores, q @ k.transpose(-2, -1) / sqrt(d_k), (batch, n_heads, n, n)"),
+                          ("weights", "softmax of the scores over the keys, (batch, n_heads, n, n)"),
+                          ("heads", "heads' outputs, weights @ v, (batch, n_heads, n, d_k)"),
+                          ("out", "heads' outputs before the merge, or the merged heads before W_o"),
+                          ("merged", "heads side by side again, (batch, n, d_model), before W_o"))},
 }
 
 

@@ -23,7 +23,7 @@ from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, mul
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
-from ._stale import code_notes, globals_read, library_used, with_stale_note
+from ._stale import code_notes, globals_note, globals_read, library_used, with_stale_note
 
 __all__ = ["check_multi_head"]
 
@@ -927,4 +927,10 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     cache = _expected()
     probes, steps = _plan(cls, cache)
     spec = replace(SPEC, hypotheses=cache["table"], words={**SPEC.words, "globals": _sizes_read(cls)})
-    return _library_note(cls, code_notes(cls, run_check(spec, probes, steps, time_limit, read=_read)))
+    result = run_check(spec, probes, steps, time_limit, read=_read)
+    forward = inspect.getattr_static(cls, "forward", None) if isinstance(cls, type) else None
+    if result.status == "problem" and forward is not None:
+        # a tensor or size of 05's cells read inside forward (merged, weights, value, batch ...):
+        # said first, as check_attention does (round 26's hurried students pasted such names)
+        result = globals_note(forward, result, "x.shape")
+    return _library_note(cls, code_notes(cls, result))
