@@ -14,6 +14,7 @@ each page; `make docs` rewrites it and tests/test_teaching_kit.py checks it is u
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sys
@@ -63,10 +64,11 @@ def _words(line: str) -> str:
     return (cut[:cut.rfind(" ")] if " " in cut[10:] else cut).rstrip() + "..."
 
 
+@functools.cache
 def learners_cells(path: Path) -> list:
     """The cells of a notebook's learner's edition, the one a class sees projected: each exercise a
     stub, and its solution in a collapsed cell of its own after the check (tools/make_student.py)."""
-    return student_notebook(json.loads(path.read_text()), path.name)["cells"]
+    return student_notebook(json.loads(path.read_text()), path.name, language_info=False)["cells"]
 
 
 def cell_places(path: Path) -> dict:
@@ -104,9 +106,9 @@ def cell_places(path: Path) -> dict:
         # words to type as they are: no backtick (the map prints them in a code span) and no pipe
         typed = [cut for line in own for cut in (line, re.split(r"[`|]", line)[0].rstrip())
                  if len(cut) >= 10 and not re.search(r"[`|]", cut)]
-        alone = [line for line in typed if not found_elsewhere(line, index)]
+        alone = next((line for line in typed if not found_elsewhere(line, index)), None)   # the first
         folded = cell.get("metadata", {}).get("jupyter", {}).get("source_hidden", False)
-        places[cell.get("id")] = (section, FOLDED if folded else _words((alone or own or lines or [""])[0]))
+        places[cell.get("id")] = (section, FOLDED if folded else _words(alone or (own or lines or [""])[0]))
     return places
 
 

@@ -138,8 +138,10 @@ def _check_cell_after(cells, index: int) -> int | None:
     return None
 
 
-def student_notebook(nb: dict, name: str = "notebook") -> dict:
-    """A copy of the notebook (as JSON): solutions stubbed, each shown collapsed after its check."""
+def student_notebook(nb: dict, name: str = "notebook", language_info: bool = True) -> dict:
+    """A copy of the notebook (as JSON): solutions stubbed, each shown collapsed after its check;
+    ``language_info=False`` leaves the notebook's own (asking the kernel costs an ipykernel import,
+    seconds, which tools/cell_map.py, reading cells only, does without)."""
     nb = json.loads(json.dumps(nb))
     cells = nb.get("cells", [])
     after_check: dict[int, list[dict]] = {}
@@ -164,7 +166,7 @@ def student_notebook(nb: dict, name: str = "notebook") -> dict:
             raise StudentEditionError(f"{where} is a {cell.get('cell_type')} cell with SOLUTION markers.")
     nb["cells"] = [new for index, cell in enumerate(cells) for new in [cell] + after_check.get(index, [])]
     nb.get("metadata", {}).pop("widgets", None)
-    language = kernel_language_info()
+    language = kernel_language_info() if language_info else None
     if language and nb.get("metadata", {}).get("language_info", {}).get("name", "python") == "python":
         nb.setdefault("metadata", {})["language_info"] = language
     return nb
