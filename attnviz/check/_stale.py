@@ -39,17 +39,22 @@ def code_objects(code) -> list:
     return found
 
 
+def _own_functions(obj) -> list:
+    """A plain function itself, or the plain functions in a plain class's own body; [] for anything
+    else (nothing the learner wrote is called or looked up by attribute)."""
+    if type(obj) is types.FunctionType:
+        return [obj]
+    if type(obj) is type:
+        return [value for value in obj.__dict__.values() if type(value) is types.FunctionType]
+    return []
+
+
 def names_used(obj) -> set:
     """The global and attribute names the learner's code uses: a plain function's (functions written
     inside it included), or for a plain class those of the functions in its own body. Read from the
     code objects only: nothing the learner wrote is called or looked up by attribute."""
-    if type(obj) is types.FunctionType:
-        functions = [obj]
-    elif type(obj) is type:
-        functions = [value for value in obj.__dict__.values() if type(value) is types.FunctionType]
-    else:
-        return set()
-    return {name for fn in functions for code in code_objects(fn.__code__) for name in code.co_names}
+    codes = [code for fn in _own_functions(obj) for code in code_objects(fn.__code__)]
+    return {name for code in codes for name in code.co_names}
 
 
 def globals_note(fn, result, sizes: str = ""):
@@ -161,14 +166,8 @@ def discarded_results(obj) -> list:
     own, which changes nothing), ``call`` as written (``masked_fill``, ``torch.where``), ``line`` as a
     traceback counts it. Read from the code objects (their instructions' positions) only; empty where
     Python keeps no positions."""
-    if type(obj) is types.FunctionType:
-        functions = [obj]
-    elif type(obj) is type:
-        functions = [value for value in obj.__dict__.values() if type(value) is types.FunctionType]
-    else:
-        return []
     found = []
-    for fn in functions:
+    for fn in _own_functions(obj):
         for code in code_objects(fn.__code__):
             instructions = list(dis.get_instructions(code))
             for at, call in enumerate(instructions[:-1]):
