@@ -2,8 +2,9 @@
 
 A test of the Python side cannot see a blank figure or "Error displaying widget"; this one looks at
 the page. It starts a private JupyterLab (127.0.0.1, a token, a free port, temporary config and a
-fresh workspace), opens each notebook in headless Chromium from the system's packages, runs all
-cells, waits for the kernel to go idle and then checks every cell's outputs in the page, and that
+fresh workspace), opens the notebooks in headless Chromium from the system's packages (one after
+another in one JupyterLab page per worker, as a learner opens them; a fresh page after a failure),
+runs all cells, waits for the kernel to go idle and then checks every cell's outputs in the page, and that
 JupyterLab's Log Console stayed empty (kernel tracebacks from widget messages land there, not in a
 cell). Then it moves every control of every explorer once (sliders with the keyboard) and checks
 that each one repainted its explorer (the root's data-attnviz-paint counter went up) or, for a
@@ -178,19 +179,30 @@ def lab(browser, tmp_path_factory):
         yield server
 
 
+@pytest.fixture(scope="module")
+def lab_page():
+    """The one JupyterLab page a worker opens its notebooks in, one after another, as a learner does
+    (NotebookPage.open_next): loading JupyterLab's page again for each cost about 4 s of CPU."""
+    kept: dict[str, NotebookPage] = {}
+    yield kept
+    if kept:
+        kept.pop("page").close()
+
+
 @pytest.fixture
-def notebook_page(lab, browser):
-    pages = []
+def notebook_page(lab, browser, lab_page, request):
+    failed_before = request.session.testsfailed
 
     def open_page(name):
-        page = NotebookPage(lab, browser, name).open()
-        pages.append(page)
-        return page
+        if "page" in lab_page:
+            return lab_page["page"].open_next(name)
+        lab_page["page"] = NotebookPage(lab, browser, name).open()
+        return lab_page["page"]
 
     yield open_page
-    for page in pages:
-        page.close()
     lab.shutdown_kernels()
+    if request.session.testsfailed > failed_before and "page" in lab_page:
+        lab_page.pop("page").close()    # after a failure the next notebook gets a fresh page
 
 
 def _screenshot(page: NotebookPage, name: str) -> Path:

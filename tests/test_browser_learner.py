@@ -180,11 +180,42 @@ def servers(edition, browser):
         yield {"lab": lab, "notebook": notebook7}
 
 
+@pytest.fixture(scope="module")
+def lab_page():
+    """The one JupyterLab page a worker opens the learner's notebooks in, one after another, as a
+    learner does (NotebookPage.open_next); Notebook 7 shows one notebook per page."""
+    kept: dict[str, NotebookPage] = {}
+    yield kept
+    if kept:
+        kept.pop("page").close()
+
+
+@pytest.fixture
+def notebook_page(servers, browser, lab_page, request):
+    failed_before, opened = request.session.testsfailed, []
+
+    def open_page(app, name):
+        if app == "lab" and "page" in lab_page:
+            return lab_page["page"].open_next(name)
+        page = NotebookPage(servers[app], browser, name).open()
+        if app == "lab":
+            lab_page["page"] = page
+        else:
+            opened.append(page)
+        return page
+
+    yield open_page
+    for page in opened:
+        page.close()
+    if request.session.testsfailed > failed_before and "page" in lab_page:
+        lab_page.pop("page").close()    # after a failure the next notebook gets a fresh page
+
+
 @pytest.mark.parametrize("app, path", CASES, ids=[f"{'JupyterLab' if a == 'lab' else 'Notebook 7'}-{p.stem}"
                                                   for a, p in CASES])
-def test_the_learners_edition_in_the_browser(servers, browser, app, path):
+def test_the_learners_edition_in_the_browser(servers, notebook_page, app, path):
     server = servers[app]
-    page = NotebookPage(server, browser, path.name).open()
+    page = notebook_page(app, path.name)
     try:
         if app == "lab":    # only opened, not yet run: not marked modified (no "save your changes?")
             assert page.page.evaluate(_JS_DIRTY_ONCE_CONNECTED) is False, \
@@ -234,5 +265,4 @@ def test_the_learners_edition_in_the_browser(servers, browser, app, path):
         if app == "lab":
             assert log_entries(page) == 0
     finally:
-        page.close()
         server.shutdown_kernels()
