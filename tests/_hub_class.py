@@ -17,13 +17,15 @@ context, so their own login cookie):
 2. Each student opens the teacher's nbgitpuller link (``/hub/user-redirect/git-pull?repo=...``),
    logs in on the way, clicks Launch if the hub asks, and lands in JupyterLab with the learner's
    edition cloned into their home (as themselves: nbgitpuller runs in their own server).
-3. Together, notebook by notebook (03, then 04): each opens it, Run All, and moves a control of
+3. Together, notebook by notebook (03, then 04): each opens it in the JupyterLab the link opened
+   (File > Open's command, as a click in the file browser; the tab closes afterwards and its
+   kernel keeps running, as JupyterLab leaves it), Run All, and moves a control of
    its explorer (03: the d_k slider with the keyboard; 04's explorer has dropdowns only: the
    mask dropdown); the explorer must repaint (its root's ``data-attnviz-paint`` goes up). In 04
    one student checks an exercise: the check cell first says the exercise is not written yet,
    then, once they type the solution in and run both cells, that it passed.
 4. nbgrader's exchange: in their own terminals the students ``nbgrader fetch_assignment``; two
-   open the fetched notebook in JupyterLab and write into it (the teacher's solution; the same with
+   open the fetched notebook in the same JupyterLab and write into it (the teacher's solution; the same with
    one exercise replaced by a bug from ``attnviz.zoo``), save, and all three ``nbgrader submit``
    (one untouched). The teacher ``nbgrader collect`` and ``nbgrader autograde``; the scores are
    read from the gradebook.
@@ -266,12 +268,9 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
             stem = notebook.split("_")[0]
             step(f"open notebook: {notebook} for each student")
             pages = {}
-            for role in STUDENTS:
-                context = student_pages[role][0]
-                account = hub.accounts[role]
-                url = (f"{hub.base}/user/{account.name}/lab/workspaces/hub-{stem}/tree/{FOLDER}/{notebook}"
-                       "?reset")
-                pages[role] = HubNotebookPage(context, url, f"{role}'s {notebook}").goto()
+            for role in STUDENTS:      # from the file browser of the JupyterLab the link opened
+                pages[role] = HubNotebookPage.in_lab(student_pages[role][1], f"{FOLDER}/{notebook}",
+                                                     f"{role}'s {notebook}").goto()
             for page in pages.values():
                 page.wait_ready(timeout=240)
             kernels = {role: page.kernel_id() for role, page in pages.items()}
@@ -334,11 +333,8 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
                                                          f'{exercise} = {family}["{bug_id}"]')}}
         writing = {}
         for role in answers:
-            account = hub.accounts[role]
-            url = (f"{hub.base}/user/{account.name}/lab/workspaces/hub-write/tree/{ASSIGNMENT}/"
-                   f"{ASSIGNMENT}.ipynb?reset")
-            name = f"{role}'s fetched {ASSIGNMENT}"
-            writing[role] = HubNotebookPage(student_pages[role][0], url, name).goto()
+            writing[role] = HubNotebookPage.in_lab(student_pages[role][1], f"{ASSIGNMENT}/{ASSIGNMENT}.ipynb",
+                                                   f"{role}'s fetched {ASSIGNMENT}").goto()
         for role, sources in answers.items():
             page = writing[role].wait_ready(timeout=240)
             written = page.page.evaluate(_JS_WRITE_AND_SAVE, sources)

@@ -218,6 +218,25 @@ _JS_KERNEL_READY = """() => {
   return !!kernel && kernel.status === 'idle' && panel.sessionContext.isReady;
 }"""
 
+# File > Open's command for a notebook; then its tab is made the one in front (the current widget).
+JS_OPEN = """async (path) => {
+  const widget = await window.jupyterapp.commands.execute('docmanager:open', {path});
+  await widget.revealed;
+  window.jupyterapp.shell.activateById(widget.id);
+  return null;
+}"""
+
+# Whether the tab in front is the notebook at `path`; if not, its tab is activated again (a tab
+# becomes the current widget when it takes the focus, which it can miss while the page settles).
+JS_CURRENT_IS = """(path) => {
+  const shell = window.jupyterapp.shell;
+  const panel = shell.currentWidget;
+  if (panel && panel.context && panel.context.path === path) return true;
+  const tab = Array.from(shell.widgets('main')).find((w) => w.context && w.context.path === path);
+  if (tab) shell.activateById(tab.id);
+  return false;
+}"""
+
 # Closes every tab of the main area (notebooks, the Log Console) without asking to save.
 _JS_CLOSE_ALL = """() => {
   for (const widget of Array.from(window.jupyterapp.shell.widgets('main'))) {
@@ -227,7 +246,7 @@ _JS_CLOSE_ALL = """() => {
 }"""
 
 # _JS_KERNEL_READY, for the notebook at `path` (the tab in front is that notebook's).
-_JS_OPENED_READY = """(path) => {
+JS_OPENED_READY = """(path) => {
   const panel = window.jupyterapp.shell.currentWidget;
   if (!panel || !panel.context || panel.context.path !== path) return false;
   if (!panel.sessionContext || !panel.content || !panel.content.widgets) return false;
@@ -402,10 +421,12 @@ class NotebookPage:
         self.page_errors.clear()
         self.console_errors.clear()
         self.external_requests.clear()
-        self.page.evaluate("(path) => window.jupyterapp.commands.execute('docmanager:open', {path})",
-                           f"notebooks/{name}")
+        self.page.bring_to_front()     # JupyterLab makes a tab current when it takes the focus
+        self.page.evaluate(JS_OPEN, f"notebooks/{name}")
         try:
-            self.page.wait_for_function(_JS_OPENED_READY, arg=f"notebooks/{name}", timeout=timeout * 1000,
+            self.page.wait_for_function(JS_CURRENT_IS, arg=f"notebooks/{name}", timeout=timeout * 1000,
+                                        polling=100)
+            self.page.wait_for_function(JS_OPENED_READY, arg=f"notebooks/{name}", timeout=timeout * 1000,
                                         polling=250)
         except Exception as error:
             seen = stuck_state(self.page, self.name)
