@@ -526,6 +526,26 @@ class NotebookPage:
         self.context.close()
 
 
+class OnePage:
+    """The one JupyterLab page a worker opens its notebooks in, one after another, as a learner does
+    (NotebookPage.open_next): loading JupyterLab's page again for each costs about 4 s of Chromium's
+    CPU. drop() closes it, so that the next notebook gets a fresh page (after a failure)."""
+
+    def __init__(self):
+        self.page: NotebookPage | None = None
+
+    def open(self, server: LabServer, browser, name: str) -> NotebookPage:
+        if self.page is None:
+            self.page = NotebookPage(server, browser, name).open()
+            return self.page
+        return self.page.open_next(name)
+
+    def drop(self) -> None:
+        if self.page is not None:
+            self.page.close()
+            self.page = None
+
+
 def describe_failures(name: str, progress: dict, report: dict) -> list[str]:
     """Plain-words failure lines naming the notebook and the cell."""
     lines = []

@@ -1,9 +1,9 @@
-"""Shared test settings: deterministic hypothesis runs, float32 tolerances; the browser fixture."""
+"""Shared test settings: deterministic hypothesis runs, float32 tolerances; the browser fixtures."""
 
 import os
 
 import pytest
-from _lab import browser_missing_reason, chromium, skip_or_fail
+from _lab import OnePage, browser_missing_reason, chromium, skip_or_fail
 
 
 def runs_tests(config) -> bool:
@@ -40,3 +40,11 @@ def browser():
     skip_or_fail(browser_missing_reason())
     with chromium() as launched:
         yield launched
+
+
+@pytest.fixture(scope="module")
+def lab_page():
+    """The one JupyterLab page a test file's worker opens its notebooks in (tests/_lab.py OnePage)."""
+    one = OnePage()
+    yield one
+    one.drop()

@@ -179,30 +179,13 @@ def lab(browser, tmp_path_factory):
         yield server
 
 
-@pytest.fixture(scope="module")
-def lab_page():
-    """The one JupyterLab page a worker opens its notebooks in, one after another, as a learner does
-    (NotebookPage.open_next): loading JupyterLab's page again for each cost about 4 s of CPU."""
-    kept: dict[str, NotebookPage] = {}
-    yield kept
-    if kept:
-        kept.pop("page").close()
-
-
 @pytest.fixture
 def notebook_page(lab, browser, lab_page, request):
     failed_before = request.session.testsfailed
-
-    def open_page(name):
-        if "page" in lab_page:
-            return lab_page["page"].open_next(name)
-        lab_page["page"] = NotebookPage(lab, browser, name).open()
-        return lab_page["page"]
-
-    yield open_page
+    yield lambda name: lab_page.open(lab, browser, name)
     lab.shutdown_kernels()
-    if request.session.testsfailed > failed_before and "page" in lab_page:
-        lab_page.pop("page").close()    # after a failure the next notebook gets a fresh page
+    if request.session.testsfailed > failed_before:
+        lab_page.drop()     # after a failure the next notebook gets a fresh page
 
 
 def _screenshot(page: NotebookPage, name: str) -> Path:

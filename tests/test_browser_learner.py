@@ -180,35 +180,23 @@ def servers(edition, browser):
         yield {"lab": lab, "notebook": notebook7}
 
 
-@pytest.fixture(scope="module")
-def lab_page():
-    """The one JupyterLab page a worker opens the learner's notebooks in, one after another, as a
-    learner does (NotebookPage.open_next); Notebook 7 shows one notebook per page."""
-    kept: dict[str, NotebookPage] = {}
-    yield kept
-    if kept:
-        kept.pop("page").close()
-
-
 @pytest.fixture
 def notebook_page(servers, browser, lab_page, request):
+    """JupyterLab's notebooks one after another in one page (tests/_lab.py OnePage); Notebook 7 shows
+    one notebook per page."""
     failed_before, opened = request.session.testsfailed, []
 
     def open_page(app, name):
-        if app == "lab" and "page" in lab_page:
-            return lab_page["page"].open_next(name)
-        page = NotebookPage(servers[app], browser, name).open()
         if app == "lab":
-            lab_page["page"] = page
-        else:
-            opened.append(page)
-        return page
+            return lab_page.open(servers[app], browser, name)
+        opened.append(NotebookPage(servers[app], browser, name).open())
+        return opened[-1]
 
     yield open_page
     for page in opened:
         page.close()
-    if request.session.testsfailed > failed_before and "page" in lab_page:
-        lab_page.pop("page").close()    # after a failure the next notebook gets a fresh page
+    if request.session.testsfailed > failed_before:
+        lab_page.drop()     # after a failure the next notebook gets a fresh page
 
 
 @pytest.mark.parametrize("app, path", CASES, ids=[f"{'JupyterLab' if a == 'lab' else 'Notebook 7'}-{p.stem}"
