@@ -42,7 +42,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from _lab import JS_CURRENT_IS, JS_OPEN, REPO, NotebookPage, free_port
+from _lab import JS_CLOSE_TABS, REPO, NotebookPage, free_port, open_tab
 
 CHP = REPO / "node_modules" / ".bin" / "configurable-http-proxy"
 COMMENT = "attnviz hub test"          # the accounts' GECOS field says who made them (and the pid)
@@ -431,22 +431,17 @@ class HubNotebookPage(NotebookPage):
 
     def goto(self, timeout: float = 120.0) -> HubNotebookPage:
         if getattr(self, "path", None):
-            self.page.bring_to_front()
-            self.page.evaluate(JS_OPEN, self.path)
-            self.page.wait_for_function(JS_CURRENT_IS, arg=self.path, timeout=timeout * 1000, polling=100)
+            open_tab(self.page, self.path, timeout)
         else:
             self.page.goto(self.url, timeout=timeout * 1000)
         return self
 
     def wait_ready(self, timeout: float = 180.0) -> HubNotebookPage:
-        from _lab import _JS_KERNEL_READY, JS_OPENED_READY, NotebookTimeout, stuck_state
+        from _lab import _JS_KERNEL_READY, NotebookTimeout, stuck_state
 
         try:
-            if getattr(self, "path", None):
-                self.page.wait_for_function(JS_OPENED_READY, arg=self.path, timeout=timeout * 1000,
-                                            polling=250)
-            else:
-                self.page.wait_for_function(_JS_KERNEL_READY, timeout=timeout * 1000, polling=250)
+            self.page.wait_for_function(_JS_KERNEL_READY, arg=getattr(self, "path", None),
+                                        timeout=timeout * 1000, polling=250)
         except Exception as error:
             raise NotebookTimeout(f"open notebook: {self.name}: JupyterLab did not show it with an idle "
                                   f"kernel within {timeout:.0f} s ({error}); the page showed "
@@ -462,20 +457,9 @@ class HubNotebookPage(NotebookPage):
 
     def close(self) -> None:
         if getattr(self, "path", None):     # its tab closes; the kernel stays running, as in JupyterLab
-            self.page.evaluate(_JS_CLOSE_TAB, self.path)
+            self.page.evaluate(JS_CLOSE_TABS, self.path)
         else:
             self.page.close()
-
-
-# Closes the tab of the notebook at `path` without asking to save (its kernel keeps running).
-_JS_CLOSE_TAB = """(path) => {
-  for (const widget of Array.from(window.jupyterapp.shell.widgets('main'))) {
-    if (widget.context && widget.context.path === path) {
-      widget.context.model.dirty = false;
-      widget.dispose();
-    }
-  }
-}"""
 
 
 def submit_login(page, hub: Hub, account: Account, path: str, timeout: float = 120.0) -> None:

@@ -210,25 +210,32 @@ def chromium():
 # --- in the page -------------------------------------------------------------------------------
 # These run inside JupyterLab (started with expose_app_in_browser, so `window.jupyterapp` exists).
 
-_JS_KERNEL_READY = """() => {
+# The notebook in front (or the one at `path`, when given) shows its kernel, idle and ready.
+_JS_KERNEL_READY = """(path) => {
   const app = window.jupyterapp;
   const panel = app && app.shell.currentWidget;
   if (!panel || !panel.sessionContext || !panel.content || !panel.content.widgets) return false;
+  if (path && (!panel.context || panel.context.path !== path)) return false;
   const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
   return !!kernel && kernel.status === 'idle' && panel.sessionContext.isReady;
 }"""
 
-# File > Open's command for a notebook; then its tab is made the one in front (the current widget).
-JS_OPEN = """async (path) => {
+# File > Open's command for a notebook; then its tab is made the one in front (the current widget)
+# and the Launcher JupyterLab put in the emptied main area is closed.
+_JS_OPEN = """async (path) => {
+  const shell = window.jupyterapp.shell;
   const widget = await window.jupyterapp.commands.execute('docmanager:open', {path});
   await widget.revealed;
-  window.jupyterapp.shell.activateById(widget.id);
+  shell.activateById(widget.id);
+  for (const other of Array.from(shell.widgets('main'))) {
+    if (other.content && other.content.hasClass && other.content.hasClass('jp-Launcher')) other.dispose();
+  }
   return null;
 }"""
 
 # Whether the tab in front is the notebook at `path`; if not, its tab is activated again (a tab
 # becomes the current widget when it takes the focus, which it can miss while the page settles).
-JS_CURRENT_IS = """(path) => {
+_JS_CURRENT_IS = """(path) => {
   const shell = window.jupyterapp.shell;
   const panel = shell.currentWidget;
   if (panel && panel.context && panel.context.path === path) return true;
@@ -237,22 +244,24 @@ JS_CURRENT_IS = """(path) => {
   return false;
 }"""
 
-# Closes every tab of the main area (notebooks, the Log Console) without asking to save.
-_JS_CLOSE_ALL = """() => {
+# Closes, without asking to save, the main area's tab of the document at `path`, or with no path
+# every tab (notebooks, the Log Console). A notebook's kernel keeps running, as in JupyterLab.
+JS_CLOSE_TABS = """(path) => {
   for (const widget of Array.from(window.jupyterapp.shell.widgets('main'))) {
+    if (path && !(widget.context && widget.context.path === path)) continue;
     if (widget.context) widget.context.model.dirty = false;
     widget.dispose();
   }
 }"""
 
-# _JS_KERNEL_READY, for the notebook at `path` (the tab in front is that notebook's).
-JS_OPENED_READY = """(path) => {
-  const panel = window.jupyterapp.shell.currentWidget;
-  if (!panel || !panel.context || panel.context.path !== path) return false;
-  if (!panel.sessionContext || !panel.content || !panel.content.widgets) return false;
-  const kernel = panel.sessionContext.session && panel.sessionContext.session.kernel;
-  return !!kernel && kernel.status === 'idle' && panel.sessionContext.isReady;
-}"""
+
+def open_tab(page, path: str, timeout: float = 120.0) -> None:
+    """Open the notebook at ``path`` (from the server's root) in the JupyterLab already in ``page``, as
+    a click in the file browser does, and wait until its tab is the one in front."""
+    page.bring_to_front()     # JupyterLab makes a tab current when it takes the focus
+    page.evaluate(_JS_OPEN, path)
+    page.wait_for_function(_JS_CURRENT_IS, arg=path, timeout=timeout * 1000, polling=100)
+
 
 _JS_STUCK = """() => {
   const app = window.jupyterapp;
@@ -415,19 +424,16 @@ class NotebookPage:
         if self.server.app != "lab":
             raise ValueError(f"open_next opens a notebook in JupyterLab's page; {self.server.app!r} shows "
                              "one notebook per page: open a NotebookPage for each")
-        self.page.evaluate(_JS_CLOSE_ALL)
+        self.page.evaluate(JS_CLOSE_TABS, None)
         self.server.shutdown_kernels()
         self.name = name
         self.page_errors.clear()
         self.console_errors.clear()
         self.external_requests.clear()
-        self.page.bring_to_front()     # JupyterLab makes a tab current when it takes the focus
-        self.page.evaluate(JS_OPEN, f"notebooks/{name}")
+        path = f"notebooks/{name}"
         try:
-            self.page.wait_for_function(JS_CURRENT_IS, arg=f"notebooks/{name}", timeout=timeout * 1000,
-                                        polling=100)
-            self.page.wait_for_function(JS_OPENED_READY, arg=f"notebooks/{name}", timeout=timeout * 1000,
-                                        polling=250)
+            open_tab(self.page, path, timeout)
+            self.page.wait_for_function(_JS_KERNEL_READY, arg=path, timeout=timeout * 1000, polling=250)
         except Exception as error:
             seen = stuck_state(self.page, self.name)
             raise NotebookTimeout(f"{self.name}: JupyterLab did not show the notebook with an idle kernel "
