@@ -155,6 +155,12 @@ class LabServer:
             body = response.read()
         return json.loads(body) if body else None
 
+    def forget_theme(self) -> None:
+        """JupyterLab's own theme for the next page: the theme a page switches to is the server's
+        setting (a test that failed while in JupyterLab Dark would leave the next page dark)."""
+        (self.tmp / "settings" / "@jupyterlab" / "apputils-extension" / "themes.jupyterlab-settings"
+         ).unlink(missing_ok=True)
+
     def shutdown_kernels(self) -> None:
         """Stop every running session's kernel (frees memory between notebooks)."""
         try:
@@ -535,7 +541,8 @@ class NotebookPage:
 class OnePage:
     """The one JupyterLab page a worker opens its notebooks in, one after another, as a learner does
     (NotebookPage.open_next): loading JupyterLab's page again for each costs about 4 s of Chromium's
-    CPU. drop() closes it, so that the next notebook gets a fresh page (after a failure)."""
+    CPU. drop() closes it, so that the next notebook gets a fresh page (after a failure), in
+    JupyterLab's own theme."""
 
     def __init__(self):
         self.page: NotebookPage | None = None
@@ -549,6 +556,7 @@ class OnePage:
     def drop(self) -> None:
         if self.page is not None:
             self.page.close()
+            self.page.server.forget_theme()
             self.page = None
 
 

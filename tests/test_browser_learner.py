@@ -14,6 +14,7 @@ Skipped like tests/test_browser.py without Chromium, unless ATTNVIZ_REQUIRE_BROW
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 
@@ -176,8 +177,17 @@ CASES = [("lab", p) for p in EXERCISES] + [("notebook", p) for p in EXERCISES if
 
 @pytest.fixture(scope="module")
 def servers(edition, browser):
-    with lab_server(edition, app="lab") as lab, lab_server(edition, app="notebook") as notebook7:
-        yield {"lab": lab, "notebook": notebook7}
+    """servers(app): JupyterLab's or Notebook 7's server, started when a test first needs it (make test
+    hands these tests to its workers one by one: most workers run only JupyterLab's)."""
+    with contextlib.ExitStack() as stack:
+        started = {}
+
+        def server(app):
+            if app not in started:
+                started[app] = stack.enter_context(lab_server(edition, app=app))
+            return started[app]
+
+        yield server
 
 
 @pytest.fixture
@@ -188,8 +198,8 @@ def notebook_page(servers, browser, lab_page, request):
 
     def open_page(app, name):
         if app == "lab":
-            return lab_page.open(servers[app], browser, name)
-        opened.append(NotebookPage(servers[app], browser, name).open())
+            return lab_page.open(servers(app), browser, name)
+        opened.append(NotebookPage(servers(app), browser, name).open())
         return opened[-1]
 
     yield open_page
@@ -202,7 +212,7 @@ def notebook_page(servers, browser, lab_page, request):
 @pytest.mark.parametrize("app, path", CASES, ids=[f"{'JupyterLab' if a == 'lab' else 'Notebook 7'}-{p.stem}"
                                                   for a, p in CASES])
 def test_the_learners_edition_in_the_browser(servers, notebook_page, app, path):
-    server = servers[app]
+    server = servers(app)
     page = notebook_page(app, path.name)
     try:
         if app == "lab":    # only opened, not yet run: not marked modified (no "save your changes?")
