@@ -66,6 +66,7 @@ FOLDER = "attention-course"                    # the learner's edition's folder 
 SOURCE = "~/attention-from-first-principles"   # the teacher's copy of the course (the teacher's edition)
 NOTEBOOKS = ("03_why_sqrt_dk.ipynb", "04_masking.ipynb")
 ASSIGNMENT = "04_masking"
+KERNEL_NEVER_STARTED = "Kernel died before replying to kernel_info"   # nbclient's words
 # what the buggy student hands in: one exercise replaced by a catalogued bug (tests/test_nbgrader.py)
 BUG = ("CAUSAL_MASK_BUGS", "causal_future_visible", "my_causal_mask")
 VIEWPORT = {"width": 1280, "height": 800}
@@ -357,7 +358,14 @@ def run_class(browser, log=print, screenshots: Path | None = None) -> dict:
                 f"collect: nothing collected for {name}:\n{said[-1500:]}")
 
         step("autograde: the teacher autogrades")
-        desk.run(f"cd ~/course && nbgrader autograde {ASSIGNMENT}", "autograde", timeout=600)
+        said = desk.run(f"cd ~/course && nbgrader autograde {ASSIGNMENT}", "autograde", timeout=600)
+        if KERNEL_NEVER_STARTED in said:
+            # a kernel whose TCP port another process took first (jupyter_client issue 154): no
+            # notebook ran in it, nbgrader removed that submission's grading, and a teacher runs
+            # autograde again, which grades only the submissions not yet graded
+            step("autograde: a kernel died before it started; the teacher autogrades again")
+            result["autograde_again"] = said[-1500:]
+            desk.run(f"cd ~/course && nbgrader autograde {ASSIGNMENT}", "autograde", timeout=600)
         step("gradebook: read the scores")
         result["scores"] = _scores(teacher.home / "course", {r: hub.accounts[r].name for r in STUDENTS})
         result["autograded_check"] = _check_outputs(teacher.home / "course",

@@ -17,7 +17,8 @@ The kernels `nbgrader autograde` starts here talk to it over IPC sockets in the 
 over TCP: jupyter_client picks free TCP ports and frees them before the kernel binds them, so among
 the many kernels `make test` starts at once another process can take one first, and the kernel dies
 before it answers (jupyter_client issue 154; seen once here, in a fresh clone's `make test`). The
-transport is not what these tests are about; the hub test runs nbgrader as a teacher would, over TCP.
+transport is not what these tests are about; the hub test runs nbgrader as a teacher would, over
+TCP, and autogrades again, as a teacher would, when a kernel died so.
 """
 
 from __future__ import annotations
