@@ -9,6 +9,8 @@ it reports the wall time, the kernel's CPU time (user + system, from /proc) and 
 memory (VmHWM from /proc, the kernel process's high-water mark, so no sampling is needed), and, on
 failure, the cell and the error. It also says which `attnviz` the
 kernel imported, so a test can check that it came from the environment and not from the checkout.
+Each kernel talks to it over IPC sockets in a temporary folder, not over TCP ports another process
+could take before the kernel binds them (tests/test_nbgrader.py says why).
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 import nbformat
+from jupyter_client.manager import AsyncKernelManager
 from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
 
@@ -46,14 +50,20 @@ def _cpu_seconds(pid: int | None) -> float | None:
 
 
 def run(path: Path, timeout: int = 300, save: Path | None = None) -> dict:
+    with tempfile.TemporaryDirectory(prefix="attnviz-kernel-") as sockets:
+        return _run(path, timeout, save, AsyncKernelManager(kernel_name="python3", transport="ipc",
+                                                            ip=str(Path(sockets) / "kernel")))
+
+
+def _run(path: Path, timeout: int, save: Path | None, km: AsyncKernelManager) -> dict:
     nb = nbformat.read(path, as_version=4)
     own = len(nb.cells)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3",
+    client = NotebookClient(nb, km=km, timeout=timeout, kernel_name="python3",
                             resources={"metadata": {"path": str(path.parent)}})
     result = {"notebook": path.name, "ok": True, "error": None, "cell": None, "seconds": None,
               "peak_mb": None, "cpu_seconds": None, "attnviz": None}
     start = time.monotonic()
-    with client.setup_kernel():
+    with client.setup_kernel(cleanup_kc=True):    # the kernel stops at the end (km is ours)
         try:
             for index, cell in enumerate(nb.cells):
                 if cell.cell_type == "code":
