@@ -107,6 +107,8 @@ def test_the_courses_own_answer_handed_in_is_refused(step):
     assert not result.passed and result.bug is None, result
     assert result.headline == "your step hands the work to the library instead of doing it."
     assert "own answer to this exercise" in repr(result)
+    # the recipe names what a hurried learner leaves out: the mask, and a new cache, not the given one
+    assert "bottom-right causal mask" in result.fix and "new cache" in result.fix, result.fix
 
 
 def _rewrapped_library_step(model, tokens, cache):
@@ -127,6 +129,8 @@ def _rewrapped_library_step(model, tokens, cache):
 def test_a_step_that_rewraps_the_pieces_for_the_librarys_cached_attention_passes_with_a_note():
     result = check_decoding_step(_rewrapped_library_step)
     assert result.passed and any("attnviz.gpt.cached_attention" in note for note in result.notes), result
+    note = next(note for note in result.notes if "attnviz.gpt.cached_attention" in note)
+    assert "bottom-right causal mask" in note and "new cache" in note, note
     assert not check_decoding_step(_solution()).notes
 
 

@@ -408,8 +408,10 @@ def _delegated(t):
                 [f"{probe.where}: {ans.error['message']}",
                  "The model it is given is model.pieces(): its layers and sizes, and no forward or "
                  "generate of its own."],
-                fix="x = model.embed(tokens, past); per block: norm_attention, W_q/W_k/W_v, append to the "
-                "cache, attend, W_o, norm_mlp and mlp; then model.unembed(x)",
+                fix="x = model.embed(tokens, past); per block: norm_attention, W_q/W_k/W_v, the keys "
+                "and values joined to the cache's in a new cache (torch.cat: the one you are given is read "
+                "again), attend with repeat_interleave and a bottom-right causal mask, W_o, norm_mlp and "
+                "mlp; then return model.unembed(x) and the new cache",
             )
     return None
 
@@ -1145,7 +1147,8 @@ def _library_note(fn, result):
     if result.passed and library_used(fn, {"cached_attention": cached_attention}):
         result.notes.append("Your step hands its attention to the course's attnviz.gpt.cached_attention: its "
                             "numbers are right, and the exercise asks you to write it: W_q, W_k and W_v, the "
-                            "keys and values appended to the cache, repeat_interleave for the query heads, "
+                            "keys and values joined to the cache's in a new cache (torch.cat: the cache "
+                            "you are given is read again), repeat_interleave for the query heads, "
                             "attention with a bottom-right causal mask, then W_o.")
     return result
 
