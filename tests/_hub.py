@@ -409,9 +409,10 @@ class Hub:
 class HubNotebookPage(NotebookPage):
     """A notebook open in a logged-in person's browser context (the session's cookies are there)."""
 
-    def __init__(self, context, url: str, name: str):  # noqa: D107 (no server of its own)
-        self.context, self.url, self.name = context, url, name
-        self.page = context.new_page()
+    # (no server of its own; ``page`` and ``path``: a notebook opened in a page already open, in_lab)
+    def __init__(self, context, url: str | None, name: str, page=None, path: str | None = None):
+        self.context, self.url, self.name, self.path = context, url, name, path
+        self.page = page or context.new_page()
         self.page_errors: list[str] = []
         self.console_errors: list[str] = []
         self.external_requests: list[str] = []
@@ -422,15 +423,10 @@ class HubNotebookPage(NotebookPage):
     def in_lab(cls, page, path: str, name: str) -> HubNotebookPage:
         """The notebook at ``path`` (from the person's home) opened in their JupyterLab page that is
         already open, as they open it from the file browser; close() closes its tab, not the page."""
-        self = cls.__new__(cls)
-        self.context, self.url, self.name, self.page, self.path = page.context, None, name, page, path
-        self.page_errors, self.console_errors, self.external_requests = [], [], []
-        self.page.on("pageerror", lambda error: self.page_errors.append(str(error)))
-        self.page.on("console", lambda msg: msg.type == "error" and self.console_errors.append(msg.text))
-        return self
+        return cls(page.context, None, name, page=page, path=path)
 
     def goto(self, timeout: float = 120.0) -> HubNotebookPage:
-        if getattr(self, "path", None):
+        if self.path:
             open_tab(self.page, self.path, timeout)
         else:
             self.page.goto(self.url, timeout=timeout * 1000)
@@ -440,7 +436,7 @@ class HubNotebookPage(NotebookPage):
         from _lab import _JS_KERNEL_READY, NotebookTimeout, stuck_state
 
         try:
-            self.page.wait_for_function(_JS_KERNEL_READY, arg=getattr(self, "path", None),
+            self.page.wait_for_function(_JS_KERNEL_READY, arg=self.path,
                                         timeout=timeout * 1000, polling=250)
         except Exception as error:
             raise NotebookTimeout(f"open notebook: {self.name}: JupyterLab did not show it with an idle "
@@ -456,7 +452,7 @@ class HubNotebookPage(NotebookPage):
             "() => window.jupyterapp.shell.currentWidget.sessionContext.session.kernel.id")
 
     def close(self) -> None:
-        if getattr(self, "path", None):     # its tab closes; the kernel stays running, as in JupyterLab
+        if self.path:     # its tab closes; the kernel stays running, as in JupyterLab
             self.page.evaluate(JS_CLOSE_TABS, self.path)
         else:
             self.page.close()

@@ -541,13 +541,21 @@ class NotebookPage:
 class OnePage:
     """The one JupyterLab page a worker opens its notebooks in, one after another, as a learner does
     (NotebookPage.open_next): loading JupyterLab's page again for each costs about 4 s of Chromium's
-    CPU. drop() closes it, so that the next notebook gets a fresh page (after a failure), in
-    JupyterLab's own theme."""
+    CPU. After a test failed (``session``: pytest's, which counts them) the next notebook gets a fresh
+    page, in JupyterLab's own theme (drop())."""
 
-    def __init__(self):
+    def __init__(self, session=None):
         self.page: NotebookPage | None = None
+        self.session = session
+        self.failed = self._failures()
+
+    def _failures(self) -> int:
+        return self.session.testsfailed if self.session is not None else 0
 
     def open(self, server: LabServer, browser, name: str) -> NotebookPage:
+        if self._failures() > self.failed:
+            self.failed = self._failures()
+            self.drop()
         if self.page is None:
             self.page = NotebookPage(server, browser, name).open()
             return self.page

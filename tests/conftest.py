@@ -43,8 +43,9 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def lab_page():
-    """The one JupyterLab page a test file's worker opens its notebooks in (tests/_lab.py OnePage)."""
-    one = OnePage()
+def lab_page(request):
+    """The one JupyterLab page a test file's worker opens its notebooks in (tests/_lab.py OnePage), a
+    fresh one after a failure."""
+    one = OnePage(request.session)
     yield one
     one.drop()

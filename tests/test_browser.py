@@ -180,12 +180,9 @@ def lab(browser, tmp_path_factory):
 
 
 @pytest.fixture
-def notebook_page(lab, browser, lab_page, request):
-    failed_before = request.session.testsfailed
+def notebook_page(lab, browser, lab_page):
     yield lambda name: lab_page.open(lab, browser, name)
     lab.shutdown_kernels()
-    if request.session.testsfailed > failed_before:
-        lab_page.drop()     # after a failure the next notebook gets a fresh page
 
 
 def _screenshot(page: NotebookPage, name: str) -> Path:

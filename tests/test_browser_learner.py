@@ -191,10 +191,10 @@ def servers(edition, browser):
 
 
 @pytest.fixture
-def notebook_page(servers, browser, lab_page, request):
+def notebook_page(servers, browser, lab_page):
     """JupyterLab's notebooks one after another in one page (tests/_lab.py OnePage); Notebook 7 shows
     one notebook per page."""
-    failed_before, opened = request.session.testsfailed, []
+    opened = []
 
     def open_page(app, name):
         if app == "lab":
@@ -205,8 +205,6 @@ def notebook_page(servers, browser, lab_page, request):
     yield open_page
     for page in opened:
         page.close()
-    if request.session.testsfailed > failed_before:
-        lab_page.drop()     # after a failure the next notebook gets a fresh page
 
 
 @pytest.mark.parametrize("app, path", CASES, ids=[f"{'JupyterLab' if a == 'lab' else 'Notebook 7'}-{p.stem}"
