@@ -26,8 +26,8 @@ import types
 from ._verdict import fixes_shown
 
 __all__ = ["stale_note", "ran_note", "below_stub", "above_stub", "with_stale_note", "globals_read",
-           "values_read", "shared_defaults", "code_objects", "names_used", "code_notes", "globals_note",
-           "library_used"]
+           "values_read", "shared_defaults", "code_objects", "own_functions", "names_used", "code_notes",
+           "globals_note", "library_used"]
 
 
 def code_objects(code) -> list:
@@ -39,7 +39,7 @@ def code_objects(code) -> list:
     return found
 
 
-def _own_functions(obj) -> list:
+def own_functions(obj) -> list:
     """A plain function itself, or the plain functions in a plain class's own body; [] for anything
     else (nothing the learner wrote is called or looked up by attribute)."""
     if type(obj) is types.FunctionType:
@@ -53,7 +53,7 @@ def names_used(obj) -> set:
     """The global and attribute names the learner's code uses: a plain function's (functions written
     inside it included), or for a plain class those of the functions in its own body. Read from the
     code objects only: nothing the learner wrote is called or looked up by attribute."""
-    codes = [code for fn in _own_functions(obj) for code in code_objects(fn.__code__)]
+    codes = [code for fn in own_functions(obj) for code in code_objects(fn.__code__)]
     return {name for code in codes for name in code.co_names}
 
 
@@ -167,7 +167,7 @@ def discarded_results(obj) -> list:
     traceback counts it. Read from the code objects (their instructions' positions) only; empty where
     Python keeps no positions."""
     found = []
-    for fn in _own_functions(obj):
+    for fn in own_functions(obj):
         for code in code_objects(fn.__code__):
             instructions = list(dis.get_instructions(code))
             for at, call in enumerate(instructions[:-1]):

@@ -58,6 +58,7 @@ from ._stale import (
     values_read,
     with_stale_note,
 )
+from ._yournames import scale_fix_in_your_names
 
 __all__ = ["check_decoding_step", "reference_decode_step", "DECODING_BUGS"]
 
@@ -1171,4 +1172,5 @@ def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     setup = _setup()
     spec = replace(SPEC, hypotheses=setup["prefill"])
     result = run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")
-    return _library_note(fn, _causal_mask_words(fn, _with_shared_default(fn, _with_models_read(fn, result))))
+    result = _causal_mask_words(fn, _with_shared_default(fn, _with_models_read(fn, result)))
+    return _library_note(fn, scale_fix_in_your_names(fn, result, ("scores", "query", "key")))
