@@ -1196,10 +1196,13 @@ class StepFirstBlockOnly(DecodeStep):
 class StepStateOutsideCache(DecodeStep):
     seen = 0                                                         # positions so far, kept on the step
 
+    def count(self, cache):
+        past = 0 if cache is None else self.seen                     # BUG: from the cache given: cache[0][0]
+        return past
+
     def embed(self, model, tokens, past):
-        start = self.seen if past else 0                             # BUG: past, from the cache given
-        self.seen = start + tokens.shape[1]
-        x = model.embed(tokens, start)
+        self.seen = past + tokens.shape[1]
+        x = model.embed(tokens, past)
         return x
 
 

@@ -416,7 +416,8 @@ def test_a_step_that_caches_each_blocks_input_is_told_its_cache_holds_no_keys_or
     result = check_decoding_step(cache_block_inputs)
     assert not result.passed and result.bug is None, result
     assert "no tensor in your cache holds a layer's keys or values" in result.headline
-    assert "a list of 2" in repr(result) and result.fix.startswith("new_cache.append((key, value))")
+    # the Fix in the step's own names for its keys and values (the ones it hands to the fused function)
+    assert "a list of 2" in repr(result) and result.fix.startswith("new_cache.append((k, v))")
     # the same step caching the keys and values it projects passes, in a layout the checker's reading
     # of caches does not know too: (n_kv_heads, batch, positions, d_head)
     def heads_first(model, tokens, cache):

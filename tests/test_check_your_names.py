@@ -1,5 +1,6 @@
-"""A scale bug's Fix line in the learner's own names (attnviz/check/_yournames.py): pasted in place of
-their scores line, it makes their code pass, whatever they called their queries, keys and scores."""
+"""A verdict's Fix line in the learner's own names (attnviz/check/_yournames.py): pasted in place of
+their line, it makes their code pass, whatever they called their queries, keys and scores; a Fix line
+their code already holds says so."""
 
 import importlib.util
 import textwrap
@@ -7,9 +8,10 @@ import textwrap
 import pytest
 
 from attnviz.check import check_attention, check_decoding_step, check_multi_head
-from attnviz.check._yournames import in_your_names, scores_names
+from attnviz.check._yournames import in_your_names, your_names
 
-HEAD = "import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n\n"
+HEAD = ("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
+        "from attnviz.mha import merge_heads, split_heads\n\n")
 
 ATTENTION = """
 def attend(Q, K, V, mask=None):
@@ -38,6 +40,30 @@ class MHA(nn.Module):
             scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
         merged = (scores.softmax(dim=-1) @ value).transpose(1, 2).contiguous().view(batch, n, d_model)
         return self.W_o(merged)
+"""
+
+
+# 08's step in its solution's names (query, key, value), with the top-left triangle of is_causal=True
+DECODING = """
+def decode_step(model, tokens, cache):
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    group = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, past)
+    new_cache = []
+    for layer, block in enumerate(model.blocks):
+        normed, attention = block.norm_attention(x), block.attention
+        query = split_heads(attention.W_q(normed), model.n_heads)
+        key = split_heads(attention.W_k(normed), model.n_kv_heads)
+        value = split_heads(attention.W_v(normed), model.n_kv_heads)
+        if cache is not None:
+            key = torch.cat([cache[layer][0], key], dim=-2)
+            value = torch.cat([cache[layer][1], value], dim=-2)
+        new_cache.append((key, value))
+        heads = F.scaled_dot_product_attention(query, key.repeat_interleave(group, dim=1),
+                                               value.repeat_interleave(group, dim=1), is_causal=True)
+        x = x + attention.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new_cache
 """
 
 
@@ -86,27 +112,87 @@ def test_decoding_fix_in_the_learners_names():
     assert result.fix.startswith("s = q @ k.transpose(-2, -1) / math.sqrt(model.d_head)"), result.fix
 
 
+def test_decoding_mask_fix_in_the_names_handed_to_the_fused_function_passes_when_pasted(tmp_path):
+    """is_causal=True's Fix named q and k; a step calling them query and key got a NameError, then
+    "run the cell that defines q", which no cell does (a reader of 08, session 29)."""
+    result = check_decoding_step(_load(tmp_path, "d", DECODING).decode_step)
+    assert result.bug == "is_causal_top_left"
+    code = result.fix.split("   #")[0]
+    assert code.startswith("attn_mask=torch.ones(query.shape[-2], key.shape[-2]"), result.fix
+    fixed = DECODING.replace("is_causal=True", code)
+    assert check_decoding_step(_load(tmp_path, "d_fixed", fixed).decode_step).passed
+
+
+def test_decoding_group_fix_in_the_learners_names_passes_when_pasted(tmp_path):
+    # the key/value heads never repeated: 6 query heads meet 2 key/value heads
+    source = DECODING.replace(".repeat_interleave(group, dim=1)", "").replace(
+        "is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool)"
+        ".tril(diagonal=key.shape[-2] - query.shape[-2])")
+    result = check_decoding_step(_load(tmp_path, "g", source).decode_step)
+    code = result.fix.split("   #")[0]
+    repeat = "key, value = key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1)"
+    assert repeat in code, result.fix
+    lines = source.splitlines()
+    at = next(i for i, line in enumerate(lines) if "new_cache.append" in line)
+    lines.insert(at + 1, "        " + code)
+    assert check_decoding_step(_load(tmp_path, "g_fixed", "\n".join(lines) + "\n").decode_step).passed
+
+
+def test_a_fix_line_the_code_already_holds_says_so(tmp_path):
+    # the heads repeated before caching: the Fix's append is in the code word for word
+    source = DECODING.replace("        new_cache.append((key, value))",
+                              "        key, value = key.repeat_interleave(group, dim=1), "
+                              "value.repeat_interleave(group, dim=1)\n        new_cache.append((key, value))")
+    source = source.replace(".repeat_interleave(group, dim=1),\n", ",\n").replace(
+        "value.repeat_interleave(group, dim=1), is_causal=True", "value, attn_mask=torch.ones("
+        "query.shape[-2], key.shape[-2], dtype=torch.bool).tril(diagonal=key.shape[-2] - query.shape[-2])")
+    result = check_decoding_step(_load(tmp_path, "c", source).decode_step)
+    assert result.bug == "cache_holds_repeated_heads", repr(result)
+    assert result.fix.startswith("new_cache.append((key, value))   # your code has this line already; "
+                                 "the change is: "), result.fix
+
+
+def test_two_mistakes_with_is_causal_still_say_it(tmp_path):
+    # is_causal=True and no position offset: no one known bug matches both
+    source = DECODING.replace("model.embed(tokens, past)", "model.embed(tokens)")
+    result = check_decoding_step(_load(tmp_path, "t", source).decode_step)
+    assert result.status == "problem" and result.bug is None, repr(result)
+    assert any("passes is_causal=" in line for line in result.observed), repr(result)
+
+
 @pytest.mark.parametrize("body, names", [
-    ("S = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])", ("S", "Q", "K")),
-    ("att = (qh @ kh.mT) * scale", ("att", "qh", "kh")),
-    ("att = scale * torch.matmul(qh, kh.transpose(2, 3))", ("att", "qh", "kh")),
-    ("s = a @ b.transpose(-2, -1) / d ** 1 / 2", ("s", "a", "b")),
-    ("s = a @ torch.transpose(b, -2, -1)", ("s", "a", "b")),
+    ("S = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])", {"scores": "S", "q": "Q", "k": "K"}),
+    ("att = (qh @ kh.mT) * scale", {"scores": "att", "q": "qh", "k": "kh"}),
+    ("att = scale * torch.matmul(qh, kh.transpose(2, 3))", {"scores": "att", "q": "qh", "k": "kh"}),
+    ("s = a @ b.transpose(-2, -1) / d ** 1 / 2", {"scores": "s", "q": "a", "k": "b"}),
+    ("s = a @ torch.transpose(b, -2, -1)", {"scores": "s", "q": "a", "k": "b"}),
+    ("o = F.scaled_dot_product_attention(a, b.repeat_interleave(2, dim=1), c.contiguous())",
+     {"q": "a", "k": "b", "v": "c"}),
+    ("o = F.scaled_dot_product_attention(a, torch.cat([b, c]), c)", {"q": "a", "v": "c"}),
     # the softmax of the product is the weights, not the scores: no names, the catalog's Fix stays
-    ("w = (a @ b.mT).softmax(-1)", None),
-    ("s = torch.einsum('qd,kd->qk', a, b)", None),
-    ("s = a @ b", None),
+    ("w = (a @ b.mT).softmax(-1)", {}),
+    ("s = torch.einsum('qd,kd->qk', a, b)", {}),
+    ("s = a @ b", {}),
     # two heads' scores under two sets of names: which is meant cannot be told
-    ("s1 = a @ b.mT\n    s2 = c @ d.mT", None),
+    ("s1 = a @ b.mT\n    s2 = c @ d.mT", {}),
+    ("s = a @ b.mT\n    o = F.scaled_dot_product_attention(c, b, d)", {"scores": "s", "k": "b", "v": "d"}),
 ])
-def test_scores_names(tmp_path, body, names):
+def test_your_names(tmp_path, body, names):
     source = f"def f(a, b, c, d, Q, K, qh, kh, scale):\n    {body}\n    return 0\n"
-    assert scores_names(_load(tmp_path, "s", source).f) == names
+    assert your_names(_load(tmp_path, "s", source).f) == names
 
 
-def test_only_the_fixs_code_and_only_whole_names_change(tmp_path):
-    f = _load(tmp_path, "n", "def f(Q, K):\n    S = Q @ K.mT\n    return S\n").f
+def test_only_the_fixs_code_and_only_variables_change(tmp_path):
+    source = "def f(Q, K, V):\n    S = Q @ K.mT\n    return F.scaled_dot_product_attention(Q, K, V)\n"
+    f = _load(tmp_path, "n", source).f
     fix = "scores = q @ k.transpose(-2, -1) / math.sqrt(self.q.shape[-1] + kq)   # q and k: yours"
     assert in_your_names(f, fix) == \
         "S = Q @ K.transpose(-2, -1) / math.sqrt(self.q.shape[-1] + kq)   # q and k: yours"
+    # query, key and value too; not a keyword argument's name, nor an attribute
+    assert in_your_names(f, "out = f(query, key=value, x=key.value)") == "out = f(Q, key=V, x=K.value)"
     assert in_your_names(len, fix) == fix              # a built-in: no text to read
+    # words are not code, and a line that defines the name a NameError was about keeps that name
+    assert in_your_names(f, "run your function by hand on q and k") == "run your function by hand on q and k"
+    from attnviz.check._catalog import ATTENTION_FIX_NAMES
+
+    assert in_your_names(f, ATTENTION_FIX_NAMES["scores"]) == ATTENTION_FIX_NAMES["scores"]

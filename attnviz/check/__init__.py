@@ -18,8 +18,8 @@ not with :mod:`attnviz.core`, and name a bug by which hypothesis (the
 reference with one thing done wrong, in several styles) reproduces the
 learner's outputs on every probe. When a cell run after the one that defined the code checked
 also defines its name and failed (a SyntaxError, say), the verdict says which cell it checked
-(:mod:`._stale`). A scale bug's fix line uses the learner's own names for their scores, queries and
-keys when their code shows them (:mod:`._yournames`). Every bug id is documented in
+(:mod:`._stale`). A fix line uses the learner's own names for their scores, queries, keys and values
+where their code shows them (:mod:`._yournames`). Every bug id is documented in
 ``docs/checkers.md`` (generated from :mod:`._catalog`), which also says how to
 add one.
 

@@ -979,8 +979,8 @@ _ENTRIES = [
         "Generating straight on works; a caller that goes back to an earlier cache (two continuations of "
         "one prompt, as beam search does) gets the other continuation's state. The cache itself was "
         "left as it was.",
-        "start = past   # past: the positions the cache you are given holds (cache[0][0].shape[-2]), "
-        "read anew each call, never a count kept between calls",
+        "past = 0 if cache is None else cache[0][0].shape[-2]   # in place of the count kept between calls: "
+        "the positions the cache you are given holds, read anew each call (cache.length for a gpt.KVCache)",
     ),
     Bug(
         "cache_prepended",
@@ -1129,8 +1129,8 @@ _ENTRIES = [
         "needs, the very saving grouped-query attention is for; joined with new keys that are not "
         "repeated, torch.cat refuses (sizes n_heads and n_kv_heads), and repeated once more to attend, "
         "they are too many for the query heads.",
-        "new_cache.append((key, value))   # the n_kv_heads heads; repeat_interleave(group, dim=1) only to "
-        "attend",
+        "new_cache.append((key, value))   # key and value with their n_kv_heads heads: no repeat_interleave "
+        "before this line; repeat them (group, dim=1) only where you attend, after it",
     ),
     Bug(
         "cache_modified_in_place",
@@ -1169,11 +1169,12 @@ def catalog_markdown() -> str:
         "in two stages: the prefills first (no cache yet, where every attention-level bug already shows),",
         "then the cached steps, where it also reads which keys and values the returned cache holds.",
         "",
-        "The fix lines below use the exercises' names (`scores`, `q`, `k`; `query`, `key` in",
-        "`check_decoding_step`). A verdict of a scale bug (`missing_scale`, `wrong_scale`,",
-        "`scale_multiplied`, `scale_by_d_model`) shows its fix in the learner's own names instead when",
-        "their code has one line that multiplies a tensor by another's transpose (`S = Q @ K.mT / ...`):",
-        "`attnviz/check/_yournames.py`, read from the code's text.",
+        "The fix lines below use the exercises' names (`scores`, `q`, `k`, `v`; `query`, `key`, `value`",
+        "in `check_decoding_step`). A verdict shows its fix in the learner's own names instead where their",
+        "code shows them (the line that multiplies a tensor by another's transpose, `S = Q @ K.mT / ...`,",
+        "and the tensors handed to `F.scaled_dot_product_attention`), and says when the line is in their",
+        "code already (the change is then in its comment): `attnviz/check/_yournames.py`, read from the",
+        "code's text.",
         "",
         "## Adding a bug",
         "",

@@ -1,27 +1,34 @@
-"""A scale bug's Fix line in the learner's own names.
+"""A verdict's Fix line in the learner's own names for their scores, queries, keys and values.
 
-The catalog writes the scores line as ``scores = q @ k.transpose(-2, -1) / ...`` (decoding's as
-``scores = query @ key...``). A learner whose queries are ``query`` (05's own solution), ``Q`` or
-``qh`` pastes it and gets a NameError, then a verdict that says what ``q`` stands for: one round
-spent on a name. Where the learner's code has exactly one line that multiplies a tensor by another
-one's transpose (``S = Q @ K.transpose(-2, -1)``, ``torch.matmul(Q, K.mT)`` ...), the Fix uses its
-names instead. Read from the code's text (never by calling it); anything unclear leaves the Fix as
-it is.
+The catalog writes its lines in the exercises' names: ``scores = q @ k.transpose(-2, -1) / ...``,
+decoding's ``scores = query @ key...``, ``k, v = k.repeat_interleave(group, dim=1), ...``. A learner
+whose queries are ``query`` (05's and 08's own solutions), ``Q`` or ``qh`` pastes such a line and
+gets a NameError, then a verdict about a name: a round spent, and on the way the learner may be told
+to look for a cell that defines ``q``, which none does. Where the learner's code shows its names
+(the one line that multiplies a tensor by another's transpose, ``S = Q @ K.mT / ...``, and the
+tensors it hands to ``F.scaled_dot_product_attention``), a Fix line that is Python code uses them
+instead. Read from the code's text (never by calling it); a name the code leaves unclear (two lines
+that say two things) stays as the catalog wrote it.
 """
 
 from __future__ import annotations
 
 import ast
 import inspect
-import re
+import io
 import textwrap
+import tokenize
 
+from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
 from ._stale import own_functions
 
-__all__ = ["SCALE_BUGS", "scores_names", "in_your_names", "scale_fix_in_your_names"]
+__all__ = ["your_names", "in_your_names", "fix_in_your_names"]
 
-SCALE_BUGS = {"missing_scale", "wrong_scale", "scale_multiplied", "scale_by_d_model"}
-"""The bugs whose Fix line is the scores line."""
+ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v"}
+"""The names Fix lines use, and what each stands for."""
+
+_DEFINING = {*ATTENTION_FIX_NAMES.values(), *DECODING_FIX_NAMES.values(), *MULTI_HEAD_FIX_NAMES.values()}
+"""Fix lines that define the name a NameError was about: they stay in that name."""
 
 _TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "movedim"}   # methods: k.transpose(-2, -1)
 _TRANSPOSED = {"mT", "T", "mH"}                                               # attributes: k.mT
@@ -53,15 +60,6 @@ def _product(node) -> tuple[str, str] | None:
     return (left.id, key) if isinstance(left, ast.Name) and key else None
 
 
-def _assignments(fn) -> list:
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except Exception:  # noqa: BLE001 - no text to read (a lambda, a built-in): nothing to say
-        return []
-    return [node for node in ast.walk(tree) if isinstance(node, ast.Assign)
-            and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)]
-
-
 def _scores(value) -> tuple[str, str] | None:
     """``(Q, K)`` when ``value`` is the scores: the product itself, or it divided or multiplied by a
     scale, once or more (``Q @ K.mT / math.sqrt(d)``, ``scale * (Q @ K.mT)``, ``Q @ K.mT / d ** 1 / 2``);
@@ -71,30 +69,109 @@ def _scores(value) -> tuple[str, str] | None:
     return _product(value)
 
 
-def scores_names(obj) -> tuple[str, str, str] | None:
-    """``(scores, q, k)``: the learner's names for the scores and the two tensors multiplied into them,
-    from the assignments in their code of a product with a transpose (scaled or not); None if there is
-    none, or more than one set of names."""
-    found = {(node.targets[0].id, *pair) for fn in own_functions(obj) for node in _assignments(fn)
-             if (pair := _scores(node.value))}
-    return found.pop() if len(found) == 1 else None
+_SAME_ROWS = {"repeat_interleave", "repeat", "expand", "contiguous", "to", "float", "double", "half", "clone",
+              "detach"}
+"""Tensor methods that leave a tensor's last two axes as they were: ``K.repeat_interleave(group, dim=1)``
+handed to the fused function is still the learner's ``K``."""
 
 
-def in_your_names(obj, fix: str, generic=("scores", "q", "k")) -> str:
-    """``fix`` with ``generic``'s names (scores, queries, keys) in its code part replaced by the
-    learner's (:func:`scores_names`); ``fix`` as it is when they cannot be told."""
-    names = scores_names(obj)
-    if not names or not fix:
-        return fix
+def _tensor_name(node) -> str | None:
+    """``K`` for ``K``, ``K.repeat_interleave(2, dim=1)``, ``K.contiguous().float()``; else None."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in _SAME_ROWS:
+        node = node.func.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _fused(node) -> tuple | None:
+    """``(Q, K, V)``, the names handed to ``F.scaled_dot_product_attention(Q, K, V, ...)``; else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name != "scaled_dot_product_attention" or len(node.args) < 3:
+        return None
+    return tuple(_tensor_name(arg) for arg in node.args[:3])
+
+
+def _sources(obj) -> list:
+    """The text of each of the learner's own functions that has one (not one made by exec, say)."""
+    sources = []
+    for fn in own_functions(obj):
+        try:
+            sources.append(textwrap.dedent(inspect.getsource(fn)))
+        except Exception:  # noqa: BLE001 - no text to read: nothing to say of it
+            pass
+    return sources
+
+
+def _trees(obj) -> list:
+    trees = []
+    for source in _sources(obj):
+        try:
+            trees.append(ast.parse(source))
+        except SyntaxError:
+            pass
+    return trees
+
+
+def your_names(obj) -> dict:
+    """``{role: name}`` (roles ``scores``, ``q``, ``k``, ``v``) for each role the learner's code names
+    one way only: from its assignments of a product with a transpose, scaled or not (``S = Q @ K.mT``),
+    and the tensors it hands to ``F.scaled_dot_product_attention``."""
+    seen = {role: set() for role in ("scores", "q", "k", "v")}
+    for node in (node for tree in _trees(obj) for node in ast.walk(tree)):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and (pair := _scores(node.value)):
+            for role, name in zip(("scores", "q", "k"), (node.targets[0].id, *pair), strict=True):
+                seen[role].add(name)
+        for role, name in zip(("q", "k", "v"), _fused(node) or (), strict=False):
+            seen[role] |= {name} if name else set()
+    return {role: names.pop() for role, names in seen.items() if len(names) == 1}
+
+
+def _renamed(code: str, names: dict) -> str:
+    """``code`` with each of :data:`ROLES`'s names, where it names a variable (not an attribute, nor a
+    keyword argument), replaced by the learner's name for its role."""
+    tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    depth, edits = 0, []
+    for i, token in enumerate(tokens):
+        depth += token.string in "([{" if token.type == tokenize.OP else 0
+        depth -= token.string in ")]}" if token.type == tokenize.OP else 0
+        new = names.get(ROLES.get(token.string)) if token.type == tokenize.NAME else None
+        before = tokens[i - 1].string if i else ""
+        keyword = depth and tokens[i + 1].string == "="
+        if new and before != "." and not keyword:
+            edits.append((token.start[1], token.end[1], new))
+    for start, end, new in reversed(edits):
+        code = code[:start] + new + code[end:]
+    return code
+
+
+def in_your_names(obj, fix: str) -> str:
+    """``fix`` in the learner's names (:func:`your_names`) when its code part (before ``   #``) is one
+    line of Python and not a line that defines a name a NameError was about; else as it is. A line
+    the learner's code already holds says so before its comment, which holds the change."""
     code, hash_, comment = fix.partition("   #")
-    swap = dict(zip(generic, names, strict=True))
-    code = re.sub(r"(?<![\w.])(" + "|".join(map(re.escape, generic)) + r")\b", lambda m: swap[m[1]], code)
+    if not code or "\n" in code or fix in _DEFINING:
+        return fix
+    try:
+        ast.parse(code)
+    except SyntaxError:                      # words, not code ("run your function by hand ...")
+        return fix
+    names = your_names(obj)
+    code = _renamed(code, names) if names else code
+    if comment and _squeezed(code) in _squeezed("\n".join(_sources(obj))):
+        # pasting it would change nothing: the change is in the comment (cache_holds_repeated_heads's
+        # append, last_position_only's unembed), so the Fix says so first
+        return code + hash_ + " your code has this line already; the change is:" + comment
     return code + hash_ + comment
 
 
-def scale_fix_in_your_names(obj, result, generic=("scores", "q", "k")):
-    """``result`` with its Fix line in the learner's names (:func:`in_your_names`) when it names a
-    scale bug; as it is otherwise."""
-    if result.bug in SCALE_BUGS:
-        result.fix = in_your_names(obj, result.fix, generic)
+def _squeezed(text: str) -> str:
+    return "".join(text.split())
+
+
+def fix_in_your_names(obj, result):
+    """``result`` with its Fix line in the learner's names (:func:`in_your_names`) when it failed."""
+    if not result.passed and result.fix:
+        result.fix = in_your_names(obj, result.fix)
     return result

@@ -22,7 +22,7 @@ from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
 from ._scale import divisor_names, fitted_divisor
 from ._stale import code_notes, globals_note, names_used, with_stale_note
-from ._yournames import scale_fix_in_your_names
+from ._yournames import fix_in_your_names
 
 __all__ = ["check_attention"]
 
@@ -576,4 +576,4 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     probes = cache["probes"]
     result = run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit)
     result = code_notes(fn, _built_in_note(fn, globals_note(fn, result, "q.shape[-1], k.shape[-2]")))
-    return scale_fix_in_your_names(fn, result)
+    return fix_in_your_names(fn, result)

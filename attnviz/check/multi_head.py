@@ -24,7 +24,7 @@ from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
 from ._stale import code_notes, globals_note, globals_read, library_used, with_stale_note
-from ._yournames import scale_fix_in_your_names
+from ._yournames import fix_in_your_names
 
 __all__ = ["check_multi_head"]
 
@@ -934,4 +934,4 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
         # a tensor or size of 05's cells read inside forward (merged, weights, value, batch ...):
         # said first, as check_attention does (round 26's hurried students pasted such names)
         result = globals_note(forward, result, "x.shape")
-    return _library_note(cls, scale_fix_in_your_names(cls, code_notes(cls, result)))
+    return _library_note(cls, fix_in_your_names(cls, code_notes(cls, result)))
