@@ -276,8 +276,10 @@ QUIZZES = {
              "positions."),
             ("To swap the roles of queries and keys inside each head.", False,
              "Queries and keys are separate tensors."),
-            ("To get (batch, n_heads, n, d_k), so one batched matmul runs every head.", True,
-             "Then q @ k.transpose(-2, -1) is (batch, n_heads, n, n): one score matrix per head.")),
+            ("To get (batch, n_heads, n, d_k): in each head, one row per position.", True,
+             "Then q @ k.transpose(-2, -1) is (batch, n_heads, n, n): one batched matmul gives every head "
+             "its score matrix, each row a position. Without the transpose the rows mix positions "
+             "(section 2).")),
         _mc("What is different about torch.nn.MultiheadAttention compared with the module you wrote?",
             ("Nothing: it is a drop-in replacement with the same arguments.", False,
              "It is not: layout and mask conventions differ."),
@@ -289,8 +291,9 @@ QUIZZES = {
     "06": [
         _mc("In section 6, the healthy runs and the runs whose scores start 64 times too large both end "
             "with attention entropy below 0.1 nats. What set the saturated runs apart?",
-            ("Their entropy ended higher than the healthy runs'.", False,
-             "Both ended below 0.1 nats: at the end, the entropy alone cannot tell them apart."),
+            ("Their entropy ended far above the healthy runs', near the uniform line.", False,
+             "Both ended below 0.1 nats, far below the uniform line: at the end, the entropy alone cannot "
+             "tell them apart."),
             ("Their entropy was already near 0 at step 1, before anything was learned.", True,
              "Below 0.2 nats at the first step: each row sat on whichever key the random start favoured. "
              "Their heads stayed sharp with much of their weight off the previous token, and their loss "
@@ -315,7 +318,8 @@ QUIZZES = {
              "Same result as section 1's explicit three lines, without storing the scores. Section 4 "
              "measured what can still cost n × n on this CPU: a bool mask keeps the flash kernel but is "
              "first turned into an n × n float mask (1.20 matrices at the peak); dropout, 3-D inputs and "
-             "values of another head size leave the flash kernel (is_causal=True does neither)."),
+             "values of another head size leave the flash kernel (is_causal=True, in place of a mask, "
+             "keeps the flash kernel and makes no n × n matrix)."),
             ("It drops the √d_k scaling, which is not needed at scale.", False,
              "Its default scale is 1/√E with E = q.size(-1), the same √d_k.")),
         _mc("Which two structural costs does attention carry?",
@@ -374,9 +378,10 @@ QUIZZES = {
              "what the other wrote.")),
         _mc("A one-layer attention-only model trained on the same data gets about a third of the "
             "repeated tokens right. What is it missing?",
-            ("More training steps: it had the same 250 as the two-layer model.", False,
-             "In one layer a key is made from its own token and position, however long it trains: "
-             "no key can know the token before it (longer runs are not measured in 07)."),
+            ("Only more training steps: trained longer, one layer would form the same circuit.", False,
+             "In one layer a key is made from its own token and position alone, so however long it "
+             "trains no key can hold the token before it, and the circuit cannot form (07 stops it at "
+             "250 steps, its loss still drifting down: what else longer training finds is not measured)."),
             ("A key that knows its previous token, which only an earlier layer can write there.", True,
              "Matching the current token, one layer can find the earlier copy itself, but that key "
              "holds the copy, not the token after it."),

@@ -97,7 +97,7 @@ class KVCacheExplorer(Explorer):
         kv = (v["n_heads"], v["n_kv_heads"], 1)
         labels = [f"{kind} ({_plural(n, 'KV head')})" for kind, n in zip(KINDS, kv, strict=True)]
         bars = bars_panel(
-            "bytes", labels, {"KV cache": ([size / scale for size in sizes], COLOURS[1])},
+            "bytes", labels, {f"KV cache ({unit})": ([size / scale for size in sizes], COLOURS[1])},
             title=(f"{_plural(v['n_layers'], 'layer')}, d_head {v['d_head']}, "
                    f"{_plural(v['seq_len'], 'position')}, "
                    f"{v['dtype']}, batch {v['batch']}"),
