@@ -448,11 +448,14 @@ def head_weights(weights) -> torch.Tensor:
     return tensor
 
 
-def heads_state(weights, layer=0, head=0, tokens=None) -> dict:
+def heads_state(weights, layer=0, head=0, tokens=None, mask=None) -> dict:
     """One head of a model, picked by ``layer`` and ``head``, and how sharply it attends.
 
     ``weights``: every head's attention weights for one sequence, as :func:`head_weights` takes them.
     ``tokens``: one label per key position (used for the queries too when ``n_q == n_k``), or None.
+    ``mask``: the mask the model attended under (bool, True = may attend, broadcasting to
+    ``(n_q, n_k)``, such as :func:`attnviz.causal_mask`), or None; returned as ``mask``, drawn grey
+    by the head explorer so that a blocked key is not read as a weight the model learned to give 0.
 
     Returns a dict with ``layer``, ``head``, ``weights`` (that head's ``(n_q, n_k)``, float64, NaN
     kept), ``top`` ``(n_q,)`` (each query's largest weight's key), ``nan_rows`` ``(n_q,)`` bool,
@@ -471,6 +474,15 @@ def heads_state(weights, layer=0, head=0, tokens=None) -> dict:
                 f"tokens has {len(tokens)} entries but weights has n_k={n_k} keys (its last "
                 f"dimension); give one token per position."
             )
+    if mask is not None:
+        mask = torch.as_tensor(mask)
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor (True = may attend), got dtype {mask.dtype}.")
+        try:
+            mask = torch.broadcast_to(mask, (n_q, n_k))
+        except RuntimeError:
+            raise ValueError(f"mask has shape {tuple(mask.shape)}, which does not broadcast to one head's "
+                             f"(n_q, n_k) = ({n_q}, {n_k}).") from None
     one = stack[layer, head]                                          # (n_q, n_k)
     nan = one.isnan()
     nan_rows = nan.any(dim=-1)                                        # (n_q,)
@@ -485,6 +497,7 @@ def heads_state(weights, layer=0, head=0, tokens=None) -> dict:
         "nan_rows": nan_rows,
         "key_labels": tokens,
         "query_labels": tokens if tokens is not None and n_q == n_k else None,
+        "mask": mask,
         "metrics": {
             "layer": layer,
             "head": head,

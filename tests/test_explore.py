@@ -233,10 +233,20 @@ def test_heads_state_leaves_rows_of_nan_out_of_its_means():
     ({"head": -1}, ValueError, "head must be 0 or more"),
     ({"head": 1.5}, TypeError, "head must be a whole number"),
     ({"tokens": ["a"]}, ValueError, "tokens has 1 entries but weights has n_k=5"),
+    ({"mask": torch.ones(5, 5)}, TypeError, "mask must be a bool tensor.*float32"),
+    ({"mask": torch.ones(5, 5, dtype=torch.bool)}, ValueError, r"mask has shape \(5, 5\).*\(4, 5\)"),
 ])
 def test_heads_state_bad_settings_are_named(kwargs, error, message):
     with pytest.raises(error, match=message):
         heads_state(_heads(), **kwargs)
+
+
+def test_heads_state_returns_the_mask_it_was_given_at_one_heads_shape():
+    assert heads_state(_heads())["mask"] is None
+    causal = torch.ones(4, 5, dtype=torch.bool).tril(diagonal=1)          # 4 queries, 5 keys
+    assert torch.equal(heads_state(_heads(), mask=causal)["mask"], causal)
+    row = heads_state(_heads(), mask=torch.tensor([True, True, False, True, True]))["mask"]   # keys only
+    assert row.shape == (4, 5) and not row[:, 2].any() and row[:, [0, 1, 3, 4]].all()
 
 
 def test_heads_state_takes_numpy_and_lists_and_names_what_it_cannot_take():

@@ -386,6 +386,21 @@ def test_head_explorer_bad_input_is_named(weights, tokens, message):
         head_explorer(weights, tokens=tokens)
 
 
+def test_head_explorer_draws_the_cells_a_mask_blocks_grey():
+    """05's and 07's causal heads: the future's cells are blocked, not weights learned to be 0 (a
+    reader of 05 took the dark 0.00 cells for the latter)."""
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()
+    weights = torch.randn(2, 3, 4, 4).masked_fill(~causal, float("-inf")).softmax(-1)
+    ex = head_explorer(weights, mask=causal)
+    assert np.array_equal(ex.panels["selected"].masked, ~causal.numpy())
+    assert np.array_equal(ex.grid["L1 H2"].masked, ~causal.numpy())
+    ex.controls["head"].value = 2
+    assert np.array_equal(ex.panels["selected"].masked, ~causal.numpy())
+    assert not head_explorer(weights).panels["selected"].masked.any()
+    with pytest.raises(TypeError, match="mask must be a bool tensor"):
+        head_explorer(weights, mask=causal.float())
+
+
 def test_head_explorer_shows_nan_weights_as_pink_cells():
     weights = torch.full((1, 2, 3, 3), 1 / 3)
     weights[0, 1, 2] = float("nan")                        # e.g. a fully masked row filled with -inf

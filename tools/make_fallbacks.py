@@ -37,15 +37,19 @@ from _lab import (  # noqa: E402  (tests/ is not a package)
 )
 
 HEADS_SETUP = """
+import attnviz
 from attnviz.toys import heads as heads_toy
 from attnviz.widgets import head_explorer
 
 example = heads_toy.train_heads(2, seed=0)     # notebook 05's 2-head model of seed 0
 tokens = [f"{i}:{t}" for i, t in enumerate(example.example_tokens.tolist())]
+example_mask = attnviz.causal_mask(len(tokens))
 """
 
 INDUCTION_SETUP = """
 import torch
+
+import attnviz
 from attnviz.toys import induction
 from attnviz.widgets import head_explorer
 
@@ -55,6 +59,7 @@ example = run.eval_tokens[:1]                  # 07's held-out sequence (period 
 with torch.no_grad():
     example_weights = run.model.attention_weights(example)[:, 0]     # (n_layers, n_heads, n, n)
 tokens = [f"{i}:{t}" for i, t in enumerate(example[0].tolist())]
+example_mask = attnviz.causal_mask(example.shape[1])
 """
 
 # explorer -> (notebook it belongs to, setup code, [(file stem, code whose last line is the explorer,
@@ -103,10 +108,10 @@ SETTINGS = {
          "Causal mask filled with 0: weight leaks onto the future (read leaked_weight)."),
     ]),
     "heads": ("05_multi_head", HEADS_SETUP, [
-        ("heads_1_head0", "head_explorer(example.example_weights, tokens=tokens)",
+        ("heads_1_head0", "head_explorer(example.example_weights, tokens=tokens, mask=example_mask)",
          "Notebook 05's trained 2-head model (seed 0), head 0 enlarged: point at the bright first column, "
          "every query's weight on the first token (the head that owns 'first')."),
-        ("heads_2_head1", "view = head_explorer(example.example_weights, tokens=tokens)\n"
+        ("heads_2_head1", "view = head_explorer(example.example_weights, tokens=tokens, mask=example_mask)\n"
                           "view.controls['head'].value = 1\nview",
          "The same model, head 1 enlarged: point at the bright diagonal just below the main one, each "
          "query's weight on the token before it (the head that owns 'previous')."),
@@ -123,11 +128,11 @@ SETTINGS = {
          "5 KV heads do not divide 32 query heads: the explorer explains why, in words."),
     ]),
     "induction_heads": ("07_tiny_gpt", INDUCTION_SETUP, [
-        ("induction_1_previous", "head_explorer(example_weights, tokens=tokens)",
+        ("induction_1_previous", "head_explorer(example_weights, tokens=tokens, mask=example_mask)",
          "Notebook 07's trained model (seed 0) on a sequence of period 12, layer 0 head 0 enlarged: the "
          "previous-token head. Point at the sub-diagonal through the first 12 queries: each looks at "
          "the position just before it (queries 1 to 11)."),
-        ("induction_2_induction", "view = head_explorer(example_weights, tokens=tokens)\n"
+        ("induction_2_induction", "view = head_explorer(example_weights, tokens=tokens, mask=example_mask)\n"
                                   "view.controls['layer'].value = 1\nview",
          "The same model, layer 1 head 0 enlarged: an induction head. Point at the bright first column "
          "(queries whose token has not occurred yet rest on position 0), then at the stripe from query "

@@ -30,11 +30,12 @@ class HeadExplorer(Explorer):
     title = "Attention heads"
     kind = "head"
 
-    def __init__(self, weights, tokens=None):
+    def __init__(self, weights, tokens=None, mask=None):
         super().__init__()
         self.weights = head_weights(weights).numpy()                 # checked once
-        first = heads_state(self.weights, tokens=tokens)             # and the tokens with it
+        first = heads_state(self.weights, tokens=tokens, mask=mask)  # and the tokens and mask with it
         self.tokens = first["key_labels"]
+        self.mask = None if first["mask"] is None else first["mask"].numpy()
         n_layers, n_heads, _n_q, _n_k = self.weights.shape
         wide = {"description_width": "50px"}
         self.controls = {
@@ -61,8 +62,8 @@ class HeadExplorer(Explorer):
         n_layers, n_heads, _n_q, _n_k = self.weights.shape
         room = int(min(96, max(30, 440 // n_heads - 24)))      # 4 heads fit in 440 px; more scroll
         title = f"L{layer} H{head}" if n_layers > 1 else f"head {head}"
-        return heatmap_panel(self._name(layer, head), self.weights[layer, head], title=title, small=True,
-                             room=room, pick=[layer, head], what=f"layer {layer}, head {head}")
+        return heatmap_panel(self._name(layer, head), self.weights[layer, head], self.mask, title=title,
+                             small=True, room=room, pick=[layer, head], what=f"layer {layer}, head {head}")
 
     def _on_pick(self, pick):
         try:
@@ -84,12 +85,14 @@ class HeadExplorer(Explorer):
 
     # -- one change ------------------------------------------------------------------------------
     def _compute(self, values):
-        return heads_state(self.weights, values["layer"], values["head"], tokens=self.tokens)
+        return heads_state(self.weights, values["layer"], values["head"], tokens=self.tokens, mask=self.mask)
 
     def _layout(self, state):
         layer, head = state["layer"], state["head"]
         n_q, n_k = state["weights"].shape
-        selected = heatmap_panel("selected", state["weights"].numpy(), title=f"Layer {layer}, head {head}",
+        mask = None if state["mask"] is None else state["mask"].numpy()
+        selected = heatmap_panel("selected", state["weights"].numpy(), mask,
+                                 title=f"Layer {layer}, head {head}",
                                  query_labels=state["query_labels"], key_labels=state["key_labels"],
                                  room=min(440, max(260, 34 * max(n_q, n_k))),
                                  what=f"the attention weights of layer {layer}, head {head}")
@@ -124,12 +127,13 @@ class HeadExplorer(Explorer):
                 + note("Where each query looks most:<br>" + listing + more))
 
 
-def head_explorer(weights, tokens=None) -> HeadExplorer:
+def head_explorer(weights, tokens=None, mask=None) -> HeadExplorer:
     """A grid of attention heads, one picked (by slider or click) and enlarged with token labels.
 
     ``weights``: ``(n_heads, n_q, n_k)`` or ``(n_layers, n_heads, n_q, n_k)``, torch or numpy,
     e.g. the weights :class:`attnviz.MultiHeadAttention` returns for one sequence
     (``weights[0]``). ``tokens``: one label per key position (also used for the queries when
-    ``n_q == n_k``).
+    ``n_q == n_k``). ``mask``: the mask the heads attended under (bool, True = may attend, such as
+    ``attnviz.causal_mask(n)``), whose blocked cells are drawn grey, or None.
     """
-    return HeadExplorer(weights, tokens=tokens)
+    return HeadExplorer(weights, tokens=tokens, mask=mask)
