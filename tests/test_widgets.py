@@ -386,6 +386,17 @@ def test_head_explorer_bad_input_is_named(weights, tokens, message):
         head_explorer(weights, tokens=tokens)
 
 
+def test_a_row_with_no_allowed_key_shows_the_weights_it_got():
+    """With the fill finfo.min, 04's all-padding sequence's rows are a uniform blend over the blocked
+    keys, as its text says: drawn as weights (0.20), not grey cells a reader could not read."""
+    ex = mask_explorer(mask="padding", fill="finfo.min")
+    empty = ex.panels["weights/2"]                          # lengths 5, 3, 0: the third is all padding
+    assert not empty.masked.any() and np.allclose(empty.values, 0.2)
+    assert ex.panels["weights/1"].masked[:, 3:].all()       # a row with allowed keys: its pads stay grey
+    ex.controls["fill"].value = "-inf"
+    assert ex.panels["weights/2"].nan.all()                 # -inf: the same rows are NaN (pink)
+
+
 def test_head_explorer_draws_the_cells_a_mask_blocks_grey():
     """05's and 07's causal heads: the future's cells are blocked, not weights learned to be 0 (a
     reader of 05 took the dark 0.00 cells for the latter)."""

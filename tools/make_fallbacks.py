@@ -98,8 +98,8 @@ SETTINGS = {
         ("mask_1_padding_inf", 'mask_explorer(mask="padding", fill="-inf", dtype="float32")',
          "Where it opens: padding mask, fill -inf. The empty third sequence's rows are NaN (pink)."),
         ("mask_2_finfo_min", 'mask_explorer(mask="padding", fill="finfo.min", dtype="float32")',
-         "Fill finfo.min: no NaN; the empty sequence's rows come out finite, spread over keys the "
-         "picture greys out as masked."),
+         "Fill finfo.min: no NaN; the empty sequence's rows come out finite, 0.20 on each of its five "
+         "blocked keys (a uniform blend)."),
         ("mask_3_float16_error", 'mask_explorer(mask="padding", fill="-1e9", dtype="float16")',
          "Fill -1e9 in float16: PyTorch refuses, and the explorer says so in words."),
         ("mask_4_bfloat16", 'mask_explorer(mask="padding", fill="-1e9", dtype="bfloat16")',

@@ -153,11 +153,12 @@ def heatmap_panel(name, values, mask=None, *, title="", scale="weights", query_l
     nan = np.isnan(values)
     blocked = np.zeros(values.shape, bool) if mask is None else ~np.broadcast_to(np.asarray(mask, bool),
                                                                                  values.shape)
-    # a leak: weight on a blocked key of a row that has an allowed one (a row with none has nowhere
-    # else to put its weight: it is drawn masked, and its explorer says what such rows hold)
+    # a leak: weight on a blocked key of a row that has an allowed one. A row with none has nowhere
+    # else to put its weight: its weights are drawn as they are (with finfo.min, a uniform blend
+    # over the blocked keys, which 04's text promises and a reader could not see in grey cells)
     live_row = (~blocked).any(axis=1, keepdims=True)
     leak = blocked & ~nan & (values != 0) & live_row if scale == "weights" else np.zeros(values.shape, bool)
-    masked = blocked & ~nan & ~leak
+    masked = blocked & ~nan & ~leak & (live_row if scale == "weights" else True)
     if scale == "scores" and (vmin is None or vmax is None):
         allowed = values[~blocked & np.isfinite(values)]
         bound = float(np.abs(allowed).max()) if allowed.size else 1.0
