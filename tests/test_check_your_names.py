@@ -103,6 +103,45 @@ def test_multi_head_fix_in_the_notebooks_own_names_passes_when_pasted(tmp_path):
     assert check_multi_head(fixed).passed
 
 
+# a learner's own names everywhere: inputs, b/t/dm, weights @ v inline, out handed to W_o
+MERGED_BY_VIEW = """
+class MHA(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.W_q, self.W_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.W_v, self.W_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+
+    def forward(self, inputs, mask=None):
+        b, t, dm = inputs.shape
+        q, k, v = (w(inputs).view(b, t, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = torch.softmax(scores, dim=-1)
+        out = (weights @ v).reshape(b, t, dm)
+        return self.W_o(out)
+"""
+
+
+@pytest.mark.parametrize("bug, wrong_line, source", [
+    ("heads_merged_without_transpose", "out = (weights @ v)", MERGED_BY_VIEW),
+    ("missing_output_projection", "return out",
+     MERGED_BY_VIEW.replace("(weights @ v).reshape", "(weights @ v).transpose(1, 2).reshape")
+     .replace("return self.W_o(out)", "return out")),
+])
+def test_multi_head_merge_fixes_in_the_learners_names_pass_when_pasted(tmp_path, bug, wrong_line, source):
+    """The merge Fix named out, batch, n and d_model: out was the learner's merged tensor, and batch,
+    n, d_model the notebook's 2, 4, 8 (a reader of 05 took three rounds)."""
+    result = check_multi_head(_load(tmp_path, "mm", source).MHA)
+    assert result.bug == bug, repr(result)
+    code = result.fix.split("   #")[0]
+    assert "batch" not in code and "heads" not in code, result.fix
+    fixed = _load(tmp_path, "mm_fixed", _pasted(source, wrong_line, result.fix)).MHA
+    assert check_multi_head(fixed).passed, result.fix
+
+
 def test_decoding_fix_in_the_learners_names():
     from tests.learner_code import decoding
 
@@ -167,15 +206,19 @@ def test_two_mistakes_with_is_causal_still_say_it(tmp_path):
     ("s = a @ b.transpose(-2, -1) / d ** 1 / 2", {"scores": "s", "q": "a", "k": "b"}),
     ("s = a @ torch.transpose(b, -2, -1)", {"scores": "s", "q": "a", "k": "b"}),
     ("o = F.scaled_dot_product_attention(a, b.repeat_interleave(2, dim=1), c.contiguous())",
-     {"q": "a", "k": "b", "v": "c"}),
-    ("o = F.scaled_dot_product_attention(a, torch.cat([b, c]), c)", {"q": "a", "v": "c"}),
-    # the softmax of the product is the weights, not the scores: no names, the catalog's Fix stays
-    ("w = (a @ b.mT).softmax(-1)", {}),
+     {"q": "a", "k": "b", "v": "c", "heads": "o"}),
+    ("o = F.scaled_dot_product_attention(a, torch.cat([b, c]), c)", {"q": "a", "v": "c", "heads": "o"}),
+    # the softmax of the product is the weights, not the scores
+    ("w = (a @ b.mT).softmax(-1)", {"weights": "w"}),
+    ("w = torch.softmax(s, dim=-1)\n    m = (w @ c).transpose(1, 2)", {"weights": "w", "v": "c",
+                                                                     "heads": "(w @ c)"}),
+    ("w = F.softmax(s, -1)\n    h = w @ c", {"weights": "w", "v": "c", "heads": "h"}),
     ("s = torch.einsum('qd,kd->qk', a, b)", {}),
     ("s = a @ b", {}),
     # two heads' scores under two sets of names: which is meant cannot be told
     ("s1 = a @ b.mT\n    s2 = c @ d.mT", {}),
-    ("s = a @ b.mT\n    o = F.scaled_dot_product_attention(c, b, d)", {"scores": "s", "k": "b", "v": "d"}),
+    ("s = a @ b.mT\n    o = F.scaled_dot_product_attention(c, b, d)",
+     {"scores": "s", "k": "b", "v": "d", "heads": "o"}),
 ])
 def test_your_names(tmp_path, body, names):
     source = f"def f(a, b, c, d, Q, K, qh, kh, scale):\n    {body}\n    return 0\n"

@@ -172,7 +172,8 @@ _ENTRIES = [
         "The heads are merged without transpose(1, 2): .view/.reshape(batch, n, d_model) straight from "
         "(batch, n_heads, n, d_k), or after transposing other axes.",
         "The shape comes out right, but each output row mixes pieces of different positions.",
-        "out.transpose(1, 2).contiguous().view(batch, n, d_model)",
+        "merged = heads.transpose(1, 2).contiguous().view(x.shape)   # heads: weights @ v, (batch, n_heads, "
+        "n, d_k); the transpose puts each position's heads side by side before the view",
         fixes={DECODING: _MERGE},
     ),
     Bug(
@@ -252,7 +253,7 @@ _ENTRIES = [
         "before attention instead of the heads' outputs after it.",
         "The shape is right but the numbers are the heads' raw concatenation (of values W_o already "
         "went through, if it came first); the layer cannot mix information across heads.",
-        "return self.W_o(out)   # out: the merged heads, (batch, n, d_model); W_o nowhere else",
+        "return self.W_o(merged)   # merged: the heads side by side, (batch, n, d_model); W_o nowhere else",
         fixes={DECODING: "x = x + attention.W_o(merged)"},
     ),
     Bug(
@@ -495,7 +496,8 @@ _ENTRIES = [
         ".view(...) is called on a transposed tensor.",
         "PyTorch raises 'view size is not compatible with input tensor's size and stride': after "
         "transpose the numbers are no longer laid out in memory in the order view needs.",
-        "out.transpose(1, 2).contiguous().view(batch, n, d_model)   # or .reshape(batch, n, d_model)",
+        "merged = heads.transpose(1, 2).contiguous().view(x.shape)   # contiguous() before view (or "
+        ".reshape(x.shape)); heads: weights @ v",
         fixes={DECODING: _MERGE + "   # or .reshape(batch, n_new, h * d)"},
     ),
     Bug(
@@ -1169,12 +1171,13 @@ def catalog_markdown() -> str:
         "in two stages: the prefills first (no cache yet, where every attention-level bug already shows),",
         "then the cached steps, where it also reads which keys and values the returned cache holds.",
         "",
-        "The fix lines below use the exercises' names (`scores`, `q`, `k`, `v`; `query`, `key`, `value`",
-        "in `check_decoding_step`). A verdict shows its fix in the learner's own names instead where their",
+        "The fix lines below use the exercises' names (`scores`, `q`, `k`, `v`, `weights`, `heads` for",
+        "weights @ v, `merged` for what W_o is handed, `x`; `query`, `key`, `value` in",
+        "`check_decoding_step`). A verdict shows its fix in the learner's own names instead where their",
         "code shows them (the line that multiplies a tensor by another's transpose, `S = Q @ K.mT / ...`,",
-        "and the tensors handed to `F.scaled_dot_product_attention`), and says when the line is in their",
-        "code already (the change is then in its comment): `attnviz/check/_yournames.py`, read from the",
-        "code's text.",
+        "the tensors handed to `F.scaled_dot_product_attention`, what a softmax is assigned to, what W_o",
+        "is handed, forward's input), and says when the line is in their code already (the change is",
+        "then in its comment): `attnviz/check/_yournames.py`, read from the code's text.",
         "",
         "## Adding a bug",
         "",

@@ -24,7 +24,8 @@ from ._stale import own_functions
 
 __all__ = ["your_names", "in_your_names", "fix_in_your_names"]
 
-ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v"}
+ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v",
+         "weights": "weights", "heads": "heads", "merged": "merged", "x": "x"}
 """The names Fix lines use, and what each stands for."""
 
 _DEFINING = {*ATTENTION_FIX_NAMES.values(), *DECODING_FIX_NAMES.values(), *MULTI_HEAD_FIX_NAMES.values()}
@@ -113,19 +114,75 @@ def _trees(obj) -> list:
     return trees
 
 
+def _softmax_of(value) -> bool:
+    """Whether ``value`` is a softmax: ``S.softmax(...)``, ``torch.softmax(S, ...)``, ``F.softmax(...)``."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr == "softmax"
+
+
+def _matmul(node) -> tuple | None:
+    """``(A, B)`` for ``A @ B`` or ``torch.matmul(A, B)`` of two names; else None."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        pair = (node.left, node.right)
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "matmul" \
+            and len(node.args) == 2:
+        pair = tuple(node.args)
+    else:
+        return None
+    return tuple(n.id for n in pair) if all(isinstance(n, ast.Name) for n in pair) else None
+
+
+def _merged(node) -> str | None:
+    """``M`` for ``self.W_o(M)`` or ``attention.W_o(M)``: the heads side by side, before W_o."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "W_o" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
+        return node.args[0].id
+    return None
+
+
+def _assigned(node) -> str | None:
+    single = isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    return node.targets[0].id if single else None
+
+
 def your_names(obj) -> dict:
-    """``{role: name}`` (roles ``scores``, ``q``, ``k``, ``v``) for each role the learner's code names
-    one way only: from its assignments of a product with a transpose, scaled or not (``S = Q @ K.mT``),
-    and the tensors it hands to ``F.scaled_dot_product_attention``."""
-    seen = {role: set() for role in ("scores", "q", "k", "v")}
-    for node in (node for tree in _trees(obj) for node in ast.walk(tree)):
-        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
-                and (pair := _scores(node.value)):
-            for role, name in zip(("scores", "q", "k"), (node.targets[0].id, *pair), strict=True):
+    """``{role: name}`` for each role the learner's code names one way only: ``scores``, ``q``, ``k``
+    from its assignments of a product with a transpose, scaled or not (``S = Q @ K.mT``); ``q``, ``k``,
+    ``v`` from the tensors it hands to ``F.scaled_dot_product_attention``; ``weights``, what a softmax is
+    assigned to; ``v`` and ``heads`` from ``H = W @ V`` with W the weights (or ``H =`` the fused
+    function); ``merged``, what W_o is handed (``self.W_o(M)``), or with no W_o what forward returns;
+    ``x``, forward's input."""
+    seen = {role: set() for role in ("scores", "q", "k", "v", "weights", "heads", "merged", "x")}
+    nodes = [node for tree in _trees(obj) for node in ast.walk(tree)]
+    returned = set()                          # what forward returns: the merged heads when W_o is left out
+    for node in nodes:
+        target = _assigned(node)
+        if target and (pair := _scores(node.value)):
+            for role, name in zip(("scores", "q", "k"), (target, *pair), strict=True):
                 seen[role].add(name)
+        if target and _softmax_of(node.value):
+            seen["weights"].add(target)
+        if target and _fused(node.value):
+            seen["heads"].add(target)
         for role, name in zip(("q", "k", "v"), _fused(node) or (), strict=False):
             seen[role] |= {name} if name else set()
-    return {role: names.pop() for role, names in seen.items() if len(names) == 1}
+        seen["merged"] |= {_merged(node)} - {None}
+        if isinstance(node, ast.FunctionDef) and node.name == "forward" and len(node.args.args) > 1:
+            seen["x"].add(node.args.args[1].arg)
+            returned |= {n.value.id for n in ast.walk(node) if isinstance(n, ast.Return)
+                         and isinstance(n.value, ast.Name)}
+    for node in nodes:                        # the weights @ values, once the weights' name is known
+        pair = _matmul(node)
+        if pair and pair[0] in seen["weights"]:
+            seen["v"].add(pair[1])
+        target = _assigned(node)
+        if target and (pair := _matmul(node.value)) and pair[0] in seen["weights"]:
+            seen["heads"].add(target)
+    seen["merged"] = seen["merged"] or returned
+    names = {role: found.pop() for role, found in seen.items() if len(found) == 1}
+    if "heads" not in names and {"weights", "v"} <= names.keys():
+        names["heads"] = f"({names['weights']} @ {names['v']})"     # the heads' outputs, written inline
+    return names
 
 
 def _renamed(code: str, names: dict) -> str:
