@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from attnviz.check import check_attention, check_decoding_step, check_multi_head
+from attnviz.check import check_attention, check_causal_mask, check_decoding_step, check_multi_head
 from attnviz.check._yournames import in_your_names, your_names
 
 HEAD = ("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -140,6 +140,21 @@ def test_multi_head_merge_fixes_in_the_learners_names_pass_when_pasted(tmp_path,
     assert "batch" not in code and "heads" not in code, result.fix
     fixed = _load(tmp_path, "mm_fixed", _pasted(source, wrong_line, result.fix)).MHA
     assert check_multi_head(fixed).passed, result.fix
+
+
+@pytest.mark.parametrize("body, fix", [
+    ("return torch.ones(n, n).tril()", "return torch.ones(n, n).tril().bool()"),
+    ("return torch.zeros(n, n).masked_fill(torch.ones(n, n).triu(1).bool(), float('-inf'))",
+     "return torch.zeros(n, n).masked_fill(torch.ones(n, n).triu(1).bool(), float('-inf')) == 0"),
+])
+def test_a_float_masks_fix_is_written_on_the_mask_the_function_returns(tmp_path, body, fix):
+    """mask_not_bool's Fix said 'return mask.bool()' to a function with no mask (a NameError when
+    pasted: a reader of 04)."""
+    source = f"def my_causal_mask(n):\n    {body}\n"
+    result = check_causal_mask(_load(tmp_path, "cm", source).my_causal_mask)
+    assert result.bug == "mask_not_bool" and result.fix.split("   #")[0] == fix, repr(result)
+    fixed = _load(tmp_path, "cm_fixed", f"def my_causal_mask(n):\n    {fix}\n").my_causal_mask
+    assert check_causal_mask(fixed).passed
 
 
 def test_decoding_fix_in_the_learners_names():

@@ -22,7 +22,7 @@ import tokenize
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
 from ._stale import own_functions
 
-__all__ = ["your_names", "in_your_names", "fix_in_your_names"]
+__all__ = ["your_names", "in_your_names", "fix_in_your_names", "returned", "mask_fix_in_your_names"]
 
 ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v",
          "weights": "weights", "heads": "heads", "merged": "merged", "x": "x"}
@@ -231,4 +231,28 @@ def fix_in_your_names(obj, result):
     """``result`` with its Fix line in the learner's names (:func:`in_your_names`) when it failed."""
     if not result.passed and result.fix:
         result.fix = in_your_names(obj, result.fix)
+    return result
+
+
+def returned(obj) -> str | None:
+    """The one expression the learner's function returns, as Python writes it back (``ast.unparse``),
+    or None when it has no such single return (or no text)."""
+    values = [node.value for tree in _trees(obj) for node in ast.walk(tree)
+              if isinstance(node, ast.Return) and node.value is not None]
+    return ast.unparse(values[0]) if len(values) == 1 else None
+
+
+def mask_fix_in_your_names(obj, result):
+    """A mask checker's Fix ``return mask ...`` (mask_not_bool's ``.bool()``, ``== 0``) on the mask the
+    learner's function returns: ``return torch.ones(n, n).tril().bool()``, where ``mask`` was a name
+    their function never had (a NameError when pasted: a reader of 04)."""
+    if result.passed or not result.fix.startswith("return mask"):
+        return result
+    expression = returned(obj)
+    if expression and expression != "mask":
+        primary = isinstance(ast.parse(expression, mode="eval").body, (ast.Name, ast.Attribute, ast.Call,
+                                                                       ast.Subscript))
+        shown = expression if primary else f"({expression})"
+        code, hash_, comment = result.fix.partition("   #")
+        result.fix = "return " + shown + code[len("return mask"):] + hash_ + comment
     return result
