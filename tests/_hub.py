@@ -345,6 +345,16 @@ class Hub:
         except OSError:
             return ""
 
+    def server_lines(self, user: str, last: int = 40) -> str:
+        """The hub log's last lines about sessions and kernels (the single-user servers write theirs
+        into it), warnings and errors, and ``user``'s requests to its server's sessions API: what a
+        notebook that never got its kernel leaves behind."""
+        keep = re.compile(r"[Kk]ernel|[Ss]ession|^\[[EWC] |Traceback|Error|"
+                          + re.escape(f"/user/{user}/api/"))
+        lines = [line for line in self.log_text(2_000_000).splitlines() if keep.search(line)]
+        return f"the hub's log, {len(lines[-last:])} of {len(lines)} lines about kernels, sessions and " \
+               f"errors:\n" + "\n".join(lines[-last:])
+
     def give(self, role: str, folders: list[Path], name: str) -> Path:
         """Copy ``folders`` into ``~/name`` of ``role``'s account, owned by that user."""
         account = self.accounts[role]
@@ -446,6 +456,17 @@ class HubNotebookPage(NotebookPage):
 
     def open(self, timeout: float = 180.0) -> HubNotebookPage:
         return self.goto(timeout).wait_ready(timeout)
+
+    def choose_kernel_again(self) -> bool:
+        """If the notebook shows "No Kernel" (no session was made), choose Python 3 for it, as a student
+        does from the kernel picker; whether it had to."""
+        return self.page.evaluate("""async (path) => {
+          const shell = window.jupyterapp.shell;
+          const panel = Array.from(shell.widgets('main')).find((w) => w.context && w.context.path === path);
+          if (!panel || panel.sessionContext.session) return false;
+          await panel.sessionContext.changeKernel({name: 'python3'});
+          return true;
+        }""", self.path)
 
     def kernel_id(self) -> str:
         return self.page.evaluate(
