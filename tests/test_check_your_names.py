@@ -157,6 +157,19 @@ def test_a_float_masks_fix_is_written_on_the_mask_the_function_returns(tmp_path,
     assert check_causal_mask(fixed).passed
 
 
+def test_a_name_read_before_it_is_set_is_not_taken_for_a_mask_bug_and_the_fix_names_yours(tmp_path):
+    """A Fix line pasted with the catalog's scores into code whose scores are S: the name is read only
+    where a mask is given, which looked like mask_axis_misplaced (right without a mask, raises with
+    one) and sent a hurried learner round again (replay of session 29)."""
+    source = MERGED_BY_VIEW.replace("scores = q @ k", "S = q @ k").replace(
+        "torch.softmax(scores, dim=-1)", "torch.softmax(S, dim=-1)").replace(
+        "(weights @ v).reshape", "(weights @ v).transpose(1, 2).reshape")
+    result = check_multi_head(_load(tmp_path, "ub", source).MHA)
+    assert result.bug is None and "UnboundLocalError" in result.headline, repr(result)
+    assert result.fix.startswith("scores in a Fix line means your scores") and \
+        result.fix.endswith("(in your code: S)"), result.fix
+
+
 def test_decoding_fix_in_the_learners_names():
     from tests.learner_code import decoding
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import inspect
 import io
+import re
 import textwrap
 import tokenize
 
@@ -227,10 +228,22 @@ def _squeezed(text: str) -> str:
     return "".join(text.split())
 
 
+_MEANS = re.compile(r"^(\w+) in a Fix line means your ")
+
+
 def fix_in_your_names(obj, result):
-    """``result`` with its Fix line in the learner's names (:func:`in_your_names`) when it failed."""
-    if not result.passed and result.fix:
-        result.fix = in_your_names(obj, result.fix)
+    """``result`` with its Fix line in the learner's names (:func:`in_your_names`) when it failed; a
+    Fix that says what a name of an earlier Fix line stands for ("scores in a Fix line means your
+    scores ...") also says which of the learner's names that is, when their code shows it."""
+    if result.passed or not result.fix:
+        return result
+    said = _MEANS.match(result.fix)
+    if said:
+        yours = your_names(obj).get(ROLES.get(said[1], ""), "")
+        if yours.isidentifier() and yours != said[1]:
+            result.fix += f" (in your code: {yours})"
+        return result
+    result.fix = in_your_names(obj, result.fix)
     return result
 
 
