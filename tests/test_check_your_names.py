@@ -170,6 +170,24 @@ def test_a_name_read_before_it_is_set_is_not_taken_for_a_mask_bug_and_the_fix_na
         result.fix.endswith("(in your code: S)"), result.fix
 
 
+def test_a_name_with_no_value_gets_words_not_a_line_that_pastes_an_ellipsis(tmp_path):
+    source = "def my_attention(q, k, v, mask=None):\n    att = att / 2\n    return v\n"
+    result = check_attention(_load(tmp_path, "el", source).my_attention)
+    assert "UnboundLocalError" in result.headline and "..." not in result.fix, result.fix
+    assert result.fix.startswith("give att its value above its first use"), result.fix
+
+
+def test_a_step_that_pasted_q_is_told_what_q_stands_for_and_its_own_name(tmp_path):
+    """08's Fix lines named q and k; a step whose queries are query got 'run the cell that defines or
+    imports q', which no cell does (a replay)."""
+    source = DECODING.replace("is_causal=True", "attn_mask=torch.ones(q.shape[-2], key.shape[-2], "
+                              "dtype=torch.bool).tril(diagonal=key.shape[-2] - q.shape[-2])")
+    result = check_decoding_step(_load(tmp_path, "nq", source).decode_step)
+    assert "NameError" in result.headline, repr(result)
+    assert result.fix.startswith("q in a Fix line means your queries"), result.fix
+    assert result.fix.endswith("(in your code: query)"), result.fix
+
+
 def test_decoding_fix_in_the_learners_names():
     from tests.learner_code import decoding
 

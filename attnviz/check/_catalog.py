@@ -47,6 +47,13 @@ DECODING_FIX_NAMES = {
     "scores": _SCORES + "   # query and key: this layer's, split into heads",
     "normed": "normed = block.norm_attention(x)   # what W_q, W_k and W_v read",
     "batch": "batch = tokens.shape[0]",
+    # the tensors a step names its own way: a definition would read another such name, so the Fix
+    # says what the name stands for (a replay's step, its queries Q, was sent to a cell defining q)
+    **{name: f"{name} in a Fix line means your {what}: write your own variable's name in its place"
+       for name, what in (("q", "queries, this layer's, split into heads"),
+                          ("k", "keys, this layer's, split into heads (after joining the cache)"),
+                          ("v", "values, this layer's, split into heads (after joining the cache)"),
+                          ("heads", "heads' outputs, weights @ values or the fused function's"))},
 }
 """The names decoding's Fix lines use for values a step computes itself, each with a line that defines
 it: a Fix line pasted into a step that calls them otherwise raises NameError, and no cell defines them."""

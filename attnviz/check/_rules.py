@@ -649,8 +649,10 @@ def raised(t):
                          f"function is that function's own, so the notebook's {name} (if it has one) is not "
                          f"used. Give {name} a value above this line, or write the name your code already "
                          "uses for that value.")
+            # words, not a line: "name = ..." pasted as it stood gave the name an Ellipsis (a replay)
             fix = t.spec.words.get("fix_names", {}).get(name) or (
-                f"{name} = ...   # above its first use, or your own name for that value in its place")
+                f"give {name} its value above its first use, or write your own name for that value in its "
+                "place")
         elif missing := missing_torch_name(message):
             lines.append(missing[0])
             fix = missing[1] or fix
