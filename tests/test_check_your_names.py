@@ -271,6 +271,24 @@ def test_your_names(tmp_path, body, names):
     assert your_names(_load(tmp_path, "s", source).f) == names
 
 
+def test_sizes_are_the_learners_or_read_from_forwards_input(tmp_path):
+    """05's notebook defines batch, n and d_model (2, 4, 8): a Fix line's batch and n, in a forward that
+    never unpacked its own, read those silently (a replay's split Fix raised RuntimeError)."""
+    unpacked = "class M:\n    def forward(self, inputs, mask=None):\n        b, t, dm = inputs.shape\n" \
+               "        return inputs\n"
+    sizes = {k: v for k, v in your_names(_load(tmp_path, "u", unpacked).M).items()
+             if k in ("batch", "n", "d_model", "x")}
+    assert sizes == {"batch": "b", "n": "t", "d_model": "dm", "x": "inputs"}
+    source = "class M:\n    def forward(self, inputs, mask=None):\n        return inputs\n"
+    bare = _load(tmp_path, "b", source).M
+    split = "self.W_q(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)   # split"
+    assert in_your_names(bare, split) == ("self.W_q(inputs).view(inputs.shape[0], inputs.shape[1], "
+                                          "self.n_heads, self.d_k).transpose(1, 2)   # split")
+    # a line that sets the sizes keeps their names
+    sets = "batch, n, d_model = x.shape; q = self.W_q(x).view(batch, n, self.n_heads, self.d_k)"
+    assert in_your_names(bare, sets) == sets.replace("x", "inputs")
+
+
 def test_only_the_fixs_code_and_only_variables_change(tmp_path):
     source = "def f(Q, K, V):\n    S = Q @ K.mT\n    return F.scaled_dot_product_attention(Q, K, V)\n"
     f = _load(tmp_path, "n", source).f

@@ -26,7 +26,8 @@ from ._stale import own_functions
 __all__ = ["your_names", "in_your_names", "fix_in_your_names", "returned", "mask_fix_in_your_names"]
 
 ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v",
-         "weights": "weights", "heads": "heads", "merged": "merged", "x": "x"}
+         "weights": "weights", "heads": "heads", "merged": "merged", "x": "x", "batch": "batch", "n": "n",
+         "d_model": "d_model"}
 """The names Fix lines use, and what each stands for."""
 
 _DEFINING = {*ATTENTION_FIX_NAMES.values(), *DECODING_FIX_NAMES.values(), *MULTI_HEAD_FIX_NAMES.values()}
@@ -153,7 +154,8 @@ def your_names(obj) -> dict:
     assigned to; ``v`` and ``heads`` from ``H = W @ V`` with W the weights (or ``H =`` the fused
     function); ``merged``, what W_o is handed (``self.W_o(M)``), or with no W_o what forward returns;
     ``x``, forward's input."""
-    seen = {role: set() for role in ("scores", "q", "k", "v", "weights", "heads", "merged", "x")}
+    seen = {role: set() for role in ("scores", "q", "k", "v", "weights", "heads", "merged", "x", "batch", "n",
+                                     "d_model")}
     nodes = [node for tree in _trees(obj) for node in ast.walk(tree)]
     returned = set()                          # what forward returns: the merged heads when W_o is left out
     for node in nodes:
@@ -168,6 +170,9 @@ def your_names(obj) -> dict:
         for role, name in zip(("q", "k", "v"), _fused(node) or (), strict=False):
             seen[role] |= {name} if name else set()
         seen["merged"] |= {_merged(node)} - {None}
+        if target is None and isinstance(node, ast.Assign) and _sizes(node):
+            for role, name in zip(("batch", "n", "d_model"), _sizes(node), strict=True):
+                seen[role].add(name)
         if isinstance(node, ast.FunctionDef) and node.name == "forward" and len(node.args.args) > 1:
             seen["x"].add(node.args.args[1].arg)
             returned |= {n.value.id for n in ast.walk(node) if isinstance(n, ast.Return)
@@ -183,13 +188,30 @@ def your_names(obj) -> dict:
     names = {role: found.pop() for role, found in seen.items() if len(found) == 1}
     if "heads" not in names and {"weights", "v"} <= names.keys():
         names["heads"] = f"({names['weights']} @ {names['v']})"     # the heads' outputs, written inline
+    for axis, role in enumerate(("batch", "n", "d_model")):      # not unpacked: read from forward's input
+        if role not in names and "x" in names:
+            names[role] = f"{names['x']}.shape[{axis}]"
     return names
+
+
+def _sizes(node) -> tuple | None:
+    """``(B, T, C)`` for ``B, T, C = x.shape`` (three names from a tensor's shape); else None."""
+    target = node.targets[0] if len(node.targets) == 1 else None
+    names = isinstance(target, ast.Tuple) and len(target.elts) == 3 \
+        and all(isinstance(e, ast.Name) for e in target.elts)
+    if names and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        return tuple(e.id for e in target.elts)
+    return None
 
 
 def _renamed(code: str, names: dict) -> str:
     """``code`` with each of :data:`ROLES`'s names, where it names a variable (not an attribute, nor a
     keyword argument), replaced by the learner's name for its role."""
     tokens = list(tokenize.generate_tokens(io.StringIO(code).readline))
+    stored = {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)
+              and isinstance(node.ctx, ast.Store)}
+    # a name the line sets stays a name: "batch, n, d_model = x.shape" never becomes x.shape[0], ...
+    names = {role: name for role, name in names.items() if name.isidentifier() or role not in stored}
     depth, edits = 0, []
     for i, token in enumerate(tokens):
         depth += token.string in "([{" if token.type == tokenize.OP else 0
