@@ -417,7 +417,8 @@ def test_a_step_that_caches_each_blocks_input_is_told_its_cache_holds_no_keys_or
     assert not result.passed and result.bug is None, result
     assert "no tensor in your cache holds a layer's keys or values" in result.headline
     # the Fix in the step's own names for its keys and values (the ones it hands to the fused function)
-    assert "a list of 2" in repr(result) and result.fix.startswith("new_cache.append((k, v))")
+    # and for the list it returns as its cache
+    assert "a list of 2" in repr(result) and result.fix.startswith("kept.append((k, v))"), result.fix
     # the same step caching the keys and values it projects passes, in a layout the checker's reading
     # of caches does not know too: (n_kv_heads, batch, positions, d_head)
     def heads_first(model, tokens, cache):

@@ -289,6 +289,19 @@ def test_sizes_are_the_learners_or_read_from_forwards_input(tmp_path):
     assert in_your_names(bare, sets) == sets.replace("x", "inputs")
 
 
+def test_a_steps_stream_and_returned_cache_are_its_own_names(tmp_path):
+    """A step's stream is what model.embed gives (h, not x); its new cache is what it returns, unless
+    that is the cache it was given, changed in place (then 'new_cache = []' must stay a new name)."""
+    step = ("def step(model, tokens, cache):\n    h = model.embed(tokens)\n    kv_out = []\n"
+            "    return model.unembed(h), kv_out\n")
+    names = your_names(_load(tmp_path, "st", step).step)
+    assert names["x"] == "h" and names["new_cache"] == "kv_out" and "batch" not in names
+    assert in_your_names(_load(tmp_path, "st2", step).step, "logits = model.unembed(x)   # every position") \
+        == "logits = model.unembed(h)   # every position"
+    in_place = step.replace("kv_out = []", "cache.append(1)").replace("kv_out", "cache")
+    assert "new_cache" not in your_names(_load(tmp_path, "st3", in_place).step)
+
+
 def test_only_the_fixs_code_and_only_variables_change(tmp_path):
     source = "def f(Q, K, V):\n    S = Q @ K.mT\n    return F.scaled_dot_product_attention(Q, K, V)\n"
     f = _load(tmp_path, "n", source).f

@@ -537,7 +537,8 @@ _ENTRIES = [
         "The mask is accepted but never applied to the scores.",
         "The output equals attention without a mask: every query attends to every key, blocked "
         "ones included.",
-        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # use the mask",
+        "if mask is not None: scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # use the "
+        "mask, above the softmax (mask=None: nothing to block)",
     ),
     Bug(
         "additive_mask_wrong",

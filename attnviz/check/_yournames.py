@@ -27,7 +27,7 @@ __all__ = ["your_names", "in_your_names", "fix_in_your_names", "returned", "mask
 
 ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v",
          "weights": "weights", "heads": "heads", "merged": "merged", "x": "x", "batch": "batch", "n": "n",
-         "d_model": "d_model"}
+         "d_model": "d_model", "new_cache": "new_cache"}
 """The names Fix lines use, and what each stands for."""
 
 _DEFINING = {*ATTENTION_FIX_NAMES.values(), *DECODING_FIX_NAMES.values(), *MULTI_HEAD_FIX_NAMES.values()}
@@ -153,11 +153,14 @@ def your_names(obj) -> dict:
     ``v`` from the tensors it hands to ``F.scaled_dot_product_attention``; ``weights``, what a softmax is
     assigned to; ``v`` and ``heads`` from ``H = W @ V`` with W the weights (or ``H =`` the fused
     function); ``merged``, what W_o is handed (``self.W_o(M)``), or with no W_o what forward returns;
-    ``x``, forward's input."""
+    ``x``, forward's input or a decoding step's ``model.embed(...)``; ``batch``, ``n``, ``d_model`` from
+    ``B, T, C = x.shape`` (else read from x); ``new_cache``, the cache a step returns."""
     seen = {role: set() for role in ("scores", "q", "k", "v", "weights", "heads", "merged", "x", "batch", "n",
-                                     "d_model")}
+                                     "d_model", "new_cache")}
     nodes = [node for tree in _trees(obj) for node in ast.walk(tree)]
     returned = set()                          # what forward returns: the merged heads when W_o is left out
+    given, forward_input = set(), set()       # every function's parameters; forward's input
+    lists = set()                             # names given a new list or cache: [], list(...), KVCache()
     for node in nodes:
         target = _assigned(node)
         if target and (pair := _scores(node.value)):
@@ -173,8 +176,18 @@ def your_names(obj) -> dict:
         if target is None and isinstance(node, ast.Assign) and _sizes(node):
             for role, name in zip(("batch", "n", "d_model"), _sizes(node), strict=True):
                 seen[role].add(name)
+        if target and _embedded(node.value):                 # a decoding step's stream: x = model.embed(...)
+            seen["x"].add(target)
+        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2 \
+                and isinstance(node.value.elts[1], ast.Name):      # a step's return logits, new_cache
+            seen["new_cache"].add(node.value.elts[1].id)
+        if isinstance(node, ast.FunctionDef):
+            given |= {argument.arg for argument in node.args.args}
+        if target and _new_list(node.value):
+            lists.add(target)
         if isinstance(node, ast.FunctionDef) and node.name == "forward" and len(node.args.args) > 1:
             seen["x"].add(node.args.args[1].arg)
+            forward_input.add(node.args.args[1].arg)
             returned |= {n.value.id for n in ast.walk(node) if isinstance(n, ast.Return)
                          and isinstance(n.value, ast.Name)}
     for node in nodes:                        # the weights @ values, once the weights' name is known
@@ -185,13 +198,31 @@ def your_names(obj) -> dict:
         if target and (pair := _matmul(node.value)) and pair[0] in seen["weights"]:
             seen["heads"].add(target)
     seen["merged"] = seen["merged"] or returned
+    # the cache it was given, returned changed, is not a new one; a tensor (of tokens, say) is no list
+    seen["new_cache"] = (seen["new_cache"] - given) & lists
     names = {role: found.pop() for role, found in seen.items() if len(found) == 1}
     if "heads" not in names and {"weights", "v"} <= names.keys():
         names["heads"] = f"({names['weights']} @ {names['v']})"     # the heads' outputs, written inline
     for axis, role in enumerate(("batch", "n", "d_model")):      # not unpacked: read from forward's input
-        if role not in names and "x" in names:
-            names[role] = f"{names['x']}.shape[{axis}]"
+        if role not in names and len(forward_input) == 1:
+            names[role] = f"{next(iter(forward_input))}.shape[{axis}]"
     return names
+
+
+def _new_list(value) -> bool:
+    """Whether ``value`` makes a new list or cache: ``[]``, ``[...]``, ``list(...)``, ``gpt.KVCache()``,
+    ``cache.copy()``."""
+    if isinstance(value, ast.List):
+        return True
+    func = value.func if isinstance(value, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("list", "KVCache", "copy")
+
+
+def _embedded(value) -> bool:
+    """Whether ``value`` is ``model.embed(...)``: where a decoding step's residual stream starts."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr == "embed"
 
 
 def _sizes(node) -> tuple | None:
