@@ -302,6 +302,44 @@ def test_a_steps_stream_and_returned_cache_are_its_own_names(tmp_path):
     assert "new_cache" not in your_names(_load(tmp_path, "st3", in_place).step)
 
 
+KV_STEP = """
+def decode_step(model, tokens, cache):
+    if cache is None:
+        cache = gpt.KVCache()
+    group = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, cache.length)
+    for i, block in enumerate(model.blocks):
+        normed, attention = block.norm_attention(x), block.attention
+        query = split_heads(attention.W_q(normed), model.n_heads)
+        key = split_heads(attention.W_k(normed), model.n_kv_heads)
+        value = split_heads(attention.W_v(normed), model.n_kv_heads)
+        key, value = cache.append(i, key, value)
+        mask = gpt.decoding_mask(query.shape[-2], key.shape[-2])
+        heads = F.scaled_dot_product_attention(query, key.repeat_interleave(group, dim=1),
+                                               value.repeat_interleave(group, dim=1), attn_mask=mask)
+        x = x + attention.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), cache
+"""
+
+
+def test_a_kv_cache_step_gets_the_kv_cache_forms(tmp_path):
+    """A gpt.KVCache is not subscriptable: 'cache[0][0].shape[-2]' raised TypeError in a replay's
+    KVCache step, and 'new_cache = []' did nothing for one that changed its cache in place."""
+    step = _load(tmp_path, "kv", "from attnviz import gpt\n" + KV_STEP).decode_step
+    result = check_decoding_step(step)
+    assert result.bug == "cache_modified_in_place", repr(result)
+    code = result.fix.split("   #")[0]
+    assert code == "cache = gpt.KVCache() if cache is None else cache.copy()", result.fix
+    fixed = KV_STEP.replace("    if cache is None:\n        cache = gpt.KVCache()\n", "    " + code + "\n")
+    fixed_step = _load(tmp_path, "kv_fixed", "from attnviz import gpt\n" + fixed).decode_step
+    assert check_decoding_step(fixed_step).passed
+    assert in_your_names(step, "past = 0 if cache is None else cache[0][0].shape[-2]   # cached") == \
+        "past = 0 if cache is None else cache.length   # cached"
+    assert in_your_names(step, "past_keys, past_values = cache[layer]") == \
+        "past_keys, past_values = (cache.keys[i], cache.values[i])"
+
+
 def test_only_the_fixs_code_and_only_variables_change(tmp_path):
     source = "def f(Q, K, V):\n    S = Q @ K.mT\n    return F.scaled_dot_product_attention(Q, K, V)\n"
     f = _load(tmp_path, "n", source).f

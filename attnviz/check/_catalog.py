@@ -53,7 +53,9 @@ DECODING_FIX_NAMES = {
        for name, what in (("q", "queries, this layer's, split into heads"),
                           ("k", "keys, this layer's, split into heads (after joining the cache)"),
                           ("v", "values, this layer's, split into heads (after joining the cache)"),
-                          ("heads", "heads' outputs, weights @ values or the fused function's"))},
+                          ("heads", "heads' outputs, weights @ values or the fused function's"),
+                          ("layer", "loop's index of the block it is at (for layer, block in "
+                                    "enumerate(model.blocks))"))},
 }
 """The names decoding's Fix lines use for values a step computes itself, each with a line that defines
 it: a Fix line pasted into a step that calls them otherwise raises NameError, and no cell defines them."""

@@ -21,13 +21,13 @@ import textwrap
 import tokenize
 
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
-from ._stale import own_functions
+from ._stale import names_used, own_functions
 
 __all__ = ["your_names", "in_your_names", "fix_in_your_names", "returned", "mask_fix_in_your_names"]
 
 ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v",
          "weights": "weights", "heads": "heads", "merged": "merged", "x": "x", "batch": "batch", "n": "n",
-         "d_model": "d_model", "new_cache": "new_cache"}
+         "d_model": "d_model", "new_cache": "new_cache", "layer": "layer"}
 """The names Fix lines use, and what each stands for."""
 
 _DEFINING = {*ATTENTION_FIX_NAMES.values(), *DECODING_FIX_NAMES.values(), *MULTI_HEAD_FIX_NAMES.values()}
@@ -156,7 +156,7 @@ def your_names(obj) -> dict:
     ``x``, forward's input or a decoding step's ``model.embed(...)``; ``batch``, ``n``, ``d_model`` from
     ``B, T, C = x.shape`` (else read from x); ``new_cache``, the cache a step returns."""
     seen = {role: set() for role in ("scores", "q", "k", "v", "weights", "heads", "merged", "x", "batch", "n",
-                                     "d_model", "new_cache")}
+                                     "d_model", "new_cache", "layer")}
     nodes = [node for tree in _trees(obj) for node in ast.walk(tree)]
     returned = set()                          # what forward returns: the merged heads when W_o is left out
     given, forward_input = set(), set()       # every function's parameters; forward's input
@@ -178,6 +178,8 @@ def your_names(obj) -> dict:
                 seen[role].add(name)
         if target and _embedded(node.value):                 # a decoding step's stream: x = model.embed(...)
             seen["x"].add(target)
+        if isinstance(node, ast.For) and _loop_index(node):  # for layer, block in enumerate(model.blocks)
+            seen["layer"].add(_loop_index(node))
         if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2 \
                 and isinstance(node.value.elts[1], ast.Name):      # a step's return logits, new_cache
             seen["new_cache"].add(node.value.elts[1].id)
@@ -217,6 +219,19 @@ def _new_list(value) -> bool:
     func = value.func if isinstance(value, ast.Call) else None
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     return name in ("list", "KVCache", "copy")
+
+
+def _loop_index(node) -> str | None:
+    """``i`` for ``for i, block in enumerate(...)`` or ``for i in range(...)``; else None."""
+    call = node.iter if isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) else None
+    if call is None:
+        return None
+    if call.func.id == "enumerate" and isinstance(node.target, ast.Tuple) and node.target.elts \
+            and isinstance(node.target.elts[0], ast.Name):
+        return node.target.elts[0].id
+    if call.func.id == "range" and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
 
 
 def _embedded(value) -> bool:
@@ -268,6 +283,18 @@ def in_your_names(obj, fix: str) -> str:
         ast.parse(code)
     except SyntaxError:                      # words, not code ("run your function by hand ...")
         return fix
+    if "KVCache" in names_used(obj):          # a step whose cache is a gpt.KVCache: its own forms
+        for listed, kv_form in _KV_FORMS.items():
+            code = code.replace(listed, kv_form)
+        # a new cache under the name the step returns, its own parameter included: a copy of a
+        # KVCache (unlike a new empty list) keeps what was cached
+        returned = {node.value.elts[1].id for tree in _trees(obj) for node in ast.walk(tree)
+                    if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
+                    and len(node.value.elts) == 2 and isinstance(node.value.elts[1], ast.Name)}
+        if len(returned) == 1 and code.startswith("new_cache = gpt.KVCache()"):
+            code = returned.pop() + code[len("new_cache"):]
+            hash_, comment = "   #", (" in place of your own 'if cache is None' lines: a copy, so the cache "
+                                      "you were given stays as it was")
     names = your_names(obj)
     code = _renamed(code, names) if names else code
     if comment and _squeezed(code) in _squeezed("\n".join(_sources(obj))):
@@ -280,6 +307,14 @@ def in_your_names(obj, fix: str) -> str:
 def _squeezed(text: str) -> str:
     return "".join(text.split())
 
+
+_KV_FORMS = {
+    "cache[0][0].shape[-2]": "cache.length",
+    "cache[layer]": "(cache.keys[layer], cache.values[layer])",
+    "new_cache = []": "new_cache = gpt.KVCache() if cache is None else cache.copy()",
+}
+"""A list cache's forms in Fix lines, and a gpt.KVCache's (not subscriptable: a replay's step got a
+TypeError, then a verdict with no Fix)."""
 
 _MEANS = re.compile(r"^(\w+) in a Fix line means your ")
 
