@@ -50,15 +50,19 @@ def _transposed(node) -> str | None:
     return None
 
 
+def _operands(node, calls=("matmul", "bmm")) -> tuple | None:
+    """The two operand nodes of ``A @ B`` or ``torch.matmul(A, B)`` (a function of ``calls``); else None."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return node.left, node.right
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in calls \
+            and len(node.args) == 2:
+        return tuple(node.args)
+    return None
+
+
 def _product(node) -> tuple[str, str] | None:
     """``(Q, K)`` for ``Q @ K.transpose(...)`` or ``torch.matmul(Q, K.mT)``; else None."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-        left, right = node.left, node.right
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-            and node.func.attr in ("matmul", "bmm") and len(node.args) == 2:
-        left, right = node.args
-    else:
-        return None
+    left, right = _operands(node) or (None, None)
     key = _transposed(right)
     return (left.id, key) if isinstance(left, ast.Name) and key else None
 
@@ -124,14 +128,8 @@ def _softmax_of(value) -> bool:
 
 def _matmul(node) -> tuple | None:
     """``(A, B)`` for ``A @ B`` or ``torch.matmul(A, B)`` of two names; else None."""
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
-        pair = (node.left, node.right)
-    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "matmul" \
-            and len(node.args) == 2:
-        pair = tuple(node.args)
-    else:
-        return None
-    return tuple(n.id for n in pair) if all(isinstance(n, ast.Name) for n in pair) else None
+    pair = _operands(node, calls=("matmul",))
+    return tuple(n.id for n in pair) if pair and all(isinstance(n, ast.Name) for n in pair) else None
 
 
 def _merged(node) -> str | None:
@@ -180,9 +178,7 @@ def your_names(obj) -> dict:
             seen["x"].add(target)
         if isinstance(node, ast.For) and _loop_index(node):  # for layer, block in enumerate(model.blocks)
             seen["layer"].add(_loop_index(node))
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2 \
-                and isinstance(node.value.elts[1], ast.Name):      # a step's return logits, new_cache
-            seen["new_cache"].add(node.value.elts[1].id)
+        seen["new_cache"] |= {_returned_cache(node)} - {None}   # a step's return logits, new_cache
         if isinstance(node, ast.FunctionDef):
             given |= {argument.arg for argument in node.args.args}
         if target and _new_list(node.value):
@@ -209,6 +205,14 @@ def your_names(obj) -> dict:
         if role not in names and len(forward_input) == 1:
             names[role] = f"{next(iter(forward_input))}.shape[{axis}]"
     return names
+
+
+def _returned_cache(node) -> str | None:
+    """``C`` for a step's ``return logits, C``; else None."""
+    value = node.value if isinstance(node, ast.Return) else None
+    if isinstance(value, ast.Tuple) and len(value.elts) == 2 and isinstance(value.elts[1], ast.Name):
+        return value.elts[1].id
+    return None
 
 
 def _new_list(value) -> bool:
@@ -288,9 +292,7 @@ def in_your_names(obj, fix: str) -> str:
             code = code.replace(listed, kv_form)
         # a new cache under the name the step returns, its own parameter included: a copy of a
         # KVCache (unlike a new empty list) keeps what was cached
-        returned = {node.value.elts[1].id for tree in _trees(obj) for node in ast.walk(tree)
-                    if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple)
-                    and len(node.value.elts) == 2 and isinstance(node.value.elts[1], ast.Name)}
+        returned = {_returned_cache(node) for tree in _trees(obj) for node in ast.walk(tree)} - {None}
         if len(returned) == 1 and code.startswith("new_cache = gpt.KVCache()"):
             code = returned.pop() + code[len("new_cache"):]
             hash_, comment = "   #", (" in place of your own 'if cache is None' lines: a copy, so the cache "
