@@ -226,6 +226,20 @@ _JS_KERNEL_READY = """(path) => {
   return !!kernel && kernel.status === 'idle' && panel.sessionContext.isReady;
 }"""
 
+# Until the page's own session and kernel managers list nothing running (up to 10 s), then a moment
+# for the requests of the kernels that went to be rejected.
+_JS_KERNELS_GONE = """async () => {
+  const manager = window.jupyterapp.serviceManager;
+  for (let i = 0; i < 40; i++) {
+    await manager.sessions.refreshRunning();
+    await manager.kernels.refreshRunning();
+    if (Array.from(manager.sessions.running()).length === 0
+        && Array.from(manager.kernels.running()).length === 0) break;
+    await new Promise((done) => setTimeout(done, 250));
+  }
+  await new Promise((done) => setTimeout(done, 250));
+}"""
+
 # File > Open's command for a notebook; then its tab is made the one in front (the current widget)
 # and the Launcher JupyterLab put in the emptied main area is closed.
 _JS_OPEN = """async (path) => {
@@ -432,6 +446,10 @@ class NotebookPage:
                              "one notebook per page: open a NotebookPage for each")
         self.page.evaluate(JS_CLOSE_TABS, None)
         self.server.shutdown_kernels()
+        # the page learns of it a moment later, and rejects the shut kernels' pending requests then
+        # ("Canceled future for create_subshell_request": seen once, counted against the next
+        # notebook, 00, which opens no comm): what is counted starts once the page sees none running
+        self.page.evaluate(_JS_KERNELS_GONE)
         self.name = name
         self.page_errors.clear()
         self.console_errors.clear()
