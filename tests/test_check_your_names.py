@@ -250,11 +250,15 @@ def test_two_mistakes_with_is_causal_still_say_it(tmp_path):
     ("o = F.scaled_dot_product_attention(a, b.repeat_interleave(2, dim=1), c.contiguous())",
      {"q": "a", "k": "b", "v": "c", "heads": "o"}),
     ("o = F.scaled_dot_product_attention(a, torch.cat([b, c]), c)", {"q": "a", "v": "c", "heads": "o"}),
-    # the softmax of the product is the weights, not the scores
-    ("w = (a @ b.mT).softmax(-1)", {"weights": "w"}),
+    # the softmax of the product is the weights, not the scores; the product's operands are q and k
+    ("w = (a @ b.mT).softmax(-1)", {"weights": "w", "q": "a", "k": "b"}),
+    ("w = torch.softmax(a @ b.mT / 2, dim=-1)", {"weights": "w", "q": "a", "k": "b"}),
     ("w = torch.softmax(s, dim=-1)\n    m = (w @ c).transpose(1, 2)", {"weights": "w", "v": "c",
                                                                      "heads": "(w @ c)"}),
     ("w = F.softmax(s, -1)\n    h = w @ c", {"weights": "w", "v": "c", "heads": "h"}),
+    # the weights unnamed: what the softmax is multiplied by is the values (replay 08E, session 29)
+    ("h = s.softmax(dim=-1) @ c", {"v": "c", "heads": "h"}),
+    ("o = merge(torch.matmul(torch.softmax(s, -1), c))", {"v": "c"}),
     ("s = torch.einsum('qd,kd->qk', a, b)", {}),
     ("s = a @ b", {}),
     # two heads' scores under two sets of names: which is meant cannot be told
@@ -350,3 +354,61 @@ def test_only_the_fixs_code_and_only_variables_change(tmp_path):
     from attnviz.check._catalog import ATTENTION_FIX_NAMES
 
     assert in_your_names(f, ATTENTION_FIX_NAMES["scores"]) == ATTENTION_FIX_NAMES["scores"]
+
+
+# a hurried learner's step with no scores variable: the softmax takes them inline (replay 08C, session
+# 29: the Fix said "scores = scores.masked_fill(...)", an UnboundLocalError, and the learner was stuck)
+INLINE_STEP = """
+def decode_step(model, tokens, cache):
+    n_past = cache[0][0].size(2) if cache else 0
+    hidden = model.embed(tokens, n_past)
+    presents = []
+    for li, blk in enumerate(model.blocks):
+        a = blk.attention
+        z = blk.norm_attention(hidden)
+        qs = split_heads(a.W_q(z), model.n_heads)
+        ks = split_heads(a.W_k(z), model.n_kv_heads)
+        vs = split_heads(a.W_v(z), model.n_kv_heads)
+        if cache:
+            ks = torch.cat((cache[li][0], ks), dim=2)
+            vs = torch.cat((cache[li][1], vs), dim=2)
+        presents.append((ks, vs))
+        g = model.n_heads // model.n_kv_heads
+        ks_r, vs_r = ks.repeat_interleave(g, dim=1), vs.repeat_interleave(g, dim=1)
+        att = (qs @ ks_r.transpose(-1, -2) / model.d_head ** 0.5).softmax(-1)
+        hidden = hidden + a.W_o(merge_heads(att @ vs_r))
+        hidden = hidden + blk.mlp(blk.norm_mlp(hidden))
+    return model.unembed(hidden), presents
+"""
+
+
+def test_scores_written_inline_get_a_fix_that_replaces_the_line_that_holds_them(tmp_path):
+    result = check_decoding_step(_load(tmp_path, "i", INLINE_STEP).decode_step)
+    assert result.bug == "causal_mask_missing"
+    code, _, comment = result.fix.partition("   #")
+    assert code.startswith("scores = qs @ ks_r.transpose(-1, -2) / model.d_head ** 0.5; "
+                           "scores = scores.masked_fill("), result.fix
+    assert code.endswith("; att = scores.softmax(-1)") and "in place of your line att = ..." in comment
+    fixed = _load(tmp_path, "i_fixed", _pasted(INLINE_STEP, "att = (qs", result.fix)).decode_step
+    assert check_decoding_step(fixed).passed
+
+
+def test_a_new_scale_goes_into_the_line_whose_scores_are_inline(tmp_path):
+    inline = """
+def attend(Q, K, V, mask=None):
+    W = torch.softmax(Q @ K.mT, dim=-1)
+    return W @ V
+"""
+    result = check_attention(_load(tmp_path, "s", inline).attend)
+    code = result.fix.split("   #")[0]
+    assert code == "W = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-1)", result.fix
+    # pasted in place of the learner's line, the scale is right; the mask, left out, is what is left
+    fixed = _load(tmp_path, "s_fixed", _pasted(inline, "W = torch.softmax", result.fix)).attend
+    result = check_attention(fixed)
+    assert result.bug == "mask_ignored"
+    # its Fix, guarded by "if mask is not None", is one line still, and pasted makes the code pass
+    assert result.fix.startswith("scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]); scores = "
+                                 "scores.masked_fill(~mask, torch.finfo(scores.dtype).min) if mask is not "
+                                 "None else scores; W = torch.softmax(scores, dim=-1)"), result.fix
+    fixed = _load(tmp_path, "m_fixed", _pasted(inline, "W = torch.softmax", result.fix)).attend
+    assert check_attention(fixed).passed

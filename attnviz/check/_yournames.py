@@ -7,8 +7,10 @@ gets a NameError, then a verdict about a name: a round spent, and on the way the
 to look for a cell that defines ``q``, which none does. Where the learner's code shows its names
 (the one line that multiplies a tensor by another's transpose, ``S = Q @ K.mT / ...``, and the
 tensors it hands to ``F.scaled_dot_product_attention``), a Fix line that is Python code uses them
-instead. Read from the code's text (never by calling it); a name the code leaves unclear (two lines
-that say two things) stays as the catalog wrote it.
+instead. Where the scores have no name, a softmax taking them inline (``att = (Q @ K.mT / s).softmax(-1)``),
+a Fix ``scores = ...`` is written as that line of theirs with the new scores in it (:func:`inline_scores`).
+Read from the code's text (never by calling it); a name the code leaves unclear (two lines that say
+two things) stays as the catalog wrote it.
 """
 
 from __future__ import annotations
@@ -120,6 +122,56 @@ def _trees(obj) -> list:
     return trees
 
 
+def _softmaxed(node):
+    """The scores a softmax call takes when they are written inline, unnamed: ``E`` in
+    ``E.softmax(-1)``, ``torch.softmax(E, dim=-1)`` or ``F.softmax(E, -1)``, with ``E`` the scores
+    (:func:`_scores`); else None."""
+    if not _softmax_of(node):
+        return None
+    if node.args and _scores(node.args[0]):
+        return node.args[0]
+    return node.func.value if _scores(node.func.value) else None
+
+
+def inline_scores(obj) -> tuple[str, str] | None:
+    """``(line, E)``: the learner's one line that takes a softmax of scores written inline, unnamed
+    (``att = (q @ k.mT / s).softmax(-1)``), and ``E``, their text; None when there is none, more
+    than one, or the line runs over several lines."""
+    found = []
+    for source in _sources(obj):
+        try:
+            tree = ast.parse(source)
+        except SyntaxError:
+            continue
+        for node in ast.walk(tree):
+            if not _assigned(node) or node.lineno != node.end_lineno:
+                continue
+            for inner in ast.walk(node.value):
+                if (expression := _softmaxed(inner)) is not None:
+                    found.append((ast.get_source_segment(source, node),
+                                  ast.get_source_segment(source, expression)))
+    return found[0] if len(found) == 1 else None
+
+
+def _in_place_of(line: str, expression: str, code: str, comment: str) -> tuple[str, str]:
+    """A Fix ``scores = ...`` for a learner whose scores are written inline in ``line``: that line
+    with the new scores in place of ``expression``, or, when the Fix changes the scores it is given
+    (``scores = scores.masked_fill(...)``), the scores named first, then the Fix, then the line
+    reading them. The comment says it replaces their line."""
+    value = code[len("scores = "):]
+    changes = any(isinstance(node, ast.Name) and node.id == "scores" for node in ast.walk(ast.parse(value)))
+    wrapped = f"({expression})"
+    if changes:
+        reading = line.replace(wrapped if wrapped in line else expression, "scores")
+        rewritten = f"scores = {expression}; {code}; {reading}"
+    else:   # a softmax's argument needs no brackets; its receiver has them already
+        rewritten = (line.replace(wrapped, f"({value})") if wrapped in line
+                     else line.replace(expression, value))
+    target = line.split("=", 1)[0].strip()
+    said = f" in place of your line {target} = ..., whose scores are written inline"
+    return rewritten, said + (f";{comment}" if comment else "")
+
+
 def _softmax_of(value) -> bool:
     """Whether ``value`` is a softmax: ``S.softmax(...)``, ``torch.softmax(S, ...)``, ``F.softmax(...)``."""
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
@@ -130,6 +182,12 @@ def _matmul(node) -> tuple | None:
     """``(A, B)`` for ``A @ B`` or ``torch.matmul(A, B)`` of two names; else None."""
     pair = _operands(node, calls=("matmul",))
     return tuple(n.id for n in pair) if pair and all(isinstance(n, ast.Name) for n in pair) else None
+
+
+def _after_softmax(node) -> str | None:
+    """``V`` for ``S.softmax(-1) @ V`` or ``torch.matmul(torch.softmax(S, -1), V)``; else None."""
+    pair = _operands(node, calls=("matmul",))
+    return pair[1].id if pair and _softmax_of(pair[0]) and isinstance(pair[1], ast.Name) else None
 
 
 def _merged(node) -> str | None:
@@ -166,6 +224,9 @@ def your_names(obj) -> dict:
                 seen[role].add(name)
         if target and _softmax_of(node.value):
             seen["weights"].add(target)
+        if (inline := _softmaxed(node)) is not None:        # att = (Q @ K.mT / s).softmax(-1)
+            for role, name in zip(("q", "k"), _scores(inline), strict=True):
+                seen[role].add(name)
         if target and _fused(node.value):
             seen["heads"].add(target)
         for role, name in zip(("q", "k", "v"), _fused(node) or (), strict=False):
@@ -194,6 +255,10 @@ def your_names(obj) -> dict:
             seen["v"].add(pair[1])
         target = _assigned(node)
         if target and (pair := _matmul(node.value)) and pair[0] in seen["weights"]:
+            seen["heads"].add(target)
+        if (values := _after_softmax(node)) is not None:     # S.softmax(-1) @ V, the weights unnamed
+            seen["v"].add(values)
+        if target and _after_softmax(node.value) is not None:
             seen["heads"].add(target)
     seen["merged"] = seen["merged"] or returned
     # the cache it was given, returned changed, is not a new one; a tensor (of tokens, say) is no list
@@ -299,11 +364,24 @@ def in_your_names(obj, fix: str) -> str:
                                       "you were given stays as it was")
     names = your_names(obj)
     code = _renamed(code, names) if names else code
+    guarded = re.match(r"if (mask is not None): scores = (.*)$", code)
+    if (code.startswith("scores = ") or guarded) and "scores" not in names \
+            and (inline := inline_scores(obj)) and not _names_a("scores", obj):
+        if guarded:   # one line still: the guard as a conditional expression
+            code = f"scores = {guarded[2]} if {guarded[1]} else scores"
+        code, comment = _in_place_of(*inline, code, comment)
+        hash_ = "   #"
     if comment and _squeezed(code) in _squeezed("\n".join(_sources(obj))):
         # pasting it would change nothing: the change is in the comment (cache_holds_repeated_heads's
         # append, last_position_only's unembed), so the Fix says so first
         return code + hash_ + " your code has this line already; the change is:" + comment
     return code + hash_ + comment
+
+
+def _names_a(name: str, obj) -> bool:
+    """Whether the learner's code has a variable called ``name``."""
+    return any(isinstance(node, ast.Name) and node.id == name
+               for tree in _trees(obj) for node in ast.walk(tree))
 
 
 def _squeezed(text: str) -> str:
