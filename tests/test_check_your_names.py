@@ -334,8 +334,10 @@ def test_a_kv_cache_step_gets_the_kv_cache_forms(tmp_path):
     fixed = KV_STEP.replace("    if cache is None:\n        cache = gpt.KVCache()\n", "    " + code + "\n")
     fixed_step = _load(tmp_path, "kv_fixed", "from attnviz import gpt\n" + fixed).decode_step
     assert check_decoding_step(fixed_step).passed
+    # (the step embeds at cache.length, no name of its own: the Fix gives the line that embeds at past)
     assert in_your_names(step, "past = 0 if cache is None else cache[0][0].shape[-2]   # cached") == \
-        "past = 0 if cache is None else cache.length   # cached"
+        "past = 0 if cache is None else cache.length; x = model.embed(tokens, past)   # in place of " \
+        "your line x = model.embed(...), now at past; cached"
     assert in_your_names(step, "past_keys, past_values = cache[layer]") == \
         "past_keys, past_values = (cache.keys[i], cache.values[i])"
 
@@ -412,3 +414,55 @@ def attend(Q, K, V, mask=None):
                                  "None else scores; W = torch.softmax(scores, dim=-1)"), result.fix
     fixed = _load(tmp_path, "m_fixed", _pasted(inline, "W = torch.softmax", result.fix)).attend
     assert check_attention(fixed).passed
+
+
+# 08H of the replay: the step keeps its position in a global between calls; the Fix's "past = ..."
+# replaced the count's line, below the line that embeds at it: an UnboundLocalError, a round lost
+GLOBAL_COUNTER = """
+POSITION = 0
+
+def decode_step(model, tokens, cache):
+    global POSITION
+    if cache is None:
+        POSITION = 0
+    mem = gpt.KVCache() if cache is None else cache.copy()
+    hid = model.embed(tokens, POSITION)
+    POSITION += tokens.shape[1]
+    grp = model.n_heads // model.n_kv_heads
+    for idx, block in enumerate(model.blocks):
+        at = block.attention
+        nx = block.norm_attention(hid)
+        qq = split_heads(at.W_q(nx), model.n_heads)
+        kk, vv = mem.append(idx, split_heads(at.W_k(nx), model.n_kv_heads),
+                            split_heads(at.W_v(nx), model.n_kv_heads))
+        kk, vv = kk.repeat_interleave(grp, dim=1), vv.repeat_interleave(grp, dim=1)
+        mask = gpt.decoding_mask(qq.shape[-2], kk.shape[-2])
+        ctx = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=mask)
+        hid = hid + at.W_o(merge_heads(ctx))
+        hid = hid + block.mlp(block.norm_mlp(hid))
+    return model.unembed(hid), mem
+"""
+
+
+def test_a_position_kept_between_calls_gets_a_fix_for_the_line_that_embeds(tmp_path):
+    source = "from attnviz import gpt\n" + GLOBAL_COUNTER
+    result = check_decoding_step(_load(tmp_path, "p", source).decode_step)
+    assert result.bug == "state_outside_cache"
+    code, _, comment = result.fix.partition("   #")
+    assert code == "past = 0 if cache is None else cache.length; hid = model.embed(tokens, past)", result.fix
+    assert comment.startswith(" in place of your line hid = model.embed(...)"), result.fix
+    fixed = _load(tmp_path, "p_fixed", _pasted(source, "hid = model.embed", result.fix)).decode_step
+    assert check_decoding_step(fixed).passed
+
+
+def test_a_position_misread_is_fixed_under_the_steps_own_name(tmp_path):
+    source = DECODING.replace("past = 0 if cache is None else cache[0][0].shape[-2]",
+                              "n_past = cache[0][0].shape[1] if cache else 0").replace(
+        "model.embed(tokens, past)", "model.embed(tokens, n_past)").replace(
+        "is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], dtype=torch.bool)"
+        ".tril(diagonal=key.shape[-2] - query.shape[-2])")
+    result = check_decoding_step(_load(tmp_path, "n", source).decode_step)
+    assert result.bug == "cached_length_misread"
+    assert result.fix.startswith("n_past = 0 if cache is None else cache[0][0].shape[-2]   #"), result.fix
+    fixed = _load(tmp_path, "n_fixed", _pasted(source, "n_past = ", result.fix)).decode_step
+    assert check_decoding_step(fixed).passed

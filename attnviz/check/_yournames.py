@@ -112,14 +112,19 @@ def _sources(obj) -> list:
     return sources
 
 
-def _trees(obj) -> list:
-    trees = []
+def _parsed(obj) -> list:
+    """``(text, tree)`` for each of the learner's own functions whose text parses."""
+    parsed = []
     for source in _sources(obj):
         try:
-            trees.append(ast.parse(source))
+            parsed.append((source, ast.parse(source)))
         except SyntaxError:
             pass
-    return trees
+    return parsed
+
+
+def _trees(obj) -> list:
+    return [tree for _, tree in _parsed(obj)]
 
 
 def _softmaxed(node):
@@ -138,11 +143,7 @@ def inline_scores(obj) -> tuple[str, str] | None:
     (``att = (q @ k.mT / s).softmax(-1)``), and ``E``, their text; None when there is none, more
     than one, or the line runs over several lines."""
     found = []
-    for source in _sources(obj):
-        try:
-            tree = ast.parse(source)
-        except SyntaxError:
-            continue
+    for source, tree in _parsed(obj):
         for node in ast.walk(tree):
             if not _assigned(node) or node.lineno != node.end_lineno:
                 continue
@@ -364,6 +365,9 @@ def in_your_names(obj, fix: str) -> str:
                                       "you were given stays as it was")
     names = your_names(obj)
     code = _renamed(code, names) if names else code
+    if code.startswith("past = ") and (embedding := _embedding(obj)):
+        code, comment = _past_where_embedded(*embedding, code, comment)
+        hash_ = "   #"
     guarded = re.match(r"if (mask is not None): scores = (.*)$", code)
     if (code.startswith("scores = ") or guarded) and "scores" not in names \
             and (inline := inline_scores(obj)) and not _names_a("scores", obj):
@@ -376,6 +380,36 @@ def in_your_names(obj, fix: str) -> str:
         # append, last_position_only's unembed), so the Fix says so first
         return code + hash_ + " your code has this line already; the change is:" + comment
     return code + hash_ + comment
+
+
+def _embedding(obj) -> tuple | None:
+    """``(line, position, own)`` for the step's one line ``h = model.embed(tokens, P)``: the line's
+    text, P's text, and whether P is a variable of the step's own (set in it, not a global); else
+    None."""
+    found = []
+    for source, tree in _parsed(obj):
+        stored = {node.id for node in ast.walk(tree)
+                  if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+        shared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+        for node in ast.walk(tree):
+            if _assigned(node) and _embedded(node.value) and len(node.value.args) == 2 \
+                    and node.lineno == node.end_lineno:
+                position = node.value.args[1]
+                own = isinstance(position, ast.Name) and position.id in stored - shared
+                found.append((ast.get_source_segment(source, node), ast.get_source_segment(source, position),
+                              own))
+    return found[0] if len(found) == 1 else None
+
+
+def _past_where_embedded(line: str, position: str, own: bool, code: str, comment: str) -> tuple[str, str]:
+    """A Fix ``past = ...`` where the step embeds at ``position``: under the step's own name for it, or,
+    when that is a global or an expression (a count kept between calls), followed by the step's embed
+    line taking ``past``, to paste in place of that line (above it, ``past`` would not be set yet)."""
+    if own:
+        return position + code[len("past"):], comment
+    embedded = line[: line.rindex(position)] + "past" + line[line.rindex(position) + len(position):]
+    target = line.split("=", 1)[0].strip()
+    return f"{code}; {embedded}", f" in place of your line {target} = model.embed(...), now at past;{comment}"
 
 
 def _names_a(name: str, obj) -> bool:
