@@ -466,3 +466,30 @@ def test_a_position_misread_is_fixed_under_the_steps_own_name(tmp_path):
     assert result.fix.startswith("n_past = 0 if cache is None else cache[0][0].shape[-2]   #"), result.fix
     fixed = _load(tmp_path, "n_fixed", _pasted(source, "n_past = ", result.fix)).decode_step
     assert check_decoding_step(fixed).passed
+
+
+def test_a_split_without_transpose_gets_one_line_for_all_three_in_the_learners_names(tmp_path):
+    """The Fix split the queries in code and left the keys and values to its comment (replay 05E,
+    session 29: a round lost)."""
+    source = MODULE + """
+    def forward(self, x, mask=None):
+        B, T, C = x.shape
+        queries = self.W_q(x).view(B, self.n_heads, T, self.d_k)
+        keys = self.W_k(x).view(B, self.n_heads, T, self.d_k)
+        values = self.W_v(x).view(B, self.n_heads, T, self.d_k)
+        scores = queries @ keys.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(dim=-1)
+        out = (weights @ values).transpose(1, 2).contiguous().view(B, T, C)
+        return self.W_o(out)
+"""
+    result = check_multi_head(_load(tmp_path, "e", source).MHA)
+    assert result.bug == "heads_split_without_transpose"
+    code = result.fix.split("   #")[0]
+    assert code == ("queries, keys, values = (w(x).view(B, T, self.n_heads, self.d_k).transpose(1, 2) "
+                    "for w in (self.W_q, self.W_k, self.W_v))"), result.fix
+    lines = source.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("queries = "))
+    lines[at:at + 3] = ["        " + code]
+    assert check_multi_head(_load(tmp_path, "e_fixed", "\n".join(lines) + "\n").MHA).passed

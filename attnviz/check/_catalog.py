@@ -172,8 +172,9 @@ _ENTRIES = [
         "Without the transpose each 'head' gets a slice that runs across several positions, so "
         "positions are scrambled together before attention even starts (left on axis 2, the heads "
         "attend to each other within one position, and an (n, n) mask no longer fits the scores).",
-        "self.W_q(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)   # (batch, n_heads, n, d_k); "
-        "the same for self.W_k(x) and self.W_v(x)",
+        "q, k, v = (w(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2) "
+        "for w in (self.W_q, self.W_k, self.W_v))   # each (batch, n_heads, n, d_k): in place of your lines "
+        "that split them",
         fixes={DECODING: "x.view(batch, n, n_heads, d_head).transpose(1, 2)   # (batch, n_heads, n, d_head)"},
     ),
     Bug(
