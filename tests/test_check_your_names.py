@@ -7,7 +7,13 @@ import textwrap
 
 import pytest
 
-from attnviz.check import check_attention, check_causal_mask, check_decoding_step, check_multi_head
+from attnviz.check import (
+    check_attention,
+    check_causal_mask,
+    check_decoding_step,
+    check_multi_head,
+    check_padding_mask,
+)
 from attnviz.check._yournames import in_your_names, your_names
 
 HEAD = ("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
@@ -493,3 +499,25 @@ def test_a_split_without_transpose_gets_one_line_for_all_three_in_the_learners_n
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("queries = "))
     lines[at:at + 3] = ["        " + code]
     assert check_multi_head(_load(tmp_path, "e_fixed", "\n".join(lines) + "\n").MHA).passed
+
+
+def test_a_function_that_ends_without_a_return_is_told_to_return_its_last_name(tmp_path):
+    """A replay's learner (04C, session 29) was shown the catalog's whole mask under "returned None"
+    and had to work out the missing line; then the mask's Fix named mask, not their keep."""
+    source = """
+def my_padding_mask(lengths, n):
+    pos = torch.arange(n)
+    keep = (pos[None, :] <= lengths[:, None]).unsqueeze(1)
+"""
+    result = check_padding_mask(_load(tmp_path, "r", source).my_padding_mask)
+    assert result.fix.startswith("return keep   #"), result.fix
+    returned = source + "    return keep\n"
+    result = check_padding_mask(_load(tmp_path, "r_returned", returned).my_padding_mask)
+    assert result.bug == "padding_off_by_one" and result.fix.startswith("keep = ("), result.fix
+    fixed = _load(tmp_path, "r_fixed", _pasted(returned, "keep = ", result.fix)).my_padding_mask
+    assert check_padding_mask(fixed).passed
+    # an attention whose output is never returned; a function that returns somewhere is left alone
+    attention = "def attend(q, k, v, mask=None):\n    out = torch.softmax(q @ k.mT, -1) @ v\n"
+    assert check_attention(_load(tmp_path, "r_a", attention).attend).fix.startswith("return out   #")
+    early = "def attend(q, k, v, mask=None):\n    if mask is None:\n        return None\n    out = q\n"
+    assert not check_attention(_load(tmp_path, "r_e", early).attend).fix.startswith("return out   #")

@@ -439,6 +439,8 @@ def fix_in_your_names(obj, result):
     scores ...") also says which of the learner's names that is, when their code shows it."""
     if result.passed or not result.fix:
         return result
+    if _ends_unreturned(obj, result):
+        return result
     said = _MEANS.match(result.fix)
     if said:
         yours = your_names(obj).get(ROLES.get(said[1], ""), "")
@@ -457,13 +459,46 @@ def returned(obj) -> str | None:
     return ast.unparse(values[0]) if len(values) == 1 else None
 
 
+def _ends_unreturned(obj, result) -> bool:
+    """For a function that returned None, never returns a value, and ends by setting a name (``keep =
+    ...``): the Fix ``return keep``, in place of the catalog's whole answer (a replay's learner, 04C of
+    session 29, had to work out the return from it). Whether it set one."""
+    if "returned None" not in result.headline:
+        return False
+    for _, tree in _parsed(obj):
+        function = tree.body[0] if len(tree.body) == 1 else None
+        if not isinstance(function, ast.FunctionDef) or (type(obj) is type and function.name != "forward"):
+            continue
+        if _returns_a_value(function.body) or not (name := _assigned(function.body[-1])):
+            return False
+        result.fix = f"return {name}   # at the end of your function: without a return, it gives None"
+        return True
+    return False
+
+
+def _returns_a_value(body) -> bool:
+    """Whether ``body`` returns a value anywhere, functions defined in it aside."""
+    for node in body:
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) \
+                and _returns_a_value(list(ast.iter_child_nodes(node))):
+            return True
+    return False
+
+
 def mask_fix_in_your_names(obj, result):
     """A mask checker's Fix ``return mask ...`` (mask_not_bool's ``.bool()``, ``== 0``) on the mask the
     learner's function returns: ``return torch.ones(n, n).tril().bool()``, where ``mask`` was a name
     their function never had (a NameError when pasted: a reader of 04)."""
-    if result.passed or not result.fix.startswith("return mask"):
+    if result.passed or _ends_unreturned(obj, result):
         return result
     expression = returned(obj)
+    if result.fix.startswith("mask = ") and expression and expression.isidentifier():
+        result.fix = expression + result.fix[len("mask"):]     # the name the function returns its mask as
+        return result
+    if not result.fix.startswith("return mask"):
+        return result
     if expression and expression != "mask":
         primary = isinstance(ast.parse(expression, mode="eval").body, (ast.Name, ast.Attribute, ast.Call,
                                                                        ast.Subscript))
