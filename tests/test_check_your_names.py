@@ -521,3 +521,25 @@ def my_padding_mask(lengths, n):
     assert check_attention(_load(tmp_path, "r_a", attention).attend).fix.startswith("return out   #")
     early = "def attend(q, k, v, mask=None):\n    if mask is None:\n        return None\n    out = q\n"
     assert not check_attention(_load(tmp_path, "r_e", early).attend).fix.startswith("return out   #")
+
+
+def test_the_notebooks_own_layer_called_in_forward_is_named_and_the_fix_is_the_learners_line(tmp_path):
+    """A replay's learner (05J, session 29) called 05's global W_o (nn.Linear(8, 8)) in forward and
+    was told of W_o applied to the heads before merging them, which their code did not do."""
+    source = "W_o = nn.Linear(8, 8, bias=False)\n" + MODULE + """
+    def forward(self, x, mask=None):
+        b, n_, dm = x.shape
+        q, k, v = (w(x).view(b, n_, self.n_heads, -1).transpose(1, 2) for w in (self.W_q, self.W_k, self.W_v))
+        w = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            w = w.masked_fill(~mask, torch.finfo(w.dtype).min)
+        heads_out = (w.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, n_, dm)
+        return W_o(heads_out)
+"""
+    result = check_multi_head(_load(tmp_path, "o", source).MHA)
+    assert "calls the notebook's W_o, not self.W_o" in result.headline, repr(result)
+    assert any("W_o = Linear(8, 8)" in line for line in result.observed), repr(result)
+    assert not any("before merging" in line for line in result.observed), repr(result)
+    assert result.fix.startswith("return self.W_o(heads_out)   #"), result.fix
+    fixed = _load(tmp_path, "o_fixed", _pasted(source, "return W_o(", result.fix)).MHA
+    assert check_multi_head(fixed).passed

@@ -7,8 +7,10 @@ it was given as they are); the decisions are the shared engine's (:mod:`._engine
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
+import textwrap
 from dataclasses import replace
 
 import torch
@@ -55,6 +57,19 @@ def linear_wrong_width(t):
         return t.bug("head_left_out", happened, [
             t.describe(probe, ans), f"{heads - 1} of the {heads} heads were concatenated: the loop over the "
             "heads stopped one short (range(n_heads - 1), or range(1, n_heads))."])
+    layers = t.spec.words.get("layers", {})
+    if layers:     # the notebook's own layer, of the notebook's d_model, where self's was meant
+        name, (_, line) = next(iter(layers.items()))
+        return t.problem(
+            f"{t.spec.subject} raised RuntimeError on every input: it calls the notebook's {name}, not "
+            f"self.{name}.",
+            [t.describe(probe, ans), f"forward reads {', '.join(w for w, _ in layers.values())} from an "
+             "earlier cell: a "
+             "layer of the notebook's own size and weights, not this module's, so on any other d_model it "
+             "raises, and on the notebook's it gives the notebook's layer's answer."],
+            fix=(f"{line}   # self.{name}: this module's own layer, made in __init__" if line else
+                 f"call self.{name}, this module's own layer made in __init__, where forward calls {name}"),
+        )
     return t.problem(
         f"{t.spec.subject} raised RuntimeError on every input: a linear layer got inputs of width {width}, "
         f"not d_model = {d_model}.",
@@ -70,8 +85,40 @@ _VIEW = re.compile(r"shape '\[([-\d, ]+)\]' is invalid for input of size \d+")
 def _sizes_read(cls) -> dict:
     """{name: value} for each whole number ``cls.forward`` reads from the notebook's globals (``batch``,
     ``n``, ``d_model`` left by an earlier cell), functions written inside it included."""
+    return {name: value for name, value in sorted(_forward_globals(cls).items()) if type(value) is int}
+
+
+def _layers_read(cls) -> dict:
+    """{name: (words, line)} for each of torch's own layers ``cls.forward`` reads from the notebook's
+    globals (notebook 05's ``W_o = nn.Linear(8, 8)``, say, called where ``self.W_o`` was meant); line:
+    forward's first line that calls it, calling ``self.W_o`` instead (None when its text is not to be had)."""
+    return {name: (f"{name} = {type(value).__name__}({value.in_features}, {value.out_features})"
+                   if isinstance(value, nn.Linear) else f"{name} (a {type(value).__name__})",
+                   _called_on_self(cls, name))
+            for name, value in sorted(_forward_globals(cls).items())
+            if isinstance(value, nn.Module) and type(value).__module__.startswith("torch.nn")}
+
+
+def _called_on_self(cls, name: str) -> str | None:
+    """forward's first one-line statement that calls the global ``name``, with ``self.name`` in its place."""
+    try:
+        source = textwrap.dedent(inspect.getsource(inspect.getattr_static(cls, "forward")))
+        tree = ast.parse(source)
+    except Exception:  # noqa: BLE001 - no text to read: the fix says it in words
+        return None
+    for node in ast.walk(tree):
+        called = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                  and c.func.id == name] if isinstance(node, ast.stmt) and node.lineno == node.end_lineno \
+            and not isinstance(node, (ast.FunctionDef, ast.If, ast.For, ast.While, ast.With)) else []
+        if called:
+            line = ast.get_source_segment(source, node)
+            return re.sub(rf"(?<![\w.]){re.escape(name)}\(", f"self.{name}(", line)
+    return None
+
+
+def _forward_globals(cls) -> dict:
     forward = inspect.getattr_static(cls, "forward", None) if isinstance(cls, type) else None
-    return {name: value for name, value in sorted(globals_read(forward).items()) if type(value) is int}
+    return globals_read(forward)
 
 
 def sizes_from_globals(t):
@@ -927,7 +974,8 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
         )
     cache = _expected()
     probes, steps = _plan(cls, cache)
-    spec = replace(SPEC, hypotheses=cache["table"], words={**SPEC.words, "globals": _sizes_read(cls)})
+    words = {**SPEC.words, "globals": _sizes_read(cls), "layers": _layers_read(cls)}
+    spec = replace(SPEC, hypotheses=cache["table"], words=words)
     result = run_check(spec, probes, steps, time_limit, read=_read)
     forward = inspect.getattr_static(cls, "forward", None) if isinstance(cls, type) else None
     if result.status == "problem" and forward is not None:
