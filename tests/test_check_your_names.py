@@ -543,3 +543,23 @@ def test_the_notebooks_own_layer_called_in_forward_is_named_and_the_fix_is_the_l
     assert result.fix.startswith("return self.W_o(heads_out)   #"), result.fix
     fixed = _load(tmp_path, "o_fixed", _pasted(source, "return W_o(", result.fix)).MHA
     assert check_multi_head(fixed).passed
+    # with the notebook's d_k read as well (05J's second mistake), the Fix keeps the line, then says it
+    both = _load(tmp_path, "o_both", source.replace("math.sqrt(self.d_k)", "math.sqrt(d_k)"))
+    both.d_k = 4                       # as an earlier cell leaves it, not set in the learner's own cell
+    result = check_multi_head(both.MHA)
+    assert result.fix.startswith("return self.W_o(heads_out)   #"), result.fix
+    assert "never the notebook's d_k" in result.fix, result.fix
+
+
+def test_a_one_line_attention_gets_its_return_line_back_with_the_scale_then_the_mask(tmp_path):
+    source = "def attend(q, k, v, mask=None):\n    return F.softmax(q @ k.transpose(-2, -1), dim=-1) @ v\n"
+    result = check_attention(_load(tmp_path, "l", source).attend)
+    code, _, comment = result.fix.partition("   #")
+    assert code == "return F.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1) @ v", \
+        result.fix
+    assert comment.startswith(" in place of your return line"), result.fix
+    scaled = _load(tmp_path, "l_scaled", _pasted(source, "return F.softmax", result.fix)).attend
+    result = check_attention(scaled)
+    assert result.bug == "mask_ignored"
+    fixed = _load(tmp_path, "l_fixed", _pasted(source, "return F.softmax", result.fix)).attend
+    assert check_attention(fixed).passed

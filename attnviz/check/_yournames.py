@@ -139,13 +139,14 @@ def _softmaxed(node):
 
 
 def inline_scores(obj) -> tuple[str, str] | None:
-    """``(line, E)``: the learner's one line that takes a softmax of scores written inline, unnamed
-    (``att = (q @ k.mT / s).softmax(-1)``), and ``E``, their text; None when there is none, more
-    than one, or the line runs over several lines."""
+    """``(line, E)``: the learner's one line (an assignment or a return) that takes a softmax of scores
+    written inline, unnamed (``att = (q @ k.mT / s).softmax(-1)``), and ``E``, their text; None when
+    there is none, more than one, or the line runs over several lines."""
     found = []
     for source, tree in _parsed(obj):
         for node in ast.walk(tree):
-            if not _assigned(node) or node.lineno != node.end_lineno:
+            returns = isinstance(node, ast.Return) and node.value is not None
+            if not (_assigned(node) or returns) or node.lineno != node.end_lineno:
                 continue
             for inner in ast.walk(node.value):
                 if (expression := _softmaxed(inner)) is not None:
@@ -168,8 +169,8 @@ def _in_place_of(line: str, expression: str, code: str, comment: str) -> tuple[s
     else:   # a softmax's argument needs no brackets; its receiver has them already
         rewritten = (line.replace(wrapped, f"({value})") if wrapped in line
                      else line.replace(expression, value))
-    target = line.split("=", 1)[0].strip()
-    said = f" in place of your line {target} = ..., whose scores are written inline"
+    which = "return line" if line.startswith("return ") else f"line {line.split('=', 1)[0].strip()} = ..."
+    said = f" in place of your {which}, whose scores are written inline"
     return rewritten, said + (f";{comment}" if comment else "")
 
 

@@ -981,5 +981,8 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
     if result.status == "problem" and forward is not None:
         # a tensor or size of 05's cells read inside forward (merged, weights, value, batch ...):
         # said first, as check_attention does (round 26's hurried students pasted such names)
+        layer_fix = result.fix if words["layers"] and "calls the notebook's" in result.headline else ""
         result = globals_note(forward, result, "x.shape")
+        if layer_fix and result.fix != layer_fix:   # both: the layer's line, then the sizes in words
+            result.fix = f"{layer_fix}; and {result.fix}"
     return _library_note(cls, fix_in_your_names(cls, code_notes(cls, result)))
