@@ -343,7 +343,7 @@ def test_a_kv_cache_step_gets_the_kv_cache_forms(tmp_path):
     # (the step embeds at cache.length, no name of its own: the Fix gives the line that embeds at past)
     assert in_your_names(step, "past = 0 if cache is None else cache[0][0].shape[-2]   # cached") == \
         "past = 0 if cache is None else cache.length; x = model.embed(tokens, past)   # in place of " \
-        "your line x = model.embed(...), now at past; cached"
+        "your line x = model.embed(...), which then embeds at past; cached"
     assert in_your_names(step, "past_keys, past_values = cache[layer]") == \
         "past_keys, past_values = (cache.keys[i], cache.values[i])"
 
@@ -457,6 +457,7 @@ def test_a_position_kept_between_calls_gets_a_fix_for_the_line_that_embeds(tmp_p
     code, _, comment = result.fix.partition("   #")
     assert code == "past = 0 if cache is None else cache.length; hid = model.embed(tokens, past)", result.fix
     assert comment.startswith(" in place of your line hid = model.embed(...)"), result.fix
+    assert "in place of the count" not in comment, result.fix   # the embed line is the one it replaces
     fixed = _load(tmp_path, "p_fixed", _pasted(source, "hid = model.embed", result.fix)).decode_step
     assert check_decoding_step(fixed).passed
 

@@ -410,7 +410,11 @@ def _past_where_embedded(line: str, position: str, own: bool, code: str, comment
         return position + code[len("past"):], comment
     embedded = line[: line.rindex(position)] + "past" + line[line.rindex(position) + len(position):]
     target = line.split("=", 1)[0].strip()
-    return f"{code}; {embedded}", f" in place of your line {target} = model.embed(...), now at past;{comment}"
+    # the line it replaces is the embed line, not the count's ("in place of the count ..." sent a replay's
+    # learner to the count's line, below the embed line: session 30's replay 4)
+    comment = re.sub(r"^ in place of [^:]*:", "", comment)
+    said = f" in place of your line {target} = model.embed(...), which then embeds at past"
+    return f"{code}; {embedded}", f"{said};{comment}"
 
 
 def _names_a(name: str, obj) -> bool:
