@@ -564,3 +564,28 @@ def test_a_one_line_attention_gets_its_return_line_back_with_the_scale_then_the_
     assert result.bug == "mask_ignored"
     fixed = _load(tmp_path, "l_fixed", _pasted(source, "return F.softmax", result.fix)).attend
     assert check_attention(fixed).passed
+
+
+@pytest.mark.parametrize("line", [
+    "out = F.scaled_dot_product_attention(q, k, v, is_causal=mask is not None)",   # replay 5's 02N4
+    "out = F.scaled_dot_product_attention(q, k, v)",
+])
+def test_a_mask_fix_for_the_fused_function_hands_it_the_mask(tmp_path, line):
+    """The Fix 'scores = scores.masked_fill(~mask, ...)' for code with no scores, only the fused
+    function: an UnboundLocalError, and two rounds lost (session 30's replay 5)."""
+    source = f"def attend(q, k, v, mask=None):\n    {line}\n    return out\n"
+    result = check_attention(_load(tmp_path, "f", source).attend)
+    fused = "out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)"
+    assert result.fix.startswith(fused + "   #"), result.fix
+    fixed = _load(tmp_path, "f_fixed", _pasted(source, "out = F.", result.fix)).attend
+    assert check_attention(fixed).passed
+
+
+def test_a_module_never_imported_gets_its_import(tmp_path):
+    """Notebook 05 never imports torch.nn.functional as F: 'run the cell that defines or imports F'
+    sent replay 5's learners to a cell none has."""
+    source = "def attend(q, k, v, mask=None):\n    return F.softmax(q @ k.mT, -1) @ v\n"
+    module = _load(tmp_path, "i", source)
+    del module.F                                    # as in a notebook that never imported it
+    result = check_attention(module.attend)
+    assert result.fix.startswith("import torch.nn.functional as F   #"), result.fix

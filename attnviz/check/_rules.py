@@ -607,6 +607,12 @@ _OTHER_LIBRARIES = {       # names other libraries have, and what PyTorch writes
 }
 
 
+_ALIASES = {"F": "import torch.nn.functional as F", "nn": "import torch.nn as nn", "math": "import math",
+            "torch": "import torch", "np": "import numpy as np", "gpt": "from attnviz import gpt"}
+"""Names learners use for modules, and the import that gives each (notebook 05 never imports
+torch.nn.functional as F, yet a replay's learners called F.softmax there: session 30's replay 5)."""
+
+
 def missing_torch_name(message: str):
     """``(line, fix)`` for an AttributeError of a name PyTorch does not have (torch.sequence_mask, a
     TensorFlow habit), or None."""
@@ -637,6 +643,12 @@ def raised(t):
                          f"cell of the notebook defines it): define it in your code before its first use, "
                          f"or use your own name for the same thing.")
             fix = defined
+        elif undefined and undefined[1] in _ALIASES:   # a module's usual name, never imported here
+            name = undefined[1]
+            lines.append(f"{name} is not defined where your code runs: {name} is the usual name for a "
+                         "module, and no cell above has imported it under that name (or, after a kernel "
+                         "restart, none has run yet). Import it yourself, above your code.")
+            fix = f"{_ALIASES[name]}   # at the top of your cell"
         elif undefined:                   # often a restarted kernel: the imports above were not run again
             name = undefined[1]
             lines.append(f"{name} is not defined where your code runs. If a cell above defines or imports "

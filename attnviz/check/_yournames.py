@@ -369,6 +369,9 @@ def in_your_names(obj, fix: str) -> str:
     if code.startswith("past = ") and (embedding := _embedding(obj)):
         code, comment = _past_where_embedded(*embedding, code, comment)
         hash_ = "   #"
+    mask_fix = re.match(r"(if mask is not None: )?scores = scores\.masked_fill\(~mask, ", code)
+    if mask_fix and "scores" not in names and not inline_scores(obj) and (fused := _fused_line(obj)):
+        return f"{fused}   # in place of your line that calls it: the mask you are given, as attn_mask"
     guarded = re.match(r"if (mask is not None): scores = (.*)$", code)
     if (code.startswith("scores = ") or guarded) and "scores" not in names \
             and (inline := inline_scores(obj)) and not _names_a("scores", obj):
@@ -381,6 +384,26 @@ def in_your_names(obj, fix: str) -> str:
         # append, last_position_only's unembed), so the Fix says so first
         return code + hash_ + " your code has this line already; the change is:" + comment
     return code + hash_ + comment
+
+
+def _fused_line(obj) -> str | None:
+    """The learner's one line that calls ``F.scaled_dot_product_attention``, handing it ``attn_mask=mask``
+    in place of any mask or ``is_causal`` it had, when their function takes ``mask``; else None."""
+    found = []
+    for source, tree in _parsed(obj):
+        function = tree.body[0] if len(tree.body) == 1 else None
+        if not isinstance(function, ast.FunctionDef) or "mask" not in {a.arg for a in function.args.args}:
+            continue
+        for node in ast.walk(function):
+            if not isinstance(node, ast.stmt) or node.lineno != node.end_lineno or isinstance(node, ast.If):
+                continue
+            for call in (c for c in ast.walk(node) if isinstance(c, ast.Call) and _fused(c) is not None):
+                line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, call)
+                keywords = [k for k in call.keywords if k.arg not in ("attn_mask", "is_causal")]
+                masked = ast.Call(call.func, call.args[:3],
+                                  [*keywords, ast.keyword("attn_mask", ast.Name("mask"))])
+                found.append(line.replace(text, ast.unparse(masked)))
+    return found[0] if len(found) == 1 else None
 
 
 def _embedding(obj) -> tuple | None:
