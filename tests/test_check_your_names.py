@@ -589,3 +589,25 @@ def test_a_module_never_imported_gets_its_import(tmp_path):
     del module.F                                    # as in a notebook that never imported it
     result = check_attention(module.attend)
     assert result.fix.startswith("import torch.nn.functional as F   #"), result.fix
+
+
+def test_scores_masked_inline_get_the_new_scale_inside_and_the_new_fill_in_place_of_the_mask(tmp_path):
+    """Replay 5 (session 30): 02N1's one-liner masks its inline scores with torch.where, so no scores
+    line was found and the Fix 'scores = ...' replaced the whole line (the function returned None)."""
+    every = "mask if mask is not None else torch.ones((), dtype=torch.bool)"
+    where = (f"def attend(q, k, v, mask=None):\n    return torch.softmax(torch.where({every}, "
+             "q @ k.mT / q.size(-1), torch.finfo(q.dtype).min), dim=-1) @ v\n")
+    result = check_attention(_load(tmp_path, "w", where).attend)
+    assert result.bug == "wrong_scale"
+    scaled = f"torch.where({every}, q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), "
+    assert result.fix.startswith("return torch.softmax(" + scaled), result.fix
+    fixed = _load(tmp_path, "w_fixed", _pasted(where, "return torch", result.fix)).attend
+    assert check_attention(fixed).passed
+    # masked with 0 inline: the Fix takes the place of their masking, guarded for mask=None
+    zero = (f"def attend(q, k, v, mask=None):\n    m = {every}\n"
+            "    return (q @ k.mT / math.sqrt(q.shape[-1])).masked_fill(~m, 0).softmax(-1) @ v\n")
+    result = check_attention(_load(tmp_path, "z", zero).attend)
+    assert result.bug == "mask_fill_zero"
+    ending = "if mask is not None else scores; return scores.softmax(-1) @ v"
+    assert result.fix.split("   #")[0].endswith(ending), result.fix
+    assert check_attention(_load(tmp_path, "z_fixed", _pasted(zero, "return (q", result.fix)).attend).passed

@@ -128,20 +128,28 @@ def _trees(obj) -> list:
 
 
 def _softmaxed(node):
-    """The scores a softmax call takes when they are written inline, unnamed: ``E`` in
-    ``E.softmax(-1)``, ``torch.softmax(E, dim=-1)`` or ``F.softmax(E, -1)``, with ``E`` the scores
-    (:func:`_scores`); else None."""
+    """``(E, M)`` when a softmax call takes scores written inline, unnamed: ``M`` what the softmax
+    takes (``E.softmax(-1)``, ``torch.softmax(M, dim=-1)``, ``F.softmax(M, -1)``), ``E`` the scores
+    (:func:`_scores`) in it: ``M`` itself, or masked inline (``E.masked_fill(...)``,
+    ``torch.where(m, E, ...)``); else None."""
     if not _softmax_of(node):
         return None
-    if node.args and _scores(node.args[0]):
-        return node.args[0]
-    return node.func.value if _scores(node.func.value) else None
+    for taken in (node.args[0] if node.args else None, node.func.value):
+        if _scores(taken):
+            return taken, taken
+        masked = taken if isinstance(taken, ast.Call) and isinstance(taken.func, ast.Attribute) else None
+        if masked and masked.func.attr == "masked_fill" and _scores(masked.func.value):
+            return masked.func.value, taken
+        if masked and masked.func.attr == "where" and len(masked.args) == 3 and _scores(masked.args[1]):
+            return masked.args[1], taken
+    return None
 
 
-def inline_scores(obj) -> tuple[str, str] | None:
-    """``(line, E)``: the learner's one line (an assignment or a return) that takes a softmax of scores
-    written inline, unnamed (``att = (q @ k.mT / s).softmax(-1)``), and ``E``, their text; None when
-    there is none, more than one, or the line runs over several lines."""
+def inline_scores(obj) -> tuple[str, str, str] | None:
+    """``(line, E, M)``: the learner's one line (an assignment or a return) that takes a softmax of
+    scores written inline, unnamed (``att = (q @ k.mT / s).softmax(-1)``), the scores' text, and the
+    text of what the softmax takes (:func:`_softmaxed`); None when there is none, more than one, or
+    the line runs over several lines."""
     found = []
     for source, tree in _parsed(obj):
         for node in ast.walk(tree):
@@ -149,22 +157,25 @@ def inline_scores(obj) -> tuple[str, str] | None:
             if not (_assigned(node) or returns) or node.lineno != node.end_lineno:
                 continue
             for inner in ast.walk(node.value):
-                if (expression := _softmaxed(inner)) is not None:
+                if (taken := _softmaxed(inner)) is not None:
                     found.append((ast.get_source_segment(source, node),
-                                  ast.get_source_segment(source, expression)))
+                                  *(ast.get_source_segment(source, part) for part in taken)))
     return found[0] if len(found) == 1 else None
 
 
-def _in_place_of(line: str, expression: str, code: str, comment: str) -> tuple[str, str]:
+def _in_place_of(line: str, expression: str, taken: str, code: str, comment: str) -> tuple[str, str]:
     """A Fix ``scores = ...`` for a learner whose scores are written inline in ``line``: that line
     with the new scores in place of ``expression``, or, when the Fix changes the scores it is given
-    (``scores = scores.masked_fill(...)``), the scores named first, then the Fix, then the line
-    reading them. The comment says it replaces their line."""
+    (``scores = scores.masked_fill(...)``), the scores named first, then the Fix, then the line whose
+    softmax takes them, in place of what it took (``taken``: their own masking of them, if any). The
+    comment says it replaces their line."""
     value = code[len("scores = "):]
     changes = any(isinstance(node, ast.Name) and node.id == "scores" for node in ast.walk(ast.parse(value)))
     wrapped = f"({expression})"
     if changes:
-        reading = line.replace(wrapped if wrapped in line else expression, "scores")
+        if "~mask" in value and not value.endswith(" else scores"):   # their line was for every call
+            code += " if mask is not None else scores"
+        reading = line.replace(f"({taken})" if f"({taken})" in line else taken, "scores")
         rewritten = f"scores = {expression}; {code}; {reading}"
     else:   # a softmax's argument needs no brackets; its receiver has them already
         rewritten = (line.replace(wrapped, f"({value})") if wrapped in line
@@ -227,7 +238,7 @@ def your_names(obj) -> dict:
         if target and _softmax_of(node.value):
             seen["weights"].add(target)
         if (inline := _softmaxed(node)) is not None:        # att = (Q @ K.mT / s).softmax(-1)
-            for role, name in zip(("q", "k"), _scores(inline), strict=True):
+            for role, name in zip(("q", "k"), _scores(inline[0]), strict=True):
                 seen[role].add(name)
         if target and _fused(node.value):
             seen["heads"].add(target)
