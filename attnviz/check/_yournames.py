@@ -25,7 +25,8 @@ import tokenize
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
 from ._stale import names_used, own_functions
 
-__all__ = ["your_names", "in_your_names", "fix_in_your_names", "returned", "mask_fix_in_your_names"]
+__all__ = ["your_names", "in_your_names", "fix_in_your_names", "returned", "mask_fix_in_your_names",
+           "called_on_self"]
 
 ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v",
          "weights": "weights", "heads": "heads", "merged": "merged", "x": "x", "batch": "batch", "n": "n",
@@ -127,6 +128,19 @@ def _trees(obj) -> list:
     return [tree for _, tree in _parsed(obj)]
 
 
+def _one_line_statements(obj):
+    """``(text, tree, statement)`` for each statement of the learner's functions that sits on one line."""
+    for source, tree in _parsed(obj):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.stmt) and node.lineno == node.end_lineno:
+                yield source, tree, node
+
+
+def _the_one(found: list):
+    """The one thing found, or None when there is none or more than one."""
+    return found[0] if len(found) == 1 else None
+
+
 def _softmaxed(node):
     """``(E, M)`` when a softmax call takes scores written inline, unnamed: ``M`` what the softmax
     takes (``E.softmax(-1)``, ``torch.softmax(M, dim=-1)``, ``F.softmax(M, -1)``), ``E`` the scores
@@ -151,16 +165,14 @@ def inline_scores(obj) -> tuple[str, str, str] | None:
     text of what the softmax takes (:func:`_softmaxed`); None when there is none, more than one, or
     the line runs over several lines."""
     found = []
-    for source, tree in _parsed(obj):
-        for node in ast.walk(tree):
-            returns = isinstance(node, ast.Return) and node.value is not None
-            if not (_assigned(node) or returns) or node.lineno != node.end_lineno:
-                continue
-            for inner in ast.walk(node.value):
-                if (taken := _softmaxed(inner)) is not None:
-                    found.append((ast.get_source_segment(source, node),
-                                  *(ast.get_source_segment(source, part) for part in taken)))
-    return found[0] if len(found) == 1 else None
+    for source, _, node in _one_line_statements(obj):
+        if not (_assigned(node) or isinstance(node, ast.Return) and node.value is not None):
+            continue
+        for inner in ast.walk(node.value):
+            if (taken := _softmaxed(inner)) is not None:
+                found.append((ast.get_source_segment(source, node),
+                              *(ast.get_source_segment(source, part) for part in taken)))
+    return _the_one(found)
 
 
 def _in_place_of(line: str, expression: str, taken: str, code: str, comment: str) -> tuple[str, str]:
@@ -380,12 +392,13 @@ def in_your_names(obj, fix: str) -> str:
     if code.startswith("past = ") and (embedding := _embedding(obj)):
         code, comment = _past_where_embedded(*embedding, code, comment)
         hash_ = "   #"
-    mask_fix = re.match(r"(if mask is not None: )?scores = scores\.masked_fill\(~mask, ", code)
-    if mask_fix and "scores" not in names and not inline_scores(obj) and (fused := _fused_line(obj)):
-        return f"{fused}   # in place of your line that calls it: the mask you are given, as attn_mask"
     guarded = re.match(r"if (mask is not None): scores = (.*)$", code)
-    if (code.startswith("scores = ") or guarded) and "scores" not in names \
-            and (inline := inline_scores(obj)) and not _names_a("scores", obj):
+    unnamed = (code.startswith("scores = ") or guarded) and "scores" not in names
+    inline = inline_scores(obj) if unnamed else None
+    fills = re.match(r"(if mask is not None: )?scores = scores\.masked_fill\(~mask, ", code)
+    if unnamed and not inline and fills and (fused := _fused_line(obj)):
+        return f"{fused}   # in place of your line that calls it: the mask you are given, as attn_mask"
+    if inline and not _names_a("scores", obj):
         if guarded:   # one line still: the guard as a conditional expression
             code = f"scores = {guarded[2]} if {guarded[1]} else scores"
         code, comment = _in_place_of(*inline, code, comment)
@@ -401,20 +414,30 @@ def _fused_line(obj) -> str | None:
     """The learner's one line that calls ``F.scaled_dot_product_attention``, handing it ``attn_mask=mask``
     in place of any mask or ``is_causal`` it had, when their function takes ``mask``; else None."""
     found = []
-    for source, tree in _parsed(obj):
+    for source, tree, node in _one_line_statements(obj):
         function = tree.body[0] if len(tree.body) == 1 else None
-        if not isinstance(function, ast.FunctionDef) or "mask" not in {a.arg for a in function.args.args}:
+        if not isinstance(function, ast.FunctionDef) or "mask" not in {a.arg for a in function.args.args} \
+                or isinstance(node, ast.If):
             continue
-        for node in ast.walk(function):
-            if not isinstance(node, ast.stmt) or node.lineno != node.end_lineno or isinstance(node, ast.If):
-                continue
-            for call in (c for c in ast.walk(node) if isinstance(c, ast.Call) and _fused(c) is not None):
-                line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, call)
-                keywords = [k for k in call.keywords if k.arg not in ("attn_mask", "is_causal")]
-                masked = ast.Call(call.func, call.args[:3],
-                                  [*keywords, ast.keyword("attn_mask", ast.Name("mask"))])
-                found.append(line.replace(text, ast.unparse(masked)))
-    return found[0] if len(found) == 1 else None
+        for call in (c for c in ast.walk(node) if isinstance(c, ast.Call) and _fused(c) is not None):
+            line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, call)
+            keywords = [k for k in call.keywords if k.arg not in ("attn_mask", "is_causal")]
+            masked = ast.Call(call.func, call.args[:3],
+                              [*keywords, ast.keyword("attn_mask", ast.Name("mask"))])
+            found.append(line.replace(text, ast.unparse(masked)))
+    return _the_one(found)
+
+
+def called_on_self(forward, name: str) -> str | None:
+    """forward's first one-line statement (not a block's head) that calls the global ``name``, with
+    ``self.name`` in its place; None when there is none or no text to read."""
+    blocks = (ast.FunctionDef, ast.If, ast.For, ast.While, ast.With)
+    for source, _, node in _one_line_statements(forward):
+        if not isinstance(node, blocks) and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
+                                                and c.func.id == name for c in ast.walk(node)):
+            line = ast.get_source_segment(source, node)
+            return re.sub(rf"(?<![\w.]){re.escape(name)}\(", f"self.{name}(", line)
+    return None
 
 
 def _embedding(obj) -> tuple | None:
@@ -422,18 +445,15 @@ def _embedding(obj) -> tuple | None:
     text, P's text, and whether P is a variable of the step's own (set in it, not a global); else
     None."""
     found = []
-    for source, tree in _parsed(obj):
-        stored = {node.id for node in ast.walk(tree)
-                  if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
-        shared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
-        for node in ast.walk(tree):
-            if _assigned(node) and _embedded(node.value) and len(node.value.args) == 2 \
-                    and node.lineno == node.end_lineno:
-                position = node.value.args[1]
-                own = isinstance(position, ast.Name) and position.id in stored - shared
-                found.append((ast.get_source_segment(source, node), ast.get_source_segment(source, position),
-                              own))
-    return found[0] if len(found) == 1 else None
+    for source, tree, node in _one_line_statements(obj):
+        if not (_assigned(node) and _embedded(node.value) and len(node.value.args) == 2):
+            continue
+        stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        shared = {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
+        position = node.value.args[1]
+        own = isinstance(position, ast.Name) and position.id in stored - shared
+        found.append((ast.get_source_segment(source, node), ast.get_source_segment(source, position), own))
+    return _the_one(found)
 
 
 def _past_where_embedded(line: str, position: str, own: bool, code: str, comment: str) -> tuple[str, str]:
@@ -478,7 +498,8 @@ def fix_in_your_names(obj, result):
     scores ...") also says which of the learner's names that is, when their code shows it."""
     if result.passed or not result.fix:
         return result
-    if _ends_unreturned(obj, result):
+    if unreturned := _unreturned_fix(obj, result):
+        result.fix = unreturned
         return result
     said = _MEANS.match(result.fix)
     if said:
@@ -498,21 +519,20 @@ def returned(obj) -> str | None:
     return ast.unparse(values[0]) if len(values) == 1 else None
 
 
-def _ends_unreturned(obj, result) -> bool:
+def _unreturned_fix(obj, result) -> str | None:
     """For a function that returned None, never returns a value, and ends by setting a name (``keep =
     ...``): the Fix ``return keep``, in place of the catalog's whole answer (a replay's learner, 04C of
-    session 29, had to work out the return from it). Whether it set one."""
+    session 29, had to work out the return from it); else None."""
     if "returned None" not in result.headline:
-        return False
+        return None
     for _, tree in _parsed(obj):
         function = tree.body[0] if len(tree.body) == 1 else None
         if not isinstance(function, ast.FunctionDef) or (type(obj) is type and function.name != "forward"):
             continue
         if _returns_a_value(function.body) or not (name := _assigned(function.body[-1])):
-            return False
-        result.fix = f"return {name}   # at the end of your function: without a return, it gives None"
-        return True
-    return False
+            return None
+        return f"return {name}   # at the end of your function: without a return, it gives None"
+    return None
 
 
 def _returns_a_value(body) -> bool:
@@ -530,7 +550,10 @@ def mask_fix_in_your_names(obj, result):
     """A mask checker's Fix ``return mask ...`` (mask_not_bool's ``.bool()``, ``== 0``) on the mask the
     learner's function returns: ``return torch.ones(n, n).tril().bool()``, where ``mask`` was a name
     their function never had (a NameError when pasted: a reader of 04)."""
-    if result.passed or _ends_unreturned(obj, result):
+    if result.passed:
+        return result
+    if unreturned := _unreturned_fix(obj, result):
+        result.fix = unreturned
         return result
     expression = returned(obj)
     if result.fix.startswith("mask = ") and expression and expression.isidentifier():

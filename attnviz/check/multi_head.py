@@ -7,10 +7,8 @@ it was given as they are); the decisions are the shared engine's (:mod:`._engine
 
 from __future__ import annotations
 
-import ast
 import inspect
 import re
-import textwrap
 from dataclasses import replace
 
 import torch
@@ -26,7 +24,7 @@ from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
 from ._stale import code_notes, globals_note, globals_read, library_used, with_stale_note
-from ._yournames import fix_in_your_names
+from ._yournames import called_on_self, fix_in_your_names
 
 __all__ = ["check_multi_head"]
 
@@ -94,26 +92,9 @@ def _layers_read(cls) -> dict:
     forward's first line that calls it, calling ``self.W_o`` instead (None when its text is not to be had)."""
     return {name: (f"{name} = {type(value).__name__}({value.in_features}, {value.out_features})"
                    if isinstance(value, nn.Linear) else f"{name} (a {type(value).__name__})",
-                   _called_on_self(cls, name))
+                   called_on_self(inspect.getattr_static(cls, "forward"), name))
             for name, value in sorted(_forward_globals(cls).items())
             if isinstance(value, nn.Module) and type(value).__module__.startswith("torch.nn")}
-
-
-def _called_on_self(cls, name: str) -> str | None:
-    """forward's first one-line statement that calls the global ``name``, with ``self.name`` in its place."""
-    try:
-        source = textwrap.dedent(inspect.getsource(inspect.getattr_static(cls, "forward")))
-        tree = ast.parse(source)
-    except Exception:  # noqa: BLE001 - no text to read: the fix says it in words
-        return None
-    for node in ast.walk(tree):
-        called = [c for c in ast.walk(node) if isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
-                  and c.func.id == name] if isinstance(node, ast.stmt) and node.lineno == node.end_lineno \
-            and not isinstance(node, (ast.FunctionDef, ast.If, ast.For, ast.While, ast.With)) else []
-        if called:
-            line = ast.get_source_segment(source, node)
-            return re.sub(rf"(?<![\w.]){re.escape(name)}\(", f"self.{name}(", line)
-    return None
 
 
 def _forward_globals(cls) -> dict:
