@@ -14,7 +14,8 @@ from attnviz.check import (
     check_multi_head,
     check_padding_mask,
 )
-from attnviz.check._yournames import in_your_names, your_names
+from attnviz.check._readers import your_names
+from attnviz.check._yournames import in_your_names
 
 HEAD = ("import math\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"
         "from attnviz.mha import merge_heads, split_heads\n\n")

@@ -1190,7 +1190,7 @@ def catalog_markdown() -> str:
         "is handed, forward's input), and says when the line is in their code already (the change is",
         "then in its comment). Where their scores have no name (`att = (q @ k.mT / s).softmax(-1)`), a",
         "fix `scores = ...` is written as their own line with the new scores in it, to paste in its place:",
-        "`attnviz/check/_yournames.py`, read from the code's text.",
+        "`attnviz/check/_readers.py` reads the names from the code's text; `_yournames.py` writes the line.",
         "",
         "## Adding a bug",
         "",

@@ -1,0 +1,319 @@
+"""What a learner's code names its scores, queries, keys, values and the rest: read from its text.
+
+The checkers write a Fix line in the learner's own names (:mod:`._yournames`); this module reads those
+names. Everything here reads the text of the learner's own functions (``inspect.getsource``, then
+``ast``) and never calls their code. Each reader answers for one form (``S = Q @ K.mT / s``, the tensors
+handed to ``F.scaled_dot_product_attention``, ``x = model.embed(tokens, past)``, ...), and
+:func:`your_names` gathers them into ``{role: name}``, keeping only a role the code names one way.
+"""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+
+from ._stale import own_functions
+
+__all__ = ["assigned", "embed_line", "embedded", "fused", "inline_scores", "names_a", "one_line_statements",
+           "operands", "parsed", "returned", "returned_cache", "returns_a_value", "scores_of", "softmaxed",
+           "sources", "the_one", "trees", "your_names"]
+
+
+_TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "movedim"}   # methods: k.transpose(-2, -1)
+
+_TRANSPOSED = {"mT", "T", "mH"}                                               # attributes: k.mT
+
+def _transposed(node) -> str | None:
+    """``K`` for ``K.transpose(...)``, ``K.mT``, ``torch.transpose(K, ...)``; else None."""
+    if isinstance(node, ast.Attribute) and node.attr in _TRANSPOSED and isinstance(node.value, ast.Name):
+        return node.value.id
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _TRANSPOSES:
+        owner = node.func.value
+        if isinstance(owner, ast.Name) and owner.id not in ("torch", "F"):
+            return owner.id
+        if node.args and isinstance(node.args[0], ast.Name):       # torch.transpose(K, -2, -1)
+            return node.args[0].id
+    return None
+
+def operands(node, calls=("matmul", "bmm")) -> tuple | None:
+    """The two operand nodes of ``A @ B`` or ``torch.matmul(A, B)`` (a function of ``calls``); else None."""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
+        return node.left, node.right
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in calls \
+            and len(node.args) == 2:
+        return tuple(node.args)
+    return None
+
+def _product(node) -> tuple[str, str] | None:
+    """``(Q, K)`` for ``Q @ K.transpose(...)`` or ``torch.matmul(Q, K.mT)``; else None."""
+    left, right = operands(node) or (None, None)
+    key = _transposed(right)
+    return (left.id, key) if isinstance(left, ast.Name) and key else None
+
+def scores_of(value) -> tuple[str, str] | None:
+    """``(Q, K)`` when ``value`` is the scores: the product itself, or it divided or multiplied by a
+    scale, once or more (``Q @ K.mT / math.sqrt(d)``, ``scale * (Q @ K.mT)``, ``Q @ K.mT / d ** 1 / 2``);
+    not a softmax of it or anything else."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Div, ast.Mult)):
+        return scores_of(value.left) or (scores_of(value.right) if isinstance(value.op, ast.Mult) else None)
+    return _product(value)
+
+_SAME_ROWS = {"repeat_interleave", "repeat", "expand", "contiguous", "to", "float", "double", "half", "clone",
+              "detach"}
+"""Tensor methods that leave a tensor's last two axes as they were: ``K.repeat_interleave(group, dim=1)``
+handed to the fused function is still the learner's ``K``."""
+
+def _tensor_name(node) -> str | None:
+    """``K`` for ``K``, ``K.repeat_interleave(2, dim=1)``, ``K.contiguous().float()``; else None."""
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+            and node.func.attr in _SAME_ROWS:
+        node = node.func.value
+    return node.id if isinstance(node, ast.Name) else None
+
+def fused(node) -> tuple | None:
+    """``(Q, K, V)``, the names handed to ``F.scaled_dot_product_attention(Q, K, V, ...)``; else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if name != "scaled_dot_product_attention" or len(node.args) < 3:
+        return None
+    return tuple(_tensor_name(arg) for arg in node.args[:3])
+
+def sources(obj) -> list:
+    """The text of each of the learner's own functions that has one (not one made by exec, say)."""
+    sources = []
+    for fn in own_functions(obj):
+        try:
+            sources.append(textwrap.dedent(inspect.getsource(fn)))
+        except Exception:  # noqa: BLE001 - no text to read: nothing to say of it
+            pass
+    return sources
+
+def parsed(obj) -> list:
+    """``(text, tree)`` for each of the learner's own functions whose text parses."""
+    parsed = []
+    for source in sources(obj):
+        try:
+            parsed.append((source, ast.parse(source)))
+        except SyntaxError:
+            pass
+    return parsed
+
+def trees(obj) -> list:
+    return [tree for _, tree in parsed(obj)]
+
+def one_line_statements(obj):
+    """``(text, tree, statement)`` for each statement of the learner's functions that sits on one line."""
+    for source, tree in parsed(obj):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.stmt) and node.lineno == node.end_lineno:
+                yield source, tree, node
+
+def the_one(found: list):
+    """The one thing found, or None when there is none or more than one."""
+    return found[0] if len(found) == 1 else None
+
+def softmaxed(node):
+    """``(E, M)`` when a softmax call takes scores written inline, unnamed: ``M`` what the softmax
+    takes (``E.softmax(-1)``, ``torch.softmax(M, dim=-1)``, ``F.softmax(M, -1)``), ``E`` the scores
+    (:func:`scores_of`) in it: ``M`` itself, or masked inline (``E.masked_fill(...)``,
+    ``torch.where(m, E, ...)``); else None."""
+    if not _softmax_of(node):
+        return None
+    for taken in (node.args[0] if node.args else None, node.func.value):
+        if scores_of(taken):
+            return taken, taken
+        masked = taken if isinstance(taken, ast.Call) and isinstance(taken.func, ast.Attribute) else None
+        if masked and masked.func.attr == "masked_fill" and scores_of(masked.func.value):
+            return masked.func.value, taken
+        if masked and masked.func.attr == "where" and len(masked.args) == 3 and scores_of(masked.args[1]):
+            return masked.args[1], taken
+    return None
+
+def inline_scores(obj) -> tuple[str, str, str] | None:
+    """``(line, E, M)``: the learner's one line (an assignment or a return) that takes a softmax of
+    scores written inline, unnamed (``att = (q @ k.mT / s).softmax(-1)``), the scores' text, and the
+    text of what the softmax takes (:func:`softmaxed`); None when there is none, more than one, or
+    the line runs over several lines."""
+    found = []
+    for source, _, node in one_line_statements(obj):
+        if not (assigned(node) or isinstance(node, ast.Return) and node.value is not None):
+            continue
+        for inner in ast.walk(node.value):
+            if (taken := softmaxed(inner)) is not None:
+                found.append((ast.get_source_segment(source, node),
+                              *(ast.get_source_segment(source, part) for part in taken)))
+    return the_one(found)
+
+def _softmax_of(value) -> bool:
+    """Whether ``value`` is a softmax: ``S.softmax(...)``, ``torch.softmax(S, ...)``, ``F.softmax(...)``."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr == "softmax"
+
+def _matmul(node) -> tuple | None:
+    """``(A, B)`` for ``A @ B`` or ``torch.matmul(A, B)`` of two names; else None."""
+    pair = operands(node, calls=("matmul",))
+    return tuple(n.id for n in pair) if pair and all(isinstance(n, ast.Name) for n in pair) else None
+
+def _after_softmax(node) -> str | None:
+    """``V`` for ``S.softmax(-1) @ V`` or ``torch.matmul(torch.softmax(S, -1), V)``; else None."""
+    pair = operands(node, calls=("matmul",))
+    return pair[1].id if pair and _softmax_of(pair[0]) and isinstance(pair[1], ast.Name) else None
+
+def _merged(node) -> str | None:
+    """``M`` for ``self.W_o(M)`` or ``attention.W_o(M)``: the heads side by side, before W_o."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "W_o" \
+            and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
+        return node.args[0].id
+    return None
+
+def assigned(node) -> str | None:
+    single = isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+    return node.targets[0].id if single else None
+
+def your_names(obj) -> dict:
+    """``{role: name}`` for each role the learner's code names one way only: ``scores``, ``q``, ``k``
+    from its assignments of a product with a transpose, scaled or not (``S = Q @ K.mT``); ``q``, ``k``,
+    ``v`` from the tensors it hands to ``F.scaled_dot_product_attention``; ``weights``, what a softmax is
+    assigned to; ``v`` and ``heads`` from ``H = W @ V`` with W the weights (or ``H =`` the fused
+    function); ``merged``, what W_o is handed (``self.W_o(M)``), or with no W_o what forward returns;
+    ``x``, forward's input or a decoding step's ``model.embed(...)``; ``batch``, ``n``, ``d_model`` from
+    ``B, T, C = x.shape`` (else read from x); ``new_cache``, the cache a step returns."""
+    seen = {role: set() for role in ("scores", "q", "k", "v", "weights", "heads", "merged", "x", "batch", "n",
+                                     "d_model", "new_cache", "layer")}
+    nodes = [node for tree in trees(obj) for node in ast.walk(tree)]
+    returned = set()                          # what forward returns: the merged heads when W_o is left out
+    given, forward_input = set(), set()       # every function's parameters; forward's input
+    lists = set()                             # names given a new list or cache: [], list(...), KVCache()
+    for node in nodes:
+        target = assigned(node)
+        if target and (pair := scores_of(node.value)):
+            for role, name in zip(("scores", "q", "k"), (target, *pair), strict=True):
+                seen[role].add(name)
+        if target and _softmax_of(node.value):
+            seen["weights"].add(target)
+        if (inline := softmaxed(node)) is not None:        # att = (Q @ K.mT / s).softmax(-1)
+            for role, name in zip(("q", "k"), scores_of(inline[0]), strict=True):
+                seen[role].add(name)
+        if target and fused(node.value):
+            seen["heads"].add(target)
+        for role, name in zip(("q", "k", "v"), fused(node) or (), strict=False):
+            seen[role] |= {name} if name else set()
+        seen["merged"] |= {_merged(node)} - {None}
+        if target is None and isinstance(node, ast.Assign) and _sizes(node):
+            for role, name in zip(("batch", "n", "d_model"), _sizes(node), strict=True):
+                seen[role].add(name)
+        if target and embedded(node.value):                 # a decoding step's stream: x = model.embed(...)
+            seen["x"].add(target)
+        if isinstance(node, ast.For) and _loop_index(node):  # for layer, block in enumerate(model.blocks)
+            seen["layer"].add(_loop_index(node))
+        seen["new_cache"] |= {returned_cache(node)} - {None}   # a step's return logits, new_cache
+        if isinstance(node, ast.FunctionDef):
+            given |= {argument.arg for argument in node.args.args}
+        if target and _new_list(node.value):
+            lists.add(target)
+        if isinstance(node, ast.FunctionDef) and node.name == "forward" and len(node.args.args) > 1:
+            seen["x"].add(node.args.args[1].arg)
+            forward_input.add(node.args.args[1].arg)
+            returned |= {n.value.id for n in ast.walk(node) if isinstance(n, ast.Return)
+                         and isinstance(n.value, ast.Name)}
+    for node in nodes:                        # the weights @ values, once the weights' name is known
+        pair = _matmul(node)
+        if pair and pair[0] in seen["weights"]:
+            seen["v"].add(pair[1])
+        target = assigned(node)
+        if target and (pair := _matmul(node.value)) and pair[0] in seen["weights"]:
+            seen["heads"].add(target)
+        if (values := _after_softmax(node)) is not None:     # S.softmax(-1) @ V, the weights unnamed
+            seen["v"].add(values)
+        if target and _after_softmax(node.value) is not None:
+            seen["heads"].add(target)
+    seen["merged"] = seen["merged"] or returned
+    # the cache it was given, returned changed, is not a new one; a tensor (of tokens, say) is no list
+    seen["new_cache"] = (seen["new_cache"] - given) & lists
+    names = {role: found.pop() for role, found in seen.items() if len(found) == 1}
+    if "heads" not in names and {"weights", "v"} <= names.keys():
+        names["heads"] = f"({names['weights']} @ {names['v']})"     # the heads' outputs, written inline
+    for axis, role in enumerate(("batch", "n", "d_model")):      # not unpacked: read from forward's input
+        if role not in names and len(forward_input) == 1:
+            names[role] = f"{next(iter(forward_input))}.shape[{axis}]"
+    return names
+
+def returned_cache(node) -> str | None:
+    """``C`` for a step's ``return logits, C``; else None."""
+    value = node.value if isinstance(node, ast.Return) else None
+    if isinstance(value, ast.Tuple) and len(value.elts) == 2 and isinstance(value.elts[1], ast.Name):
+        return value.elts[1].id
+    return None
+
+def _new_list(value) -> bool:
+    """Whether ``value`` makes a new list or cache: ``[]``, ``[...]``, ``list(...)``, ``gpt.KVCache()``,
+    ``cache.copy()``."""
+    if isinstance(value, ast.List):
+        return True
+    func = value.func if isinstance(value, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return name in ("list", "KVCache", "copy")
+
+def _loop_index(node) -> str | None:
+    """``i`` for ``for i, block in enumerate(...)`` or ``for i in range(...)``; else None."""
+    call = node.iter if isinstance(node.iter, ast.Call) and isinstance(node.iter.func, ast.Name) else None
+    if call is None:
+        return None
+    if call.func.id == "enumerate" and isinstance(node.target, ast.Tuple) and node.target.elts \
+            and isinstance(node.target.elts[0], ast.Name):
+        return node.target.elts[0].id
+    if call.func.id == "range" and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
+
+def embedded(value) -> bool:
+    """Whether ``value`` is ``model.embed(...)``: where a decoding step's residual stream starts."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
+        and value.func.attr == "embed"
+
+def _sizes(node) -> tuple | None:
+    """``(B, T, C)`` for ``B, T, C = x.shape`` (three names from a tensor's shape); else None."""
+    target = node.targets[0] if len(node.targets) == 1 else None
+    names = isinstance(target, ast.Tuple) and len(target.elts) == 3 \
+        and all(isinstance(e, ast.Name) for e in target.elts)
+    if names and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        return tuple(e.id for e in target.elts)
+    return None
+
+def embed_line(obj) -> tuple | None:
+    """``(line, position, own)`` for the step's one line ``h = model.embed(tokens, P)``: the line's
+    text, P's text, and whether P is a variable of the step's own (set in it, not a global); else
+    None."""
+    found = []
+    for source, tree, node in one_line_statements(obj):
+        if not (assigned(node) and embedded(node.value) and len(node.value.args) == 2):
+            continue
+        stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        shared = {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
+        position = node.value.args[1]
+        own = isinstance(position, ast.Name) and position.id in stored - shared
+        found.append((ast.get_source_segment(source, node), ast.get_source_segment(source, position), own))
+    return the_one(found)
+
+def names_a(name: str, obj) -> bool:
+    """Whether the learner's code has a variable called ``name``."""
+    return any(isinstance(node, ast.Name) and node.id == name
+               for tree in trees(obj) for node in ast.walk(tree))
+
+def returned(obj) -> str | None:
+    """The one expression the learner's function returns, as Python writes it back (``ast.unparse``),
+    or None when it has no such single return (or no text)."""
+    values = [node.value for tree in trees(obj) for node in ast.walk(tree)
+              if isinstance(node, ast.Return) and node.value is not None]
+    return ast.unparse(values[0]) if len(values) == 1 else None
+
+def returns_a_value(body) -> bool:
+    """Whether ``body`` returns a value anywhere, functions defined in it aside."""
+    for node in body:
+        if isinstance(node, ast.Return) and node.value is not None:
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)) \
+                and returns_a_value(list(ast.iter_child_nodes(node))):
+            return True
+    return False
