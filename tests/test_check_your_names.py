@@ -612,3 +612,161 @@ def test_scores_masked_inline_get_the_new_scale_inside_and_the_new_fill_in_place
     ending = "if mask is not None else scores; return scores.softmax(-1) @ v"
     assert result.fix.split("   #")[0].endswith(ending), result.fix
     assert check_attention(_load(tmp_path, "z_fixed", _pasted(zero, "return (q", result.fix)).attend).passed
+
+
+# Replay 5's steps (session 30): a list of [k, v] with einsum scores, a gpt.KVCache, a helper taking
+# the scale. The Fix lines named the notebook's past_keys, new_cache, attention, normed, query and key.
+LIST_STEP = """
+def decode_step(model, tokens, cache):
+    start = 0 if cache is None else cache[0][0].shape[2]
+    hcur = model.embed(tokens, start)
+    reps = model.n_heads // model.n_kv_heads
+    states = []
+    for layer_idx, blk in enumerate(model.blocks):
+        z = blk.norm_attention(hcur)
+        q_ = split_heads(blk.attention.W_q(z), model.n_heads)
+        k_ = split_heads(blk.attention.W_k(z), model.n_kv_heads)
+        v_ = split_heads(blk.attention.W_v(z), model.n_kv_heads)
+        if cache is not None:
+            k_ = torch.cat([cache[layer_idx][0], k_], dim=1)
+            v_ = torch.cat([cache[layer_idx][1], v_], dim=1)
+        states.append([k_, v_])
+        kr, vr = k_.repeat_interleave(reps, dim=1), v_.repeat_interleave(reps, dim=1)
+        sc = torch.einsum('bhqd,bhkd->bhqk', q_, kr) / math.sqrt(model.d_head)
+        sc = sc.masked_fill(~gpt.decoding_mask(q_.shape[2], kr.shape[2]), torch.finfo(sc.dtype).min)
+        hcur = hcur + blk.attention.W_o(merge_heads(torch.einsum('bhqk,bhkd->bhqd', sc.softmax(-1), vr)))
+        hcur = hcur + blk.mlp(blk.norm_mlp(hcur))
+    return model.unembed(hcur), states
+"""
+
+KVCACHE_STEP = """
+def decode_step(model, tokens, cache):
+    kvc = gpt.KVCache() if cache is None else cache.copy()
+    stream = model.embed(tokens, kvc.length)
+    g = model.n_heads // model.n_kv_heads
+    for lyr, block in enumerate(model.blocks):
+        att = block.attention
+        nrm = block.norm_attention(stream)
+        Q = split_heads(att.W_q(nrm), model.n_heads)
+        K_new = split_heads(att.W_k(nrm), model.n_kv_heads)
+        V_new = split_heads(att.W_v(nrm), model.n_kv_heads)
+        if kvc.length:
+            K_all = torch.cat([kvc.keys[lyr], K_new], dim=-2)
+            V_all = torch.cat([kvc.values[lyr], V_new], dim=-2)
+        else:
+            K_all, V_all = K_new, V_new
+        m = gpt.decoding_mask(Q.shape[-2], K_all.shape[-2])
+        o = F.scaled_dot_product_attention(Q, K_all.repeat_interleave(g, dim=1),
+                                           V_all.repeat_interleave(g, dim=1), attn_mask=m)
+        stream = stream + att.W_o(merge_heads(o))
+        stream = stream + block.mlp(block.norm_mlp(stream))
+    return model.unembed(stream), kvc
+"""
+
+HELPER_STEP = """
+def attend(qh, kh, vh, allowed, scale):
+    s = (qh @ kh.transpose(-2, -1)) * scale
+    s = s.masked_fill(~allowed, torch.finfo(s.dtype).min)
+    return s.softmax(dim=-1) @ vh
+
+def decode_step(model, tokens, cache):
+    seen = cache[0][0].shape[-2] if cache else 0
+    cur = model.embed(tokens, seen)
+    rep = model.n_heads // model.n_kv_heads
+    present = []
+    for j, blk in enumerate(model.blocks):
+        nx = blk.norm_attention(cur)
+        qh = split_heads(blk.attention.W_q(nx), model.n_heads)
+        pk = split_heads(blk.attention.W_k(nx), model.n_kv_heads)
+        pv = split_heads(blk.attention.W_v(nx), model.n_kv_heads)
+        if cache:
+            pk = torch.cat([cache[j][0], pk], dim=-2)
+            pv = torch.cat([cache[j][1], pv], dim=-2)
+        present.append((pk, pv))
+        allowed = gpt.decoding_mask(qh.shape[-2], pk.shape[-2])
+        kr, vr = pk.repeat_interleave(rep, dim=1), pv.repeat_interleave(rep, dim=1)
+        o = attend(qh, kr, vr, allowed, 1 / math.sqrt(model.d_head))
+        cur = cur + blk.attention.W_o(merge_heads(o))
+        cur = cur + blk.mlp(blk.norm_mlp(cur))
+    return model.unembed(cur), present
+"""
+
+
+def _step(tmp_path, name, source):
+    return _load(tmp_path, name, "from attnviz import gpt\n" + source).decode_step
+
+
+def _pasted_over(source, lines_from, lines_to, fix):
+    """``source`` with its lines from the one starting with ``lines_from`` to the one starting with
+    ``lines_to`` replaced by the code part of ``fix``, indented as the first was."""
+    lines = source.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(lines_from))
+    end = next(i for i, line in enumerate(lines) if i >= start and line.strip().startswith(lines_to))
+    indent = lines[start][: len(lines[start]) - len(lines[start].lstrip())]
+    return "\n".join(lines[:start] + [indent + fix.split("   #")[0]] + lines[end + 1:]) + "\n"
+
+
+def test_a_cache_joined_on_the_wrong_axis_gets_its_own_cat_lines(tmp_path):
+    """08N1: the Fix named past_keys, key and cache[layer]; the step's are cache[layer_idx][0] and k_."""
+    result = check_decoding_step(_step(tmp_path, "axis", LIST_STEP))
+    assert result.bug == "cache_wrong_axis", repr(result)
+    assert result.fix.startswith("k_, v_ = torch.cat([cache[layer_idx][0], k_], dim=-2), "
+                                 "torch.cat([cache[layer_idx][1], v_], dim=-2)"), result.fix
+    fixed = _pasted_over(LIST_STEP, "k_ = torch.cat", "v_ = torch.cat", result.fix)
+    assert check_decoding_step(_step(tmp_path, "axis_fixed", fixed)).passed
+
+
+def test_a_kvcache_step_that_never_appends_is_given_its_append(tmp_path):
+    """08N2: a gpt.KVCache step joining with torch.cat and never appending was given the list form
+    new_cache.append((K_all, V_all)), then return logits, new_cache: stuck six rounds."""
+    result = check_decoding_step(_step(tmp_path, "kv", KVCACHE_STEP))
+    assert result.bug == "cache_not_appended", repr(result)
+    assert result.fix.startswith("K_all, V_all = kvc.append(lyr, K_new, V_new)   # in place of joining"), \
+        result.fix
+    fixed = _pasted_over(KVCACHE_STEP, "if kvc.length:", "K_all, V_all = K_new, V_new", result.fix)
+    assert check_decoding_step(_step(tmp_path, "kv_fixed", fixed)).passed
+
+
+def test_a_step_returning_the_cache_it_was_given_is_told_to_return_its_own(tmp_path):
+    source = KVCACHE_STEP.replace("""        if kvc.length:
+            K_all = torch.cat([kvc.keys[lyr], K_new], dim=-2)
+            V_all = torch.cat([kvc.values[lyr], V_new], dim=-2)
+        else:
+            K_all, V_all = K_new, V_new""", "        K_all, V_all = kvc.append(lyr, K_new, V_new)").replace(
+        "return model.unembed(stream), kvc", "return model.unembed(stream), cache")
+    result = check_decoding_step(_step(tmp_path, "given", source))
+    assert result.bug == "cache_not_appended", repr(result)
+    assert result.fix.startswith("return model.unembed(stream), kvc   # the cache you made"), result.fix
+    fixed = _pasted(source, "return model.unembed", result.fix)
+    assert check_decoding_step(_step(tmp_path, "given_fixed", fixed)).passed
+
+
+def test_keys_and_values_split_into_query_heads_get_the_steps_own_layer_and_normed(tmp_path):
+    """08N3: the Fix named the notebook's attention and normed (cell 11's globals), read from the step."""
+    source = HELPER_STEP.replace("(nx), model.n_kv_heads)", "(nx), model.n_heads)")
+    result = check_decoding_step(_step(tmp_path, "split", source))
+    assert result.fix.startswith("pk, pv = split_heads(blk.attention.W_k(nx), model.n_kv_heads), "
+                                 "split_heads(blk.attention.W_v(nx), model.n_kv_heads)"), result.fix
+    fixed = _pasted_over(source, "pk = split_heads", "pv = split_heads", result.fix)
+    assert check_decoding_step(_step(tmp_path, "split_fixed", fixed)).passed
+
+
+def test_a_scale_handed_to_a_helper_is_fixed_where_it_is_computed(tmp_path):
+    """08N6: the Fix scores = query @ key ... / sqrt(d_head), pasted into the helper, read the notebook's
+    query and key; the scale is computed in the call."""
+    source = HELPER_STEP.replace("math.sqrt(model.d_head)", "math.sqrt(model.d_model)")
+    result = check_decoding_step(_step(tmp_path, "helper", source))
+    assert result.bug == "scale_by_d_model", repr(result)
+    assert result.fix.startswith("o = attend(qh, kr, vr, allowed, 1 / math.sqrt(model.d_head))   #"), \
+        result.fix
+    fixed = _pasted(source, "o = attend(", result.fix)
+    assert check_decoding_step(_step(tmp_path, "helper_fixed", fixed)).passed
+
+
+def test_keys_cached_twice_get_the_steps_own_append_line(tmp_path):
+    source = HELPER_STEP.replace("present.append((pk, pv))", "present.append((pk, pk))")
+    result = check_decoding_step(_step(tmp_path, "twice", source))
+    assert result.bug == "values_from_cached_keys", repr(result)
+    assert result.fix.startswith("present.append((pk, pv))   # in place of your line"), result.fix
+    fixed = _pasted(source, "present.append", result.fix)
+    assert check_decoding_step(_step(tmp_path, "twice_fixed", fixed)).passed

@@ -178,9 +178,10 @@ def your_names(obj) -> dict:
     assigned to; ``v`` and ``heads`` from ``H = W @ V`` with W the weights (or ``H =`` the fused
     function); ``merged``, what W_o is handed (``self.W_o(M)``), or with no W_o what forward returns;
     ``x``, forward's input or a decoding step's ``model.embed(...)``; ``batch``, ``n``, ``d_model`` from
-    ``B, T, C = x.shape`` (else read from x); ``new_cache``, the cache a step returns."""
+    ``B, T, C = x.shape`` (else read from x); ``new_cache``, the cache a step returns; and a decoding
+    step's own names (:func:`_step_names`, :func:`_joined_names`)."""
     seen = {role: set() for role in ("scores", "q", "k", "v", "weights", "heads", "merged", "x", "batch", "n",
-                                     "d_model", "new_cache", "layer")}
+                                     "d_model", "new_cache", "layer", *_STEP_ROLES)}
     nodes = [node for tree in trees(obj) for node in ast.walk(tree)]
     returned = set()                          # what forward returns: the merged heads when W_o is left out
     given, forward_input = set(), set()       # every function's parameters; forward's input
@@ -212,6 +213,7 @@ def your_names(obj) -> dict:
             given |= {argument.arg for argument in node.args.args}
         if target and _new_list(node.value):
             lists.add(target)
+        _step_names(node, target, seen)
         if isinstance(node, ast.FunctionDef) and node.name == "forward" and len(node.args.args) > 1:
             seen["x"].add(node.args.args[1].arg)
             forward_input.add(node.args.args[1].arg)
@@ -229,7 +231,11 @@ def your_names(obj) -> dict:
         if target and _after_softmax(node.value) is not None:
             seen["heads"].add(target)
     seen["merged"] = seen["merged"] or returned
+    _joined_names(nodes, seen)
+    seen["normed"] -= seen["x"]     # the stream itself projected (the norm skipped): no name of its own
     # the cache it was given, returned changed, is not a new one; a tensor (of tokens, say) is no list
+    seen["given_back"] = seen["new_cache"] & given       # returns the cache it was given, not one it made
+    seen["made_cache"] = lists - given
     seen["new_cache"] = (seen["new_cache"] - given) & lists
     names = {role: found.pop() for role, found in seen.items() if len(found) == 1}
     if "heads" not in names and {"weights", "v"} <= names.keys():
@@ -248,7 +254,9 @@ def returned_cache(node) -> str | None:
 
 def _new_list(value) -> bool:
     """Whether ``value`` makes a new list or cache: ``[]``, ``[...]``, ``list(...)``, ``gpt.KVCache()``,
-    ``cache.copy()``."""
+    ``cache.copy()``, or one of them either way (``gpt.KVCache() if cache is None else cache.copy()``)."""
+    if isinstance(value, ast.IfExp):
+        return _new_list(value.body) or _new_list(value.orelse)
     if isinstance(value, ast.List):
         return True
     func = value.func if isinstance(value, ast.Call) else None
@@ -317,3 +325,88 @@ def returns_a_value(body) -> bool:
                 and returns_a_value(list(ast.iter_child_nodes(node))):
             return True
     return False
+
+
+_STEP_ROLES = ("new_k", "new_v", "past_k", "past_v", "attention", "normed", "logits", "block", "given_back",
+               "made_cache")
+"""A decoding step's own names: its new keys and values (split from W_k and W_v, before joining the
+cache), the cached ones it joins them to, the attention layer and the normed stream it projects, the
+block its loop is at, the logits it returns, the cache it makes (a new list, a KVCache or a copy) and,
+when it returns the cache it was given instead, that one."""
+
+_SPLITS = {"split_heads", "view", "reshape", "unflatten", "transpose", "permute"}
+
+
+def _projection(node) -> tuple | None:
+    """``(W, owner, taken)`` for a call ``owner.W(taken)``, W one of W_q, W_k, W_v (``b.attention.W_k(xn)``);
+    else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in ("W_q", "W_k", "W_v") and len(node.args) == 1:
+        return func.attr, ast.unparse(func.value), ast.unparse(node.args[0])
+    return None
+
+
+def _split_projection(value) -> str | None:
+    """``W`` when ``value`` splits one projection into heads: ``split_heads(att.W_k(h), n)``,
+    ``att.W_k(h).view(b, n, heads, d).transpose(1, 2)``; else None."""
+    found = [p for node in ast.walk(value) if (p := _projection(node))]
+    func = value.func if isinstance(value, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    return found[0][0] if len(found) == 1 and name in _SPLITS else None
+
+
+def _step_names(node, target, seen: dict) -> None:
+    """Adds to ``seen`` what ``node`` says of a decoding step's names (:data:`_STEP_ROLES`) but the
+    cached ones (:func:`_joined_names`)."""
+    if isinstance(node, ast.For) and "blocks" in ast.unparse(node.iter):   # for i, b in enumerate(...)
+        looped = node.target.elts[-1] if isinstance(node.target, ast.Tuple) else node.target
+        seen["block"] |= {looped.id} if isinstance(looped, ast.Name) else set()
+    if (projected := _projection(node)) and projected[1] != "self":
+        seen["attention"].add(projected[1])
+        seen["normed"].add(projected[2])
+    split = _split_projection(node.value) if target else None
+    if split in ("W_k", "W_v"):
+        seen["new_" + split[-1]].add(target)
+    value = node.value if isinstance(node, ast.Return) else None
+    if isinstance(value, ast.Tuple) and len(value.elts) == 2 and node.lineno == node.end_lineno:
+        seen["logits"].add(ast.unparse(value.elts[0]))
+
+
+def _joined(value) -> tuple | None:
+    """``(P, N)`` nodes for ``torch.cat([P, N], ...)`` or ``torch.cat((P, N), ...)``, N a name; else None."""
+    func = value.func if isinstance(value, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and func.attr == "cat" and value.args
+            and isinstance(value.args[0], (ast.List, ast.Tuple)) and len(value.args[0].elts) == 2):
+        return None
+    past, new = value.args[0].elts
+    return (past, new.id) if isinstance(new, ast.Name) else None
+
+
+def _slot(past) -> str | None:
+    """``"k"`` or ``"v"``: which of a cache's entries ``past`` reads (``cache[i][0]``, ``kvc.values[i]``,
+    ``cache["keys"][i]``); else None."""
+    while isinstance(past, ast.Subscript):
+        index = past.slice
+        if isinstance(index, ast.Constant) and index.value in (0, 1, "keys", "values"):
+            return "k" if index.value in (0, "keys") else "v"
+        if isinstance(past.value, ast.Attribute) and past.value.attr in ("keys", "values"):
+            return past.value.attr[0]
+        past = past.value
+    return None
+
+
+def _joined_names(nodes, seen: dict) -> None:
+    """The cached keys and values a step joins its new ones to (``k = torch.cat([cache[i][0], k], ...)``:
+    ``past_k`` is ``cache[i][0]``), told apart by the cache's entry they read or else by the new ones'
+    name; and, where nothing else named them, the joined keys and values as ``k`` and ``v``."""
+    joined = {"k": set(), "v": set()}
+    for node in nodes:
+        target = assigned(node)
+        pair = _joined(node.value) if target else None
+        new = next((role for role in ("k", "v") if pair and pair[1] in seen["new_" + role]), None)
+        role = _slot(pair[0]) or new if new else None
+        if role:
+            seen["past_" + role].add(ast.unparse(pair[0]))
+            joined[role].add(target)
+    for role in ("k", "v"):
+        seen[role] = seen[role] or joined[role]

@@ -44,8 +44,11 @@ __all__ = ["in_your_names", "fix_in_your_names", "mask_fix_in_your_names", "call
 
 ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": "v", "value": "v",
          "weights": "weights", "heads": "heads", "merged": "merged", "x": "x", "batch": "batch", "n": "n",
-         "d_model": "d_model", "new_cache": "new_cache", "layer": "layer"}
-"""The names Fix lines use, and what each stands for."""
+         "d_model": "d_model", "new_cache": "new_cache", "layer": "layer", "new_key": "new_k",
+         "new_value": "new_v", "past_keys": "past_k", "past_values": "past_v", "attention": "attention",
+         "normed": "normed", "logits": "logits", "block": "block"}
+"""The names Fix lines use, and what each stands for (new_key and new_value: a step's keys and values
+before it joins the cache's to them, written ``key`` and ``value`` in the catalog's lines)."""
 
 _DEFINING = {*ATTENTION_FIX_NAMES.values(), *DECODING_FIX_NAMES.values(), *MULTI_HEAD_FIX_NAMES.values()}
 """Fix lines that define the name a NameError was about: they stay in that name."""
@@ -106,9 +109,16 @@ def in_your_names(obj, fix: str) -> str:
         ast.parse(code)
     except SyntaxError:                      # words, not code ("run your function by hand ...")
         return fix
+    for written, new in _NEW_FORMS.items():
+        code = code.replace(written, new)
     if "KVCache" in names_used(obj):          # a step whose cache is a gpt.KVCache: its own forms
         for listed, kv_form in _KV_FORMS.items():
             code = code.replace(listed, kv_form)
+        if code.startswith(_KV_APPEND):
+            hash_, comment = "   #", (" append keeps the new keys and values in the cache and returns this "
+                                      "layer's, cached and new")
+            if "past_k" in your_names(obj):
+                comment = " in place of joining them to the cached ones yourself:" + comment
         # a new cache under the name the step returns, its own parameter included: a copy of a
         # KVCache (unlike a new empty list) keeps what was cached
         returned = {returned_cache(node) for tree in trees(obj) for node in ast.walk(tree)} - {None}
@@ -117,6 +127,8 @@ def in_your_names(obj, fix: str) -> str:
             hash_, comment = "   #", (" in place of your own 'if cache is None' lines: a copy, so the cache "
                                       "you were given stays as it was")
     names = your_names(obj)
+    for new, role, written in (("new_k", "k", "key"), ("new_v", "v", "value")):   # where only one is known,
+        names.setdefault(new, names.get(role, written))                          # new and joined alike
     code = _renamed(code, names) if names else code
     if code.startswith("past = ") and (embedding := embed_line(obj)):
         code, comment = _past_where_embedded(*embedding, code, comment)
@@ -188,7 +200,19 @@ def _squeezed(text: str) -> str:
     return "".join(text.split())
 
 
+_NEW_FORMS = {
+    "[past_keys, key]": "[past_keys, new_key]",
+    "[past_values, value]": "[past_values, new_value]",
+    "key, value = split_heads(": "new_key, new_value = split_heads(",
+}
+"""The catalog's lines name a step's keys ``key`` before and after it joins the cache's to them (as the
+notebook's solution does); where a learner's step names the two apart (``k_new``, ``k_all``), the
+keys a line splits from W_k, or joins to the cached ones, are the new ones."""
+
+_KV_APPEND = "key, value = new_cache.append(layer, new_key, new_value)"
+
 _KV_FORMS = {
+    "new_cache.append((key, value))": _KV_APPEND,
     "cache[0][0].shape[-2]": "cache.length",
     "cache[layer]": "(cache.keys[layer], cache.values[layer])",
     "new_cache = []": "new_cache = gpt.KVCache() if cache is None else cache.copy()",
@@ -207,6 +231,19 @@ def fix_in_your_names(obj, result):
         return result
     if unreturned := _unreturned_fix(obj, result):
         result.fix = unreturned
+        return result
+    if result.bug == "scale_by_d_model" and (line := _line_rooting_the_width(obj)):
+        result.fix = line.replace("model.d_model", "model.d_head") + (
+            "   # in place of your line: the scale is per head, 1/sqrt(d_head), not d_model")
+        return result
+    names = your_names(obj)
+    if result.bug == "cache_not_appended" and {"given_back", "made_cache", "logits"} <= names.keys():
+        result.fix = (f"return {names['logits']}, {names['made_cache']}   # the cache you made and appended "
+                      f"to, not {names['given_back']}, the one you were given")
+        return result
+    if result.bug == "values_from_cached_keys" and (line := _keys_stored_twice(obj)):
+        result.fix = line + "   # in place of your line: the keys, then the values; the keys twice stored " \
+                            "the keys in the values' place"
         return result
     said = _MEANS.match(result.fix)
     if said:
@@ -256,3 +293,43 @@ def mask_fix_in_your_names(obj, result):
         code, hash_, comment = result.fix.partition("   #")
         result.fix = "return " + shown + code[len("return mask"):] + hash_ + comment
     return result
+
+
+def _line_rooting_the_width(obj) -> str | None:
+    """The learner's one simple line that takes a square root of ``model.d_model`` (``math.sqrt``,
+    ``** 0.5``, ``rsqrt``), wherever their scale is computed: in the step, or handed to a helper of
+    theirs (a replay's learner, given the catalog's ``scores = ...`` for a scale computed in the call,
+    pasted it in the helper, which then read the notebook's query and key); else None."""
+    def width(node) -> bool:
+        return any(isinstance(n, ast.Attribute) and n.attr == "d_model" and isinstance(n.value, ast.Name)
+                   and n.value.id == "model" for n in ast.walk(node))
+
+    def rooted(node) -> bool:
+        func = node.func if isinstance(node, ast.Call) else None
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("sqrt", "rsqrt") and any(width(arg) for arg in node.args):
+            return True
+        return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and width(node.left) \
+            and isinstance(node.right, (ast.Constant, ast.UnaryOp))
+
+    simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
+    return the_one([ast.get_source_segment(source, node) for source, _, node in one_line_statements(obj)
+                    if isinstance(node, simple) and any(rooted(n) for n in ast.walk(node))])
+
+
+def _keys_stored_twice(obj) -> str | None:
+    """The learner's one line that caches one tensor as both keys and values (``present.append((pk,
+    pk))``), with their values in the second place; else None (or when their values have no one name)."""
+    values = your_names(obj).get("v")
+    found = []
+    for source, _, node in one_line_statements(obj):
+        call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+        if not (call and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
+                and len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List))):
+            continue
+        pair = call.args[0].elts
+        if len(pair) == 2 and all(isinstance(e, ast.Name) for e in pair) and pair[0].id == pair[1].id:
+            line, second = ast.get_source_segment(source, node), ast.get_source_segment(source, call.args[0])
+            brackets = "()" if isinstance(call.args[0], ast.Tuple) else "[]"
+            found.append(line.replace(second, f"{brackets[0]}{pair[0].id}, {values}{brackets[1]}"))
+    return the_one(found) if values and values.isidentifier() else None

@@ -861,8 +861,8 @@ def _kv_split_as_queries(t):
                  f"({n_kv * d_head} per position), fewer than W_q's {n_heads} query heads (grouped-query "
                  "attention): split them into model.n_kv_heads heads, cache those, and repeat them for the "
                  "query heads only to attend."],
-                fix="key = split_heads(attention.W_k(normed), model.n_kv_heads)   # and the values the same; "
-                    "the queries into model.n_heads",
+                fix="key, value = split_heads(attention.W_k(normed), model.n_kv_heads), "
+                    "split_heads(attention.W_v(normed), model.n_kv_heads)   # the queries into model.n_heads",
             )
     return None
 
