@@ -770,3 +770,81 @@ def test_keys_cached_twice_get_the_steps_own_append_line(tmp_path):
     assert result.fix.startswith("present.append((pk, pv))   # in place of your line"), result.fix
     fixed = _pasted(source, "present.append", result.fix)
     assert check_decoding_step(_step(tmp_path, "twice_fixed", fixed)).passed
+
+
+# Replay 5's modules (session 30): the split Fix named the unsplit projection q (or the split qq) and
+# the notebook's n_heads and d_k; W_o left out got the Observed line about layers of one's own.
+INTERLEAVED = MODULE + """
+    def forward(self, x, mask=None):
+        bb, nn_, dd = x.shape
+        Qs = self.W_q(x).view(bb, nn_, self.d_k, self.n_heads).permute(0, 3, 1, 2)
+        Ks = self.W_k(x).view(bb, nn_, self.d_k, self.n_heads).permute(0, 3, 1, 2)
+        Vs = self.W_v(x).view(bb, nn_, self.d_k, self.n_heads).permute(0, 3, 1, 2)
+        logits = torch.einsum('bhid,bhjd->bhij', Qs, Ks) / math.sqrt(self.d_k)
+        if mask is not None:
+            logits = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)
+        mix = torch.einsum('bhij,bhjd->bhid', logits.softmax(dim=-1), Vs)
+        mix = mix.permute(0, 2, 3, 1).reshape(bb, nn_, dd)
+        return self.W_o(mix)
+"""
+
+CHUNKED = MODULE + """
+    def _heads(self, t):
+        return torch.stack(t.chunk(self.n_heads, dim=1), dim=1)
+
+    def forward(self, x, mask=None):
+        qq, kk, vv = self._heads(self.W_q(x)), self._heads(self.W_k(x)), self._heads(self.W_v(x))
+        sc = torch.matmul(qq, kk.transpose(-1, -2)) / math.sqrt(self.d_k)
+        if mask is not None:
+            sc = sc.masked_fill(~mask, torch.finfo(sc.dtype).min)
+        return self.W_o(torch.cat(torch.matmul(torch.softmax(sc, dim=-1), vv).unbind(dim=1), dim=-1))
+"""
+
+NO_W_O = MODULE + """
+    def forward(self, x, mask=None):
+        Qall, Kall, Vall = self.W_q(x), self.W_k(x), self.W_v(x)
+        outs = []
+        for h in range(self.n_heads):
+            sl = slice(h * self.d_k, (h + 1) * self.d_k)
+            a = Qall[..., sl] @ Kall[..., sl].transpose(-2, -1) / self.d_k
+            if mask is not None:
+                a = a.masked_fill(~mask[:, 0] if mask.dim() == 4 else ~mask, torch.finfo(a.dtype).min)
+            outs.append(a.softmax(-1) @ Vall[..., sl])
+        return torch.cat(outs, dim=-1)
+"""
+
+
+def test_heads_split_interleaved_get_one_line_in_the_modules_names_then_the_merge(tmp_path):
+    result = check_multi_head(_load(tmp_path, "inter", INTERLEAVED).MHA)
+    assert result.bug == "heads_split_interleaved", repr(result)
+    assert result.fix.startswith("Qs, Ks, Vs = (w(x).view(bb, nn_, self.n_heads, self.d_k).transpose(1, 2) "
+                                 "for w in (self.W_q, self.W_k, self.W_v))   #"), result.fix
+    split = _pasted_over(INTERLEAVED, "Qs = self.W_q", "Vs = self.W_v", result.fix)
+    result = check_multi_head(_load(tmp_path, "inter_split", split).MHA)
+    assert result.bug == "heads_merged_interleaved", repr(result)
+    assert result.fix.startswith("mix = mix.transpose(1, 2).reshape(bb, nn_, dd)   #"), result.fix
+    merged = _pasted(split, "mix = mix.permute", result.fix)
+    assert check_multi_head(_load(tmp_path, "inter_merged", merged).MHA).passed
+
+
+def test_heads_cut_along_the_positions_in_a_helper_get_a_split_line_in_the_modules_names(tmp_path):
+    result = check_multi_head(_load(tmp_path, "chunk", CHUNKED).MHA)
+    assert result.bug == "heads_split_along_positions", repr(result)
+    assert result.fix.startswith("qq, kk, vv = (w(x).view(x.shape[0], x.shape[1], self.n_heads, self.d_k)"), \
+        result.fix
+    fixed = _pasted(CHUNKED, "qq, kk, vv = ", result.fix)
+    assert check_multi_head(_load(tmp_path, "chunk_fixed", fixed).MHA).passed
+
+
+def test_w_o_left_out_gets_the_modules_return_line_through_w_o(tmp_path):
+    """05N1: W_o left out and the scores divided by d_k; told of layers of one's own (a list of linears,
+    a c_attn layer) it did not have, and given q, k, v = ...; ...; return self.W_o(merged)."""
+    result = check_multi_head(_load(tmp_path, "no_w_o", NO_W_O).MHA)
+    assert "never uses self.W_o" in result.headline, repr(result)
+    assert not any("layers of your own" in line for line in result.observed), repr(result)
+    assert result.fix.startswith("return self.W_o(torch.cat(outs, dim=-1))   #"), result.fix
+    fixed = _pasted(NO_W_O, "return torch.cat(outs", result.fix)
+    result = check_multi_head(_load(tmp_path, "no_w_o_fixed", fixed).MHA)
+    assert result.bug == "wrong_scale", repr(result)      # the one mistake left
+    scaled = fixed.replace("/ self.d_k", "/ math.sqrt(self.d_k)")
+    assert check_multi_head(_load(tmp_path, "no_w_o_scaled", scaled).MHA).passed

@@ -26,6 +26,8 @@ class Bug:
 DECODING = "check_decoding_step"
 _SCORES = "scores = query @ key.transpose(-2, -1) / math.sqrt(model.d_head)"
 _BOTTOM_RIGHT = "mask = torch.ones(n_new, n_all, dtype=torch.bool).tril(diagonal=n_all - n_new)"
+_SPLIT_ALL = ("q, k, v = (w(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2) "
+              "for w in (self.W_q, self.W_k, self.W_v))")
 _MERGE = "merged = heads.transpose(1, 2).contiguous().view(batch, n_new, h * d)"
 
 DECODING_FIX_NAMES = {
@@ -172,9 +174,7 @@ _ENTRIES = [
         "Without the transpose each 'head' gets a slice that runs across several positions, so "
         "positions are scrambled together before attention even starts (left on axis 2, the heads "
         "attend to each other within one position, and an (n, n) mask no longer fits the scores).",
-        "q, k, v = (w(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2) "
-        "for w in (self.W_q, self.W_k, self.W_v))   # each (batch, n_heads, n, d_k): in place of your lines "
-        "that split them",
+        _SPLIT_ALL + "   # each (batch, n_heads, n, d_k): in place of your lines that split them",
         fixes={DECODING: "x.view(batch, n, n_heads, d_head).transpose(1, 2)   # (batch, n_heads, n, d_head)"},
     ),
     Bug(
@@ -192,7 +192,8 @@ _ENTRIES = [
         "(batch, n, d_k, n_heads), so head i gets features i, i + n_heads, ... instead of one block of d_k.",
         "Each head works on the wrong slice of the projections, so the output differs from the "
         "reference's; with one head it would be right.",
-        "q = q.view(batch, n, n_heads, d_k).transpose(1, 2)   # heads first, each a block of d_k features",
+        _SPLIT_ALL + "   # heads first, each a block of d_k features: in place of your lines that split "
+        "them; merge back the same way, heads.transpose(1, 2).reshape(batch, n, d_model)",
     ),
     Bug(
         "weight_not_transposed",
@@ -230,7 +231,8 @@ _ENTRIES = [
         "(batch, n, d_k, n_heads) before the reshape, so feature j of head i lands at j * n_heads + i.",
         "Each position's merged vector holds the right numbers in the wrong order, so W_o mixes them "
         "with the wrong weights; with one head the output would be right.",
-        "out.transpose(1, 2).reshape(batch, n, d_model)   # via (batch, n, n_heads, d_k): heads kept whole",
+        "merged = heads.transpose(1, 2).reshape(batch, n, d_model)   # via (batch, n, n_heads, d_k): heads "
+        "kept whole",
         fixes={DECODING: _MERGE},
     ),
     Bug(
@@ -723,7 +725,8 @@ _ENTRIES = [
         "Without a mask each position attends only to the positions of its own block; with an (n, n) mask "
         "the call raises, the mask meeting a block's smaller scores (and torch.stack of the blocks raises "
         "whenever n_heads does not divide n).",
-        "q.view(batch, n, n_heads, d_k).transpose(1, 2)   # split the features (the last axis) into heads",
+        _SPLIT_ALL + "   # split the features (the last axis) into heads: in place of your lines that "
+        "split them",
     ),
     Bug(
         "sequence_first_input",

@@ -217,8 +217,11 @@ def your_names(obj) -> dict:
         if isinstance(node, ast.FunctionDef) and node.name == "forward" and len(node.args.args) > 1:
             seen["x"].add(node.args.args[1].arg)
             forward_input.add(node.args.args[1].arg)
-            returned |= {n.value.id for n in ast.walk(node) if isinstance(n, ast.Return)
-                         and isinstance(n.value, ast.Name)}
+            values = [n.value for n in ast.walk(node) if isinstance(n, ast.Return) and n.value is not None]
+            # a name, or the one expression returned (``return torch.cat(outs, -1)``) by a forward that
+            # never calls W_o
+            alone = [ast.unparse(values[0])] if len(values) == 1 and "W_o" not in ast.unparse(node) else []
+            returned |= {v.id for v in values if isinstance(v, ast.Name)} or set(alone)
     for node in nodes:                        # the weights @ values, once the weights' name is known
         pair = _matmul(node)
         if pair and pair[0] in seen["weights"]:
@@ -231,7 +234,13 @@ def your_names(obj) -> dict:
         if target and _after_softmax(node.value) is not None:
             seen["heads"].add(target)
     seen["merged"] = seen["merged"] or returned
+    if not seen["heads"] and len(seen["merged"]) == 1:     # merged = heads.permute(...).reshape(...)
+        seen["heads"] = {root for node in nodes for name, value in _assignments(node)
+                         if name in seen["merged"] and (root := _reshaped(value))}
     _joined_names(nodes, seen)
+    if type(obj) is type:     # a module's heads, split from its projections, are the ones it attends with
+        for role in ("q", "k", "v"):
+            seen[role] = seen[role] or seen["new_" + role]
     seen["normed"] -= seen["x"]     # the stream itself projected (the norm skipped): no name of its own
     # the cache it was given, returned changed, is not a new one; a tensor (of tokens, say) is no list
     seen["given_back"] = seen["new_cache"] & given       # returns the cache it was given, not one it made
@@ -327,14 +336,13 @@ def returns_a_value(body) -> bool:
     return False
 
 
-_STEP_ROLES = ("new_k", "new_v", "past_k", "past_v", "attention", "normed", "logits", "block", "given_back",
-               "made_cache")
-"""A decoding step's own names: its new keys and values (split from W_k and W_v, before joining the
-cache), the cached ones it joins them to, the attention layer and the normed stream it projects, the
-block its loop is at, the logits it returns, the cache it makes (a new list, a KVCache or a copy) and,
-when it returns the cache it was given instead, that one."""
-
-_SPLITS = {"split_heads", "view", "reshape", "unflatten", "transpose", "permute"}
+_STEP_ROLES = ("new_q", "new_k", "new_v", "past_k", "past_v", "attention", "normed", "logits", "block",
+               "given_back", "made_cache")
+"""A decoding step's own names (and a module's split heads): its new queries, keys and values (split
+from W_q, W_k and W_v, before joining the cache), the cached ones it joins them to, the attention
+layer and the normed stream it projects, the block its loop is at, the logits it returns, the cache
+it makes (a new list, a KVCache or a copy) and, when it returns the cache it was given instead, that
+one."""
 
 
 def _projection(node) -> tuple | None:
@@ -348,11 +356,21 @@ def _projection(node) -> tuple | None:
 
 def _split_projection(value) -> str | None:
     """``W`` when ``value`` splits one projection into heads: ``split_heads(att.W_k(h), n)``,
-    ``att.W_k(h).view(b, n, heads, d).transpose(1, 2)``; else None."""
+    ``att.W_k(h).view(b, n, heads, d).transpose(1, 2)``, ``self._heads(self.W_k(x))``: a call on the
+    projection, not the projection itself; else None."""
     found = [p for node in ast.walk(value) if (p := _projection(node))]
-    func = value.func if isinstance(value, ast.Call) else None
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    return found[0][0] if len(found) == 1 and name in _SPLITS else None
+    return found[0][0] if len(found) == 1 and isinstance(value, ast.Call) and not _projection(value) else None
+
+
+def _assignments(node) -> list:
+    """``[(name, value)]`` for ``name = value``, and pairwise for ``a, b = x, y``."""
+    if assigned(node):
+        return [(node.targets[0].id, node.value)]
+    if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
+            and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
+        return [(t.id, v) for t, v in zip(node.targets[0].elts, node.value.elts, strict=True)
+                if isinstance(t, ast.Name)]
+    return []
 
 
 def _step_names(node, target, seen: dict) -> None:
@@ -364,12 +382,23 @@ def _step_names(node, target, seen: dict) -> None:
     if (projected := _projection(node)) and projected[1] != "self":
         seen["attention"].add(projected[1])
         seen["normed"].add(projected[2])
-    split = _split_projection(node.value) if target else None
-    if split in ("W_k", "W_v"):
-        seen["new_" + split[-1]].add(target)
+    for name, value in _assignments(node):
+        if (split := _split_projection(value)) is not None:
+            seen["new_" + split[-1]].add(name)
     value = node.value if isinstance(node, ast.Return) else None
     if isinstance(value, ast.Tuple) and len(value.elts) == 2 and node.lineno == node.end_lineno:
         seen["logits"].add(ast.unparse(value.elts[0]))
+
+
+def _reshaped(value) -> str | None:
+    """``H`` for a chain of method calls on the name H that ends in a reshape (``H.permute(0, 2, 1,
+    3).reshape(b, n, d)``, ``H.transpose(1, 2).contiguous().view(...)``); else None."""
+    if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+            and value.func.attr in ("reshape", "view", "flatten")):
+        return None
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        value = value.func.value
+    return value.id if isinstance(value, ast.Name) else None
 
 
 def _joined(value) -> tuple | None:
@@ -383,30 +412,46 @@ def _joined(value) -> tuple | None:
 
 
 def _slot(past) -> str | None:
-    """``"k"`` or ``"v"``: which of a cache's entries ``past`` reads (``cache[i][0]``, ``kvc.values[i]``,
-    ``cache["keys"][i]``); else None."""
+    """``"k"`` or ``"v"``: which of a cache's entries ``past`` reads, by a key (``cache["keys"][i]``,
+    ``cache[i]["v"]``), an attribute (``kvc.values[i]``) or the last index (``cache[i][0]``); else None."""
+    entries = {"k": "k", "key": "k", "keys": "k", "v": "v", "value": "v", "values": "v"}
+    last = past.slice if isinstance(past, ast.Subscript) else None
     while isinstance(past, ast.Subscript):
         index = past.slice
-        if isinstance(index, ast.Constant) and index.value in (0, 1, "keys", "values"):
-            return "k" if index.value in (0, "keys") else "v"
-        if isinstance(past.value, ast.Attribute) and past.value.attr in ("keys", "values"):
-            return past.value.attr[0]
+        if isinstance(index, ast.Constant) and index.value in entries:
+            return entries[index.value]
+        if isinstance(past.value, ast.Attribute) and past.value.attr in entries:
+            return entries[past.value.attr]
         past = past.value
-    return None
+    return "k" if isinstance(last, ast.Constant) and last.value == 0 else \
+        "v" if isinstance(last, ast.Constant) and last.value == 1 else None
 
 
 def _joined_names(nodes, seen: dict) -> None:
-    """The cached keys and values a step joins its new ones to (``k = torch.cat([cache[i][0], k], ...)``:
-    ``past_k`` is ``cache[i][0]``), told apart by the cache's entry they read or else by the new ones'
-    name; and, where nothing else named them, the joined keys and values as ``k`` and ``v``."""
+    """The cached keys and values a step joins its new ones to: ``past_k`` is ``cache[i][0]`` for ``k =
+    torch.cat([cache[i][0], k], ...)`` when the entry it reads says which (:func:`_slot`), or the names
+    a layer's entry is unpacked into (``pk, pv = cache[i]``); and, where nothing else named them, the
+    joined keys and values as ``k`` and ``v``: the keys or values by the entry they read or by the
+    new ones' name; where the two disagree (a slip that joins keys to the cached values, or the other
+    way), the values, and the cached ones stay unnamed."""
     joined = {"k": set(), "v": set()}
     for node in nodes:
         target = assigned(node)
         pair = _joined(node.value) if target else None
         new = next((role for role in ("k", "v") if pair and pair[1] in seen["new_" + role]), None)
-        role = _slot(pair[0]) or new if new else None
-        if role:
+        if new is None:
+            continue
+        slot = _slot(pair[0])
+        role = new if slot in (None, new) else "v"
+        if slot == role:
             seen["past_" + role].add(ast.unparse(pair[0]))
-            joined[role].add(target)
+        joined[role].add(target)
+    for node in nodes:                      # past_keys, past_values = cache[layer]
+        unpacked = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        pair = unpacked.elts if isinstance(unpacked, ast.Tuple) else []
+        names = len(pair) == 2 and all(isinstance(e, ast.Name) for e in pair)
+        if names and isinstance(node.value, ast.Subscript):
+            seen["past_k"].add(pair[0].id)
+            seen["past_v"].add(pair[1].id)
     for role in ("k", "v"):
         seen[role] = seen[role] or joined[role]

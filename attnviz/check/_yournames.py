@@ -83,6 +83,7 @@ def _renamed(code: str, names: dict) -> str:
     stored = {node.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Name)
               and isinstance(node.ctx, ast.Store)}
     # a name the line sets stays a name: "batch, n, d_model = x.shape" never becomes x.shape[0], ...
+    stored = {ROLES.get(name, name) for name in stored}
     names = {role: name for role, name in names.items() if name.isidentifier() or role not in stored}
     depth, edits = 0, []
     for i, token in enumerate(tokens):
@@ -109,8 +110,9 @@ def in_your_names(obj, fix: str) -> str:
         ast.parse(code)
     except SyntaxError:                      # words, not code ("run your function by hand ...")
         return fix
-    for written, new in _NEW_FORMS.items():
-        code = code.replace(written, new)
+    found = your_names(obj)
+    for written, (new, role) in _NEW_FORMS.items():
+        code = code.replace(written, new) if role in found else code
     if "KVCache" in names_used(obj):          # a step whose cache is a gpt.KVCache: its own forms
         for listed, kv_form in _KV_FORMS.items():
             code = code.replace(listed, kv_form)
@@ -126,7 +128,7 @@ def in_your_names(obj, fix: str) -> str:
             code = returned.pop() + code[len("new_cache"):]
             hash_, comment = "   #", (" in place of your own 'if cache is None' lines: a copy, so the cache "
                                       "you were given stays as it was")
-    names = your_names(obj)
+    names = found
     for new, role, written in (("new_k", "k", "key"), ("new_v", "v", "value")):   # where only one is known,
         names.setdefault(new, names.get(role, written))                          # new and joined alike
     code = _renamed(code, names) if names else code
@@ -201,9 +203,9 @@ def _squeezed(text: str) -> str:
 
 
 _NEW_FORMS = {
-    "[past_keys, key]": "[past_keys, new_key]",
-    "[past_values, value]": "[past_values, new_value]",
-    "key, value = split_heads(": "new_key, new_value = split_heads(",
+    "[past_keys, key]": ("[past_keys, new_key]", "k"),
+    "[past_values, value]": ("[past_values, new_value]", "v"),
+    "key, value = split_heads(": ("new_key, new_value = split_heads(", "new_k"),
 }
 """The catalog's lines name a step's keys ``key`` before and after it joins the cache's to them (as the
 notebook's solution does); where a learner's step names the two apart (``k_new``, ``k_all``), the

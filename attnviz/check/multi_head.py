@@ -644,13 +644,19 @@ def projections_unused(t):
         if unused:
             names = ", ".join(f"self.{name}" for name in unused)
             pronoun = "they" if len(unused) > 1 else "it"
+            why, fix = ("layers of your own (a list of linears, one c_attn layer for q, k and v) hold other "
+                        "weights, so every output differs.",
+                        "q, k, v = self.W_q(x), self.W_k(x), self.W_v(x); ...; return self.W_o(merged)")
+            if list(unused) == ["W_o"]:     # the heads merged and returned as they are (a replay's 05N1)
+                why, fix = ("without W_o, which mixes the heads' outputs, every output differs.",
+                            "return self.W_o(merged)   # the heads side by side, through W_o: in place of "
+                            "your return line")
             return t.problem(
                 f"{t.spec.subject} never uses {names}: in a backward pass {pronoun} got no gradient.",
                 [t.describe(*t.first_wrong()),
                  "The checker sets W_q, W_k, W_v and W_o to known weights and compares with multi-head "
-                 "attention through them; layers of your own (a list of linears, one c_attn layer for "
-                 "q, k and v) hold other weights, so every output differs."],
-                fix="q, k, v = self.W_q(x), self.W_k(x), self.W_v(x); ...; return self.W_o(merged)",
+                 f"attention through them; {why}"],
+                fix=fix,
             )
     return None
 
