@@ -266,7 +266,10 @@ def test_two_mistakes_with_is_causal_still_say_it(tmp_path):
     # the weights unnamed: what the softmax is multiplied by is the values (replay 08E, session 29)
     ("h = s.softmax(dim=-1) @ c", {"v": "c", "heads": "h"}),
     ("o = merge(torch.matmul(torch.softmax(s, -1), c))", {"v": "c"}),
-    ("s = torch.einsum('qd,kd->qk', a, b)", {}),
+    # einsum: queries by keys over their last axis are scores (replay 5's 02N2); a product that is not
+    ("s = torch.einsum('qd,kd->qk', a, b)", {"scores": "s", "q": "a", "k": "b"}),
+    ("s = torch.einsum('qk,kd->qd', a, b)", {}),
+    ("s = torch.einsum('bqhd,bkhd->bhqk', a, b)", {}),
     ("s = a @ b", {}),
     # two heads' scores under two sets of names: which is meant cannot be told
     ("s1 = a @ b.mT\n    s2 = c @ d.mT", {}),
@@ -848,3 +851,81 @@ def test_w_o_left_out_gets_the_modules_return_line_through_w_o(tmp_path):
     assert result.bug == "wrong_scale", repr(result)      # the one mistake left
     scaled = fixed.replace("/ self.d_k", "/ math.sqrt(self.d_k)")
     assert check_multi_head(_load(tmp_path, "no_w_o_scaled", scaled).MHA).passed
+
+
+# Replay 5's 02 and 04 attempts (session 30), on the lines the Fix lines could not name: einsum with
+# every axis written, a scale and a softmax in helpers, a padding mask returned as an expression.
+EINSUM_4D = """
+def my_attention(q, k, v, mask=None):
+    sim = torch.einsum('bhqd,bhkd->bhqk', q, k) / math.sqrt(q.shape[-1])
+    attn_p = sim.softmax(dim=-1)
+    if mask is not None:
+        attn_p = attn_p.masked_fill(~mask, 0.0)
+    ctx = torch.einsum('bhqk,bhkd->bhqd', attn_p, v)
+    return ctx, attn_p
+"""
+
+HELPERS = """
+def _compare(a, b):
+    return a @ b.transpose(-2, -1)
+
+def _normalise(s):
+    e = torch.exp(s)
+    return e / e.sum(dim=-1, keepdim=True)
+
+def my_attention(q, k, v, mask=None):
+    raw = _compare(q, k) / math.sqrt(v.shape[-1])
+    if mask is not None:
+        raw = raw.masked_fill(~mask, torch.finfo(raw.dtype).min)
+    probs = _normalise(raw)
+    return probs @ v, probs
+"""
+
+
+def test_an_einsum_with_every_axis_written_then_a_mask_after_the_softmax(tmp_path):
+    """02N2: 'run your function by hand ...' for the einsum, then a masked_fill in names it did not
+    have, unguarded: six rounds for two mistakes."""
+    result = check_attention(_load(tmp_path, "e4", EINSUM_4D).my_attention)
+    expected = "sim = torch.einsum('...qd,...kd->...qk', q, k) / math.sqrt(q.shape[-1])   #"
+    assert result.fix.startswith(expected), result.fix
+    assert "the same in your other einsum" in result.fix, result.fix
+    source = _pasted(EINSUM_4D, "sim = torch.einsum", result.fix)
+    source = source.replace("'bhqk,bhkd->bhqd'", "'...qk,...kd->...qd'")         # "the same in your other"
+    result = check_attention(_load(tmp_path, "e4_any", source).my_attention)
+    assert result.bug == "mask_after_softmax", repr(result)
+    expected = "sim = sim.masked_fill(~mask, torch.finfo(sim.dtype).min) if mask is not None else sim   #"
+    assert result.fix.startswith(expected), result.fix
+    source = _pasted_over(source, "attn_p = sim.softmax", "attn_p = attn_p.masked_fill", result.fix)
+    source = source.replace("    ctx = ", "    attn_p = sim.softmax(dim=-1)\n    ctx = ")
+    assert check_attention(_load(tmp_path, "e4_fixed", source).my_attention).passed
+
+
+def test_a_scale_and_a_softmax_in_helpers_are_fixed_on_the_learners_own_lines(tmp_path):
+    """02N5: the Fix 'scores = q @ k.transpose(...) / ...' for a function whose scores come from a
+    helper, raw = _compare(q, k) / ..., pasted over that line, raised UnboundLocalError."""
+    result = check_attention(_load(tmp_path, "h", HELPERS).my_attention)
+    assert result.bug == "wrong_scale", repr(result)
+    assert result.fix.startswith("raw = _compare(q, k) / math.sqrt(q.shape[-1])   # in place of your line"), \
+        result.fix
+    source = _pasted(HELPERS, "raw = _compare", result.fix)
+    result = check_attention(_load(tmp_path, "h_scaled", source).my_attention)
+    assert result.bug == "softmax_overflow", repr(result)
+    expected = "e = torch.exp(s - s.amax(-1, keepdim=True))   # in place of your line"
+    assert result.fix.startswith(expected), result.fix
+    source = _pasted(source, "e = torch.exp", result.fix)
+    assert check_attention(_load(tmp_path, "h_fixed", source).my_attention).passed
+
+
+def test_a_padding_mask_returned_as_an_expression_gets_a_return_line(tmp_path):
+    """04N3: 'mask = ...' pasted over the line that set real left 'return real.unsqueeze(-1)' reading
+    the notebook's own real."""
+    source = """
+def my_padding_mask(lengths, n):
+    real = torch.arange(n) < lengths.unsqueeze(-1)
+    return real.unsqueeze(-1)
+"""
+    result = check_padding_mask(_load(tmp_path, "pm", source).my_padding_mask)
+    expected = "return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # in place of your return"
+    assert result.fix.startswith(expected), result.fix
+    fixed = _pasted(source, "return real", result.fix)
+    assert check_padding_mask(_load(tmp_path, "pm_fixed", fixed).my_padding_mask).passed

@@ -143,7 +143,8 @@ _ENTRIES = [
         "The mask is applied to the weights after the softmax.",
         "Blocked keys get weight 0, but the remaining weights are not renormalised, so rows sum to "
         "less than 1 and the output is shrunk.",
-        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # before the softmax",
+        "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min) if mask is not None else scores   "
+        "# before the softmax, in place of masking the weights after it",
     ),
     Bug(
         "mask_fill_zero",

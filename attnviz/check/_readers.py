@@ -12,17 +12,20 @@ from __future__ import annotations
 import ast
 import inspect
 import textwrap
+import types
 
-from ._stale import own_functions
+from ._stale import code_objects, own_functions
 
-__all__ = ["assigned", "embed_line", "embedded", "fused", "inline_scores", "names_a", "one_line_statements",
-           "operands", "parsed", "returned", "returned_cache", "returns_a_value", "scores_of", "softmaxed",
-           "sources", "the_one", "trees", "your_names"]
+__all__ = ["assigned", "embed_line", "embedded", "fused", "helpers", "inline_scores", "names_a",
+           "one_line_statements", "operands", "parsed", "returned", "returned_cache", "returns_a_value",
+           "scores_of", "softmaxed", "sources", "the_one", "trees", "your_names"]
 
 
 _TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "movedim"}   # methods: k.transpose(-2, -1)
 
+
 _TRANSPOSED = {"mT", "T", "mH"}                                               # attributes: k.mT
+
 
 def _transposed(node) -> str | None:
     """``K`` for ``K.transpose(...)``, ``K.mT``, ``torch.transpose(K, ...)``; else None."""
@@ -36,6 +39,7 @@ def _transposed(node) -> str | None:
             return node.args[0].id
     return None
 
+
 def operands(node, calls=("matmul", "bmm")) -> tuple | None:
     """The two operand nodes of ``A @ B`` or ``torch.matmul(A, B)`` (a function of ``calls``); else None."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
@@ -45,11 +49,24 @@ def operands(node, calls=("matmul", "bmm")) -> tuple | None:
         return tuple(node.args)
     return None
 
+
 def _product(node) -> tuple[str, str] | None:
-    """``(Q, K)`` for ``Q @ K.transpose(...)`` or ``torch.matmul(Q, K.mT)``; else None."""
+    """``(Q, K)`` for ``Q @ K.transpose(...)``, ``torch.matmul(Q, K.mT)`` or ``torch.einsum('...qd,...kd
+    ->...qk', Q, K)``; else None."""
     left, right = operands(node) or (None, None)
     key = _transposed(right)
-    return (left.id, key) if isinstance(left, ast.Name) and key else None
+    return (left.id, key) if isinstance(left, ast.Name) and key else _einsum_scores(node)
+
+
+def _einsum_scores(node) -> tuple[str, str] | None:
+    """``(Q, K)`` for an einsum of two names over their last axis, queries by keys (``'bhqd,bhkd->bhqk'``,
+    ``'...id,...jd->...ij'``); else None."""
+    terms = _einsum_terms(node)
+    if terms and terms[0][-1] == terms[1][-1] and terms[2][-2:] == terms[0][-2] + terms[1][-2] \
+            and terms[0][-2] != terms[1][-2]:
+        return node.args[1].id, node.args[2].id
+    return None
+
 
 def scores_of(value) -> tuple[str, str] | None:
     """``(Q, K)`` when ``value`` is the scores: the product itself, or it divided or multiplied by a
@@ -59,10 +76,12 @@ def scores_of(value) -> tuple[str, str] | None:
         return scores_of(value.left) or (scores_of(value.right) if isinstance(value.op, ast.Mult) else None)
     return _product(value)
 
+
 _SAME_ROWS = {"repeat_interleave", "repeat", "expand", "contiguous", "to", "float", "double", "half", "clone",
               "detach"}
 """Tensor methods that leave a tensor's last two axes as they were: ``K.repeat_interleave(group, dim=1)``
 handed to the fused function is still the learner's ``K``."""
+
 
 def _tensor_name(node) -> str | None:
     """``K`` for ``K``, ``K.repeat_interleave(2, dim=1)``, ``K.contiguous().float()``; else None."""
@@ -70,6 +89,7 @@ def _tensor_name(node) -> str | None:
             and node.func.attr in _SAME_ROWS:
         node = node.func.value
     return node.id if isinstance(node, ast.Name) else None
+
 
 def fused(node) -> tuple | None:
     """``(Q, K, V)``, the names handed to ``F.scaled_dot_product_attention(Q, K, V, ...)``; else None."""
@@ -79,39 +99,61 @@ def fused(node) -> tuple | None:
         return None
     return tuple(_tensor_name(arg) for arg in node.args[:3])
 
-def sources(obj) -> list:
-    """The text of each of the learner's own functions that has one (not one made by exec, say)."""
+
+def helpers(fn) -> list:
+    """The plain functions ``fn`` calls by a global name that were written where fn was, in the same
+    cell or file: a learner's helpers (``_compare``, ``attend``); read, never called."""
+    if type(fn) is not types.FunctionType:
+        return []
+    names = sorted({name for code in code_objects(fn.__code__) for name in code.co_names})
+    found = [fn.__globals__.get(name) for name in names]
+    return [value for value in found if type(value) is types.FunctionType and value is not fn
+            and value.__code__.co_filename == fn.__code__.co_filename]
+
+
+def sources(obj, with_helpers: bool = False) -> list:
+    """The text of each of the learner's own functions that has one (not one made by exec, say), and,
+    ``with_helpers``, of the helpers they call (:func:`helpers`). Names are read without them: a
+    helper's parameters are not the caller's names."""
     sources = []
-    for fn in own_functions(obj):
+    own = own_functions(obj)
+    called = [helper for function in own for helper in helpers(function) if helper not in own]
+    for fn in own + (called if with_helpers else []):
         try:
             sources.append(textwrap.dedent(inspect.getsource(fn)))
         except Exception:  # noqa: BLE001 - no text to read: nothing to say of it
             pass
     return sources
 
-def parsed(obj) -> list:
-    """``(text, tree)`` for each of the learner's own functions whose text parses."""
+
+def parsed(obj, with_helpers: bool = False) -> list:
+    """``(text, tree)`` for each of the learner's own functions whose text parses (:func:`sources`)."""
     parsed = []
-    for source in sources(obj):
+    for source in sources(obj, with_helpers):
         try:
             parsed.append((source, ast.parse(source)))
         except SyntaxError:
             pass
     return parsed
 
+
 def trees(obj) -> list:
     return [tree for _, tree in parsed(obj)]
 
-def one_line_statements(obj):
-    """``(text, tree, statement)`` for each statement of the learner's functions that sits on one line."""
-    for source, tree in parsed(obj):
+
+def one_line_statements(obj, with_helpers: bool = False):
+    """``(text, tree, statement)`` for each statement of the learner's functions (:func:`sources`) that
+    sits on one line."""
+    for source, tree in parsed(obj, with_helpers):
         for node in ast.walk(tree):
             if isinstance(node, ast.stmt) and node.lineno == node.end_lineno:
                 yield source, tree, node
 
+
 def the_one(found: list):
     """The one thing found, or None when there is none or more than one."""
     return found[0] if len(found) == 1 else None
+
 
 def softmaxed(node):
     """``(E, M)`` when a softmax call takes scores written inline, unnamed: ``M`` what the softmax
@@ -130,6 +172,7 @@ def softmaxed(node):
             return masked.args[1], taken
     return None
 
+
 def inline_scores(obj) -> tuple[str, str, str] | None:
     """``(line, E, M)``: the learner's one line (an assignment or a return) that takes a softmax of
     scores written inline, unnamed (``att = (q @ k.mT / s).softmax(-1)``), the scores' text, and the
@@ -145,20 +188,51 @@ def inline_scores(obj) -> tuple[str, str, str] | None:
                               *(ast.get_source_segment(source, part) for part in taken)))
     return the_one(found)
 
+
 def _softmax_of(value) -> bool:
     """Whether ``value`` is a softmax: ``S.softmax(...)``, ``torch.softmax(S, ...)``, ``F.softmax(...)``."""
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
         and value.func.attr == "softmax"
 
+
 def _matmul(node) -> tuple | None:
-    """``(A, B)`` for ``A @ B`` or ``torch.matmul(A, B)`` of two names; else None."""
+    """``(A, B)`` for ``A @ B``, ``torch.matmul(A, B)`` or ``torch.einsum('bhqk,bhkd->bhqd', A, B)`` of two
+    names; else None."""
     pair = operands(node, calls=("matmul",))
-    return tuple(n.id for n in pair) if pair and all(isinstance(n, ast.Name) for n in pair) else None
+    if pair and all(isinstance(n, ast.Name) for n in pair):
+        return tuple(n.id for n in pair)
+    return (node.args[1].id, node.args[2].id) if _einsum_matmul(node) else None
+
+
+def _einsum_matmul(node, names: bool = True) -> bool:
+    """Whether ``node`` is an einsum that multiplies two matrices batched alike, as ``@`` would
+    (``'bhqk,bhkd->bhqd'``), of two names (``names``) or of any two operands."""
+    terms = _einsum_terms(node, names)
+    return bool(terms) and terms[0][-1] == terms[1][-2] and terms[2][-2:] == terms[0][-2] + terms[1][-1] \
+        and terms[0][:-2] == terms[1][:-2] == terms[2][:-2]
+
+
+def _einsum_terms(node, names: bool = True) -> tuple | None:
+    """``(A, B, out)``, the subscripts of ``torch.einsum('A,B->out', X, Y)``, X and Y names (``names``),
+    each of two letters or more; else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and func.attr == "einsum" and len(node.args) == 3
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)
+            and (not names or all(isinstance(arg, ast.Name) for arg in node.args[1:]))):
+        return None
+    inputs, _, out = node.args[0].value.replace(" ", "").partition("->")
+    terms = (*inputs.split(","), out)
+    return terms if len(terms) == 3 and min(map(len, terms)) >= 2 else None
+
 
 def _after_softmax(node) -> str | None:
-    """``V`` for ``S.softmax(-1) @ V`` or ``torch.matmul(torch.softmax(S, -1), V)``; else None."""
+    """``V`` for ``S.softmax(-1) @ V``, ``torch.matmul(torch.softmax(S, -1), V)`` or ``torch.einsum('bhqk,
+    bhkd->bhqd', S.softmax(-1), V)``; else None."""
     pair = operands(node, calls=("matmul",))
+    if _einsum_matmul(node, names=False) and _softmax_of(node.args[1]):
+        pair = node.args[1:]
     return pair[1].id if pair and _softmax_of(pair[0]) and isinstance(pair[1], ast.Name) else None
+
 
 def _merged(node) -> str | None:
     """``M`` for ``self.W_o(M)`` or ``attention.W_o(M)``: the heads side by side, before W_o."""
@@ -167,9 +241,11 @@ def _merged(node) -> str | None:
         return node.args[0].id
     return None
 
+
 def assigned(node) -> str | None:
     single = isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
     return node.targets[0].id if single else None
+
 
 def your_names(obj) -> dict:
     """``{role: name}`` for each role the learner's code names one way only: ``scores``, ``q``, ``k``
@@ -237,6 +313,11 @@ def your_names(obj) -> dict:
     if not seen["heads"] and len(seen["merged"]) == 1:     # merged = heads.permute(...).reshape(...)
         seen["heads"] = {root for node in nodes for name, value in _assignments(node)
                          if name in seen["merged"] and (root := _reshaped(value))}
+    # a tensor repeated for the query heads under a name of its own (kr = k.repeat_interleave(g, 1)) is k
+    same = {name: source for node in nodes for name, value in _assignments(node)
+            if isinstance(value, ast.Call) and (source := _tensor_name(value)) and source != name}
+    for role in ("q", "k", "v"):
+        seen[role] = {same.get(name, name) for name in seen[role]}
     _joined_names(nodes, seen)
     if type(obj) is type:     # a module's heads, split from its projections, are the ones it attends with
         for role in ("q", "k", "v"):
@@ -254,12 +335,14 @@ def your_names(obj) -> dict:
             names[role] = f"{next(iter(forward_input))}.shape[{axis}]"
     return names
 
+
 def returned_cache(node) -> str | None:
     """``C`` for a step's ``return logits, C``; else None."""
     value = node.value if isinstance(node, ast.Return) else None
     if isinstance(value, ast.Tuple) and len(value.elts) == 2 and isinstance(value.elts[1], ast.Name):
         return value.elts[1].id
     return None
+
 
 def _new_list(value) -> bool:
     """Whether ``value`` makes a new list or cache: ``[]``, ``[...]``, ``list(...)``, ``gpt.KVCache()``,
@@ -271,6 +354,7 @@ def _new_list(value) -> bool:
     func = value.func if isinstance(value, ast.Call) else None
     name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
     return name in ("list", "KVCache", "copy")
+
 
 def _loop_index(node) -> str | None:
     """``i`` for ``for i, block in enumerate(...)`` or ``for i in range(...)``; else None."""
@@ -284,10 +368,12 @@ def _loop_index(node) -> str | None:
         return node.target.id
     return None
 
+
 def embedded(value) -> bool:
     """Whether ``value`` is ``model.embed(...)``: where a decoding step's residual stream starts."""
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
         and value.func.attr == "embed"
+
 
 def _sizes(node) -> tuple | None:
     """``(B, T, C)`` for ``B, T, C = x.shape`` (three names from a tensor's shape); else None."""
@@ -297,6 +383,7 @@ def _sizes(node) -> tuple | None:
     if names and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
         return tuple(e.id for e in target.elts)
     return None
+
 
 def embed_line(obj) -> tuple | None:
     """``(line, position, own)`` for the step's one line ``h = model.embed(tokens, P)``: the line's
@@ -313,10 +400,12 @@ def embed_line(obj) -> tuple | None:
         found.append((ast.get_source_segment(source, node), ast.get_source_segment(source, position), own))
     return the_one(found)
 
+
 def names_a(name: str, obj) -> bool:
     """Whether the learner's code has a variable called ``name``."""
     return any(isinstance(node, ast.Name) and node.id == name
                for tree in trees(obj) for node in ast.walk(tree))
+
 
 def returned(obj) -> str | None:
     """The one expression the learner's function returns, as Python writes it back (``ast.unparse``),
@@ -324,6 +413,7 @@ def returned(obj) -> str | None:
     values = [node.value for tree in trees(obj) for node in ast.walk(tree)
               if isinstance(node, ast.Return) and node.value is not None]
     return ast.unparse(values[0]) if len(values) == 1 else None
+
 
 def returns_a_value(body) -> bool:
     """Whether ``body`` returns a value anywhere, functions defined in it aside."""
@@ -435,9 +525,8 @@ def _joined_names(nodes, seen: dict) -> None:
     new ones' name; where the two disagree (a slip that joins keys to the cached values, or the other
     way), the values, and the cached ones stay unnamed."""
     joined = {"k": set(), "v": set()}
-    for node in nodes:
-        target = assigned(node)
-        pair = _joined(node.value) if target else None
+    for target, value in (assignment for node in nodes for assignment in _assignments(node)):
+        pair = _joined(value)
         new = next((role for role in ("k", "v") if pair and pair[1] in seen["new_" + role]), None)
         if new is None:
             continue

@@ -234,9 +234,15 @@ def fix_in_your_names(obj, result):
     if unreturned := _unreturned_fix(obj, result):
         result.fix = unreturned
         return result
-    if result.bug == "scale_by_d_model" and (line := _line_rooting_the_width(obj)):
-        result.fix = line.replace("model.d_model", "model.d_head") + (
-            "   # in place of your line: the scale is per head, 1/sqrt(d_head), not d_model")
+    if any("einsum(): the number of subscripts" in line for line in result.observed) \
+            and (line := _einsum_for_any_batch(obj)):
+        result.fix = line
+        return result
+    if result.bug == "softmax_overflow" and (line := _exp_of_the_row_less_its_largest(obj)):
+        result.fix = line
+        return result
+    if result.bug in ("scale_by_d_model", "wrong_scale") and (line := _own_root(obj, result.fix)):
+        result.fix = line
         return result
     names = your_names(obj)
     if result.bug == "cache_not_appended" and {"given_back", "made_cache", "logits"} <= names.keys():
@@ -286,6 +292,13 @@ def mask_fix_in_your_names(obj, result):
     if result.fix.startswith("mask = ") and expression and expression.isidentifier():
         result.fix = expression + result.fix[len("mask"):]     # the name the function returns its mask as
         return result
+    if result.fix.startswith("mask = ") and expression:
+        # returned as an expression of a name (return real.unsqueeze(-1)): a mask = line pasted over that
+        # name's line left the return reading the notebook's own real (replay 5's 04N3)
+        code, hash_, comment = result.fix.partition("   #")
+        result.fix = f"return {code[len('mask = '):]}   # in place of your return line" + (
+            f";{comment}" if comment else "")
+        return result
     if not result.fix.startswith("return mask"):
         return result
     if expression and expression != "mask":
@@ -297,26 +310,49 @@ def mask_fix_in_your_names(obj, result):
     return result
 
 
-def _line_rooting_the_width(obj) -> str | None:
-    """The learner's one simple line that takes a square root of ``model.d_model`` (``math.sqrt``,
-    ``** 0.5``, ``rsqrt``), wherever their scale is computed: in the step, or handed to a helper of
-    theirs (a replay's learner, given the catalog's ``scores = ...`` for a scale computed in the call,
-    pasted it in the helper, which then read the notebook's query and key); else None."""
-    def width(node) -> bool:
-        return any(isinstance(n, ast.Attribute) and n.attr == "d_model" and isinstance(n.value, ast.Name)
-                   and n.value.id == "model" for n in ast.walk(node))
-
-    def rooted(node) -> bool:
-        func = node.func if isinstance(node, ast.Call) else None
+def _roots(node) -> list:
+    """The nodes whose square root ``node`` takes: ``math.sqrt(A)``, ``torch.rsqrt(A)``, ``A ** 0.5``,
+    ``A ** -0.5``."""
+    found = []
+    for n in ast.walk(node):
+        func = n.func if isinstance(n, ast.Call) else None
         name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-        if name in ("sqrt", "rsqrt") and any(width(arg) for arg in node.args):
-            return True
-        return isinstance(node, ast.BinOp) and isinstance(node.op, ast.Pow) and width(node.left) \
-            and isinstance(node.right, (ast.Constant, ast.UnaryOp))
+        if name in ("sqrt", "rsqrt") and len(n.args) == 1:
+            found.append(n.args[0])
+        power = n.right if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow) else None
+        if isinstance(power, ast.UnaryOp) and isinstance(power.op, ast.USub):
+            power = power.operand
+        if isinstance(power, ast.Constant) and power.value == 0.5:
+            found.append(n.left)
+    return found
 
+
+def _own_root(obj, fix: str) -> str | None:
+    """For a scale of the wrong size: the learner's one simple line that takes a square root (wherever
+    their scale is computed: with the scores, on a line of its own, or handed to a helper of theirs),
+    with the root of the Fix's size (``q.shape[-1]``, ``model.d_head``) in its place; else None.
+    A replay's learners, given the catalog's ``scores = ...`` where their scores came from a helper
+    (``raw = _compare(q, k) / math.sqrt(v.shape[-1])``) or their scale was handed to one, pasted it
+    where it read names they did not have."""
+    code, _, _ = in_your_names(obj, fix).partition("   #")
+    try:
+        wanted = _roots(ast.parse(code))
+    except SyntaxError:
+        return None
+    if len(wanted) != 1:
+        return None
     simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
-    return the_one([ast.get_source_segment(source, node) for source, _, node in one_line_statements(obj)
-                    if isinstance(node, simple) and any(rooted(n) for n in ast.walk(node))])
+    found = [(source, node, roots[0]) for source, _, node in one_line_statements(obj)
+             if isinstance(node, simple) and len(roots := _roots(node)) == 1]
+    if not (one := the_one(found)):
+        return None
+    source, node, root = one
+    line, size = ast.get_source_segment(source, node), ast.get_source_segment(source, root)
+    right = ast.unparse(wanted[0])
+    if size is None or size == right or line.count(size) != 1:
+        return None
+    return line.replace(size, right) + f"   # in place of your line: the root of {right}, not {size}"
+
 
 
 def _keys_stored_twice(obj) -> str | None:
@@ -335,3 +371,59 @@ def _keys_stored_twice(obj) -> str | None:
             brackets = "()" if isinstance(call.args[0], ast.Tuple) else "[]"
             found.append(line.replace(second, f"{brackets[0]}{pair[0].id}, {values}{brackets[1]}"))
     return the_one(found) if values and values.isidentifier() else None
+
+
+def _einsum_for_any_batch(obj) -> str | None:
+    """For an einsum whose equation names every axis (``'bhqd,bhkd->bhqk'``, which raises on 2-D
+    inputs): the learner's first such line with ``...`` in place of the leading axes, the same in
+    every term, the last two kept; else None. The checker's inputs have 2, 3 and 4 axes, as a
+    learner's may."""
+    found = []
+    for source, _, node in one_line_statements(obj):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            equation = call.args[0] if func is not None and call.args else None
+            written = equation.value if isinstance(equation, ast.Constant) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "einsum" and isinstance(written, str)):
+                continue
+            inputs, _, output = written.replace(" ", "").partition("->")
+            terms = [*inputs.split(","), output] if output else []
+            # the same leading axes in every term ('bh' of 'bhqd,bhkd->bhqk'): '...' stands for them exactly
+            shared = all(len(term) > 2 and term.isalpha() and term[:-2] == terms[0][:-2] for term in terms)
+            if terms and shared:
+                line = ast.get_source_segment(source, node)
+                written = ast.get_source_segment(source, equation)
+                new = ",".join("..." + term[-2:] for term in terms[:-1]) + "->..." + terms[-1][-2:]
+                found.append((node.lineno, line.replace(written, repr(new), 1)))
+    if not found:
+        return None
+    line = min(found)[1]
+    more = "; the same in your other einsum" + ("s" if len(found) > 2 else "") if len(found) > 1 else ""
+    return line + f"   # in place of your line: ... for any leading axes (2-D, 3-D, 4-D inputs alike){more}"
+
+
+def _exp_of_the_row_less_its_largest(obj) -> str | None:
+    """For a softmax written by hand: the learner's one line that takes ``torch.exp(S)`` or ``S.exp()``
+    of a name S (in their function or a helper of theirs, ``_normalise``), with each row's largest score
+    taken off first; else None. A replay's learner, given ``weights = torch.softmax(scores, ...)`` in
+    names their function did not have, pasted it where it raised."""
+    found = []
+    for source, _, node in one_line_statements(obj, with_helpers=True):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "exp"):
+                continue
+            taken = call.args[0] if call.args else func.value
+            if isinstance(taken, ast.Name) and len(call.args) <= 1:
+                name = taken.id
+                shifted = f"{name} - {name}.amax(-1, keepdim=True)"
+                new = f"torch.exp({shifted})" if call.args else f"({shifted}).exp()"
+                line = ast.get_source_segment(source, node)
+                found.append(line.replace(ast.get_source_segment(source, call), new))
+    line = the_one(found)
+    return line + "   # in place of your line: each row's largest score taken off first, so exp never " \
+                  "overflows (the weights are the same)" if line else None
