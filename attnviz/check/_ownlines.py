@@ -1,0 +1,185 @@
+"""A verdict's Fix as the learner's own line, changed, where the catalog's line would not fit their code.
+
+The catalog's Fix lines are written in the exercises' names, and :mod:`._yournames` puts them in the
+learner's. Some mistakes live in a line of a form the catalog cannot foresee: a scale handed to a
+helper, a softmax written by hand in a helper, an einsum with every axis named, a cache returned
+under the wrong name. For those, the Fix is the learner's own line with the one change in it, to
+paste in its place, and its comment says so. Each rule below says when it applies (the verdict's
+bug or what it observed) and rewrites one line read from the learner's code (:mod:`._readers`), or
+gives None and the catalog's line stands.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from ._readers import assigned, one_line_statements, parsed, returns_a_value, the_one, your_names
+
+__all__ = ["own_line_fix", "unreturned_fix"]
+
+
+def own_line_fix(obj, result, renamed: str) -> str | None:
+    """The Fix for ``result`` as a line of the learner's own, changed (the first rule of :data:`RULES`
+    that applies and finds its line); ``renamed``: the catalog's Fix already in their names."""
+    for applies, rewrite in RULES:
+        if applies(result) and (line := rewrite(obj, result, renamed)):
+            return line
+    return None
+
+
+def unreturned_fix(obj, result, renamed: str = "") -> str | None:
+    """For a function that returned None, never returns a value, and ends by setting a name (``keep =
+    ...``): the Fix ``return keep``, in place of the catalog's whole answer (a replay's learner, 04C of
+    session 29, had to work out the return from it); else None."""
+    if "returned None" not in result.headline:
+        return None
+    for _, tree in parsed(obj):
+        function = tree.body[0] if len(tree.body) == 1 else None
+        if not isinstance(function, ast.FunctionDef) or (type(obj) is type and function.name != "forward"):
+            continue
+        if returns_a_value(function.body) or not (name := assigned(function.body[-1])):
+            return None
+        return f"return {name}   # at the end of your function: without a return, it gives None"
+    return None
+
+def _einsum_for_any_batch(obj, result, renamed) -> str | None:
+    """For an einsum whose equation names every axis (``'bhqd,bhkd->bhqk'``, which raises on 2-D
+    inputs): the learner's first such line with ``...`` in place of the leading axes, the same in
+    every term, the last two kept; else None. The checker's inputs have 2, 3 and 4 axes, as a
+    learner's may."""
+    found = []
+    for source, _, node in one_line_statements(obj):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            equation = call.args[0] if func is not None and call.args else None
+            written = equation.value if isinstance(equation, ast.Constant) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "einsum" and isinstance(written, str)):
+                continue
+            inputs, _, output = written.replace(" ", "").partition("->")
+            terms = [*inputs.split(","), output] if output else []
+            # the same leading axes in every term ('bh' of 'bhqd,bhkd->bhqk'): '...' stands for them exactly
+            shared = all(len(term) > 2 and term.isalpha() and term[:-2] == terms[0][:-2] for term in terms)
+            if terms and shared:
+                line = ast.get_source_segment(source, node)
+                written = ast.get_source_segment(source, equation)
+                new = ",".join("..." + term[-2:] for term in terms[:-1]) + "->..." + terms[-1][-2:]
+                found.append((node.lineno, line.replace(written, repr(new), 1)))
+    if not found:
+        return None
+    line = min(found)[1]
+    more = "; the same in your other einsum" + ("s" if len(found) > 2 else "") if len(found) > 1 else ""
+    return line + f"   # in place of your line: ... for any leading axes (2-D, 3-D, 4-D inputs alike){more}"
+
+def _exp_of_the_row_less_its_largest(obj, result, renamed) -> str | None:
+    """For a softmax written by hand: the learner's one line that takes ``torch.exp(S)`` or ``S.exp()``
+    of a name S (in their function or a helper of theirs, ``_normalise``), with each row's largest score
+    taken off first; else None. A replay's learner, given ``weights = torch.softmax(scores, ...)`` in
+    names their function did not have, pasted it where it raised."""
+    found = []
+    for source, _, node in one_line_statements(obj, with_helpers=True):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "exp"):
+                continue
+            taken = call.args[0] if call.args else func.value
+            if isinstance(taken, ast.Name) and len(call.args) <= 1:
+                name = taken.id
+                shifted = f"{name} - {name}.amax(-1, keepdim=True)"
+                new = f"torch.exp({shifted})" if call.args else f"({shifted}).exp()"
+                line = ast.get_source_segment(source, node)
+                found.append(line.replace(ast.get_source_segment(source, call), new))
+    line = the_one(found)
+    return line + "   # in place of your line: each row's largest score taken off first, so exp never " \
+                  "overflows (the weights are the same)" if line else None
+
+def _roots(node) -> list:
+    """The nodes whose square root ``node`` takes: ``math.sqrt(A)``, ``torch.rsqrt(A)``, ``A ** 0.5``,
+    ``A ** -0.5``."""
+    found = []
+    for n in ast.walk(node):
+        func = n.func if isinstance(n, ast.Call) else None
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("sqrt", "rsqrt") and len(n.args) == 1:
+            found.append(n.args[0])
+        power = n.right if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow) else None
+        if isinstance(power, ast.UnaryOp) and isinstance(power.op, ast.USub):
+            power = power.operand
+        if isinstance(power, ast.Constant) and power.value == 0.5:
+            found.append(n.left)
+    return found
+
+def _own_root(obj, result, renamed: str) -> str | None:
+    """For a scale of the wrong size: the learner's one simple line that takes a square root (wherever
+    their scale is computed: with the scores, on a line of its own, or handed to a helper of theirs),
+    with the root of the Fix's size (``q.shape[-1]``, ``model.d_head``; ``renamed``: the Fix in the
+    learner's names) in its place; else None.
+    A replay's learners, given the catalog's ``scores = ...`` where their scores came from a helper
+    (``raw = _compare(q, k) / math.sqrt(v.shape[-1])``) or their scale was handed to one, pasted it
+    where it read names they did not have."""
+    code, _, _ = renamed.partition("   #")
+    try:
+        wanted = _roots(ast.parse(code))
+    except SyntaxError:
+        return None
+    if len(wanted) != 1:
+        return None
+    simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
+    found = [(source, node, roots[0]) for source, _, node in one_line_statements(obj)
+             if isinstance(node, simple) and len(roots := _roots(node)) == 1]
+    if not (one := the_one(found)):
+        return None
+    source, node, root = one
+    line, size = ast.get_source_segment(source, node), ast.get_source_segment(source, root)
+    right = ast.unparse(wanted[0])
+    if size is None or size == right or line.count(size) != 1:
+        return None
+    return line.replace(size, right) + f"   # in place of your line: the root of {right}, not {size}"
+
+def _returns_its_own_cache(obj, result, renamed) -> str | None:
+    """For a step that makes a cache, appends to it and returns the one it was given instead: its
+    return line with its own cache (``return model.unembed(x), kv``); else None."""
+    names = your_names(obj)
+    if not {"given_back", "made_cache", "logits"} <= names.keys():
+        return None
+    return (f"return {names['logits']}, {names['made_cache']}   # the cache you made and appended to, not "
+            f"{names['given_back']}, the one you were given")
+
+def _keys_stored_twice(obj, result, renamed) -> str | None:
+    """The learner's one line that caches one tensor as both keys and values (``present.append((pk,
+    pk))``), with their values in the second place; else None (or when their values have no one name)."""
+    values = your_names(obj).get("v")
+    found = []
+    for source, _, node in one_line_statements(obj):
+        call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+        if not (call and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
+                and len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List))):
+            continue
+        pair = call.args[0].elts
+        if len(pair) == 2 and all(isinstance(e, ast.Name) for e in pair) and pair[0].id == pair[1].id:
+            line, second = ast.get_source_segment(source, node), ast.get_source_segment(source, call.args[0])
+            brackets = "()" if isinstance(call.args[0], ast.Tuple) else "[]"
+            found.append(line.replace(second, f"{brackets[0]}{pair[0].id}, {values}{brackets[1]}"))
+    line = the_one(found) if values and values.isidentifier() else None
+    return line + "   # in place of your line: the keys, then the values; the keys twice stored the keys " \
+                  "in the values' place" if line else None
+
+
+def _bug(*ids):
+    return lambda result: result.bug in ids
+
+
+RULES = (
+    (lambda result: "returned None" in result.headline, unreturned_fix),
+    (lambda result: any("einsum(): the number of subscripts" in line for line in result.observed),
+     _einsum_for_any_batch),
+    (_bug("softmax_overflow"), _exp_of_the_row_less_its_largest),
+    (_bug("scale_by_d_model", "wrong_scale"), _own_root),
+    (_bug("cache_not_appended"), _returns_its_own_cache),
+    (_bug("values_from_cached_keys"), _keys_stored_twice),
+)
+"""(applies, rewrite) pairs, in order: when ``applies(result)``, ``rewrite(obj, result, renamed)`` gives
+the learner's line changed, or None."""
