@@ -724,8 +724,9 @@ def test_a_kvcache_step_that_never_appends_is_given_its_append(tmp_path):
     new_cache.append((K_all, V_all)), then return logits, new_cache: stuck six rounds."""
     result = check_decoding_step(_step(tmp_path, "kv", KVCACHE_STEP))
     assert result.bug == "cache_not_appended", repr(result)
-    assert result.fix.startswith("K_all, V_all = kvc.append(lyr, K_new, V_new)   # in place of joining"), \
+    assert result.fix.startswith("K_all, V_all = kvc.append(lyr, K_new, V_new)   # in place of your lines"), \
         result.fix
+    assert "and any if/else around them" in result.fix, result.fix
     fixed = _pasted_over(KVCACHE_STEP, "if kvc.length:", "K_all, V_all = K_new, V_new", result.fix)
     assert check_decoding_step(_step(tmp_path, "kv_fixed", fixed)).passed
 
@@ -929,3 +930,21 @@ def my_padding_mask(lengths, n):
     assert result.fix.startswith(expected), result.fix
     fixed = _pasted(source, "return real", result.fix)
     assert check_padding_mask(_load(tmp_path, "pm_fixed", fixed).my_padding_mask).passed
+
+
+def test_keys_not_transposed_get_the_learners_line_with_the_transpose(tmp_path):
+    """02N3: torch.matmul(q, k) raised on every input whose n_k is not d_k, and the Fix was 'run your
+    function by hand on tensors of these shapes and read the error's last line'."""
+    source = """
+def my_attention(q, k, v, mask=None):
+    energy = torch.matmul(q, k) / math.sqrt(k.size(-1))
+    if mask is not None:
+        energy = energy.masked_fill(~mask, torch.finfo(energy.dtype).min)
+    alpha = F.softmax(energy, dim=-1)
+    return torch.matmul(alpha, v), alpha
+"""
+    result = check_attention(_load(tmp_path, "kt", source).my_attention)
+    expected = "energy = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(k.size(-1))   # in place of your"
+    assert result.fix.startswith(expected), result.fix
+    fixed = _pasted(source, "energy = torch.matmul", result.fix)
+    assert check_attention(_load(tmp_path, "kt_fixed", fixed).my_attention).passed

@@ -12,8 +12,9 @@ gives None and the catalog's line stands.
 from __future__ import annotations
 
 import ast
+import types
 
-from ._readers import assigned, one_line_statements, parsed, returns_a_value, the_one, your_names
+from ._readers import assigned, one_line_statements, operands, parsed, returns_a_value, the_one, your_names
 
 __all__ = ["own_line_fix", "unreturned_fix"]
 
@@ -168,6 +169,27 @@ def _keys_stored_twice(obj, result, renamed) -> str | None:
                   "in the values' place" if line else None
 
 
+def _keys_transposed(obj, result, renamed) -> str | None:
+    """For scores that multiply the queries by the keys as they are (``torch.matmul(q, k)``, which runs
+    only when n_k equals d_k): the learner's one line that does, with the keys transposed; else None."""
+    if type(obj) is not types.FunctionType or obj.__code__.co_argcount < 2:
+        return None
+    queries, keys = obj.__code__.co_varnames[:2]
+    found = []
+    for source, _, node in one_line_statements(obj):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        for inner in ast.walk(node):
+            pair = operands(inner)
+            names = [n.id for n in pair if isinstance(n, ast.Name)] if pair else []
+            if names == [queries, keys]:
+                line, at = ast.get_source_segment(source, node), pair[1].col_offset - node.col_offset
+                found.append(line[:at] + f"{keys}.transpose(-2, -1)" + line[at + len(keys):])
+    line = the_one(found)
+    return line + f"   # in place of your line: {queries} times {keys} transposed, each query against each " \
+                  "key (without it the product runs only when n_k equals d_k)" if line else None
+
+
 def _bug(*ids):
     return lambda result: result.bug in ids
 
@@ -177,6 +199,8 @@ RULES = (
     (lambda result: any("einsum(): the number of subscripts" in line for line in result.observed),
      _einsum_for_any_batch),
     (_bug("softmax_overflow"), _exp_of_the_row_less_its_largest),
+    (lambda result: any("cannot be multiplied" in line or "Expected size for first two dimensions" in line
+                        for line in result.observed), _keys_transposed),
     (_bug("scale_by_d_model", "wrong_scale"), _own_root),
     (_bug("cache_not_appended"), _returns_its_own_cache),
     (_bug("values_from_cached_keys"), _keys_stored_twice),

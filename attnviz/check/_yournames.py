@@ -118,7 +118,9 @@ def in_your_names(obj, fix: str) -> str:
             hash_, comment = "   #", (" append keeps the new keys and values in the cache and returns this "
                                       "layer's, cached and new")
             if "past_k" in your_names(obj):
-                comment = " in place of joining them to the cached ones yourself:" + comment
+                joined = (" in place of your lines that join them to the cached ones, and any if/else around "
+                          "them (on an empty cache append returns the new ones as they are):")
+                comment = joined + comment
         # a new cache under the name the step returns, its own parameter included: a copy of a
         # KVCache (unlike a new empty list) keeps what was cached
         returned = {returned_cache(node) for tree in trees(obj) for node in ast.walk(tree)} - {None}
