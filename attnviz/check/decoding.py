@@ -862,7 +862,9 @@ def _kv_split_as_queries(t):
                  "attention): split them into model.n_kv_heads heads, cache those, and repeat them for the "
                  "query heads only to attend."],
                 fix="key, value = split_heads(attention.W_k(normed), model.n_kv_heads), "
-                    "split_heads(attention.W_v(normed), model.n_kv_heads)   # the queries into model.n_heads",
+                    "split_heads(attention.W_v(normed), model.n_kv_heads)   # the queries into "
+                    "model.n_heads; cache these, and where you attend repeat them for the query heads: "
+                    ".repeat_interleave(model.n_heads // model.n_kv_heads, dim=1)",
             )
     return None
 
