@@ -948,3 +948,88 @@ def my_attention(q, k, v, mask=None):
     assert result.fix.startswith(expected), result.fix
     fixed = _pasted(source, "energy = torch.matmul", result.fix)
     assert check_attention(_load(tmp_path, "kt_fixed", fixed).my_attention).passed
+
+
+# Replay 7's new learners (this session): a block read by index, a repeat under names of its own, a
+# causal mask whose parameter is called size and built in place, a NumPy-style softmax of one's own, a
+# float head width set in __init__.
+BY_INDEX = HELPER_STEP.replace("for j, blk in enumerate(model.blocks):",
+                               "for j in range(len(model.blocks)):\n        lay = model.blocks[j]")
+BY_INDEX = BY_INDEX.replace("blk.", "lay.")
+
+
+def test_a_block_read_by_index_gets_its_own_name(tmp_path):
+    source = BY_INDEX.replace("cur = cur + lay.mlp(lay.norm_mlp(cur))", "cur = lay.mlp(lay.norm_mlp(cur))")
+    result = check_decoding_step(_step(tmp_path, "idx", source))
+    assert result.fix.startswith("cur = cur + lay.mlp(lay.norm_mlp(cur))   #"), result.fix
+    fixed = _pasted(source, "cur = lay.mlp", result.fix)
+    assert check_decoding_step(_step(tmp_path, "idx_fixed", fixed)).passed
+    # a Fix line's block, pasted where the step has none: what it stands for, and the step's own name
+    pasted = source.replace("cur = lay.mlp(lay.norm_mlp(cur))", "cur = cur + block.mlp(block.norm_mlp(cur))")
+    result = check_decoding_step(_step(tmp_path, "idx_block", pasted))
+    assert result.fix.startswith("block in a Fix line means your block"), result.fix
+    assert result.fix.endswith("(in your code: lay)"), result.fix
+
+
+def test_keys_tiled_under_names_of_their_own_get_the_repeat_under_those_names(tmp_path):
+    """08M4: cles_r = cles.repeat(1, group, 1, 1); the Fix 'cles, valeurs = cles.repeat_interleave(...)'
+    replaced the lines that set cles_r, which the attention still read: then 'run the cell that defines
+    or imports cles_r'."""
+    source = HELPER_STEP.replace(
+        "kr, vr = pk.repeat_interleave(rep, dim=1), pv.repeat_interleave(rep, dim=1)",
+        "pkr = pk.repeat(1, rep, 1, 1)\n        pvr = pv.repeat(1, rep, 1, 1)").replace(
+        "o = attend(qh, kr, vr,", "o = attend(qh, pkr, pvr,")
+    result = check_decoding_step(_step(tmp_path, "tile", source))
+    assert result.bug == "kv_heads_repeated_not_interleaved", repr(result)
+    expected = "pkr, pvr = pk.repeat_interleave(group, dim=1), pv.repeat_interleave(group, dim=1)   #"
+    assert result.fix.startswith(expected), result.fix
+    pasted = _pasted_over(source, "pkr = pk.repeat", "pvr = pv.repeat", result.fix.replace("group", "rep"))
+    assert check_decoding_step(_step(tmp_path, "tile_fixed", pasted)).passed
+    # pasted under the names the catalog's line had: the step reads pkr, set nowhere now
+    dangling = _pasted_over(source, "pkr = pk.repeat", "pvr = pv.repeat",
+                            "pk, pv = pk.repeat_interleave(rep, dim=1), pv.repeat_interleave(rep, dim=1)")
+    result = check_decoding_step(_step(tmp_path, "tile_dangling", dangling))
+    assert result.fix.startswith("use pk in place of pkr"), result.fix
+
+
+def test_a_causal_mask_built_in_place_under_another_parameter_name_gets_a_return_line(tmp_path):
+    """04M1/04M2: the Fix's bare expression read the notebook's n (the parameter is size), and pasted as
+    the value of the first assignment the lines after it (triu_, unsqueeze) undid it."""
+    source = """
+def my_causal_mask(size):
+    blocked = torch.ones(size, size, dtype=torch.bool)
+    blocked.triu_(1)
+    return blocked.unsqueeze(0)
+"""
+    result = check_causal_mask(_load(tmp_path, "cm", source).my_causal_mask)
+    expected = "return torch.ones(size, size, dtype=torch.bool).tril()   # in place of your return line"
+    assert result.fix.startswith(expected), result.fix
+    fixed = _pasted(source, "return blocked", result.fix)
+    assert check_causal_mask(_load(tmp_path, "cm_fixed", fixed).my_causal_mask).passed
+
+
+def test_a_softmax_of_ones_own_and_a_float_head_width_get_the_learners_names(tmp_path):
+    source = """
+def softmax(x, axis):
+    e = torch.exp(x - x.amax(axis, keepdim=True))
+    return e / e.sum(axis, keepdim=True)
+
+def my_attention(q, k, v, mask=None):
+    logits_qk = q @ torch.swapaxes(k, -1, -2) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        logits_qk = logits_qk.masked_fill(~mask, torch.finfo(logits_qk.dtype).min)
+    p_attn = softmax(logits_qk, axis=-1)
+    return p_attn, p_attn @ v
+"""
+    result = check_attention(_load(tmp_path, "sm", source).my_attention)
+    assert result.fix.startswith("return p_attn @ v, p_attn   #"), result.fix
+    fixed = _pasted(source, "return p_attn", result.fix)
+    assert check_attention(_load(tmp_path, "sm_fixed", fixed).my_attention).passed
+    module = MODULE.replace("self.n_heads, self.d_k = n_heads, d_model // n_heads",
+                            "self.n_heads = n_heads\n        self.d_k = d_model / n_heads")
+    module += MULTI_HEAD[len(MODULE):].replace("scores = torch.matmul(query, key.mT)",
+                                               "scores = torch.matmul(query, key.mT) / math.sqrt(self.d_k)")
+    result = check_multi_head(_load(tmp_path, "fw", module).MHA)
+    assert result.fix.startswith("self.d_k = d_model // n_heads   # in place of your line"), result.fix
+    fixed = _pasted(module, "self.d_k = d_model / n_heads", result.fix)
+    assert check_multi_head(_load(tmp_path, "fw_fixed", fixed).MHA).passed

@@ -57,7 +57,10 @@ DECODING_FIX_NAMES = {
                           ("v", "values, this layer's, split into heads (after joining the cache)"),
                           ("heads", "heads' outputs, weights @ values or the fused function's"),
                           ("layer", "loop's index of the block it is at (for layer, block in "
-                                    "enumerate(model.blocks))"))},
+                                    "enumerate(model.blocks))"),
+                          ("block", "block, the one the loop is at (for layer, block in "
+                                    "enumerate(model.blocks), or model.blocks[layer])"),
+                          ("logits", "step's logits, model.unembed(...) of the stream at the end"))},
 }
 """The names decoding's Fix lines use for values a step computes itself, each with a line that defines
 it: a Fix line pasted into a step that calls them otherwise raises NameError, and no cell defines them."""

@@ -190,15 +190,55 @@ def _keys_transposed(obj, result, renamed) -> str | None:
                   "key (without it the product runs only when n_k equals d_k)" if line else None
 
 
+def _dangling(obj, result, renamed) -> str | None:
+    """For a name the learner's code reads and no longer sets (``cles_r``, whose line a pasted Fix line
+    replaced with one that sets ``cles``): the name their code sets that it is a longer or shorter form
+    of, in place of the first; else None (then a cell of the notebook may define it)."""
+    name = result.fix[len("run the cell that defines or imports "):].split(" ")[0]
+    read, stored = set(), set()
+    for _, tree in parsed(obj):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name):
+                (stored if isinstance(node.ctx, ast.Store) else read).add(node.id)
+    if name not in read or name in stored:
+        return None
+    near = the_one([other for other in sorted(stored) if other != name and min(len(other), len(name)) >= 2
+                    and (name.startswith(other) or other.startswith(name))])
+    if not near:
+        return None
+    return (f"use {near} in place of {name} (your code reads {name} and sets it nowhere: a line that set it "
+            f"was replaced, by a Fix line that sets {near}?), or give {name} its value above its first use")
+
+
+def _whole_width(obj, result, renamed) -> str | None:
+    """For a head width that is a float (``self.d_k = d_model / n_heads``): the learner's one line that
+    divides by the heads, with ``//``; else None (the catalog's line named forward's x, which __init__
+    does not have: a replay's learner pasted it there and read the notebook's x)."""
+    found = []
+    for source, _, node in one_line_statements(obj):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for inner in ast.walk(node):
+                divides = isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div) \
+                    and isinstance(inner.right, (ast.Name, ast.Attribute))     # by n_heads, not by a root
+                if divides and "head" in ast.unparse(inner.right):
+                    line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, inner)
+                    found.append(line.replace(text, f"{ast.get_source_segment(source, inner.left)} // "
+                                                    f"{ast.get_source_segment(source, inner.right)}"))
+    line = the_one(found)
+    return line + "   # in place of your line: // divides to a whole number" if line else None
+
+
 def _bug(*ids):
     return lambda result: result.bug in ids
 
 
 RULES = (
     (lambda result: "returned None" in result.headline, unreturned_fix),
+    (lambda result: result.fix.startswith("run the cell that defines or imports "), _dangling),
     (lambda result: any("einsum(): the number of subscripts" in line for line in result.observed),
      _einsum_for_any_batch),
     (_bug("softmax_overflow"), _exp_of_the_row_less_its_largest),
+    (lambda result: "a head width that is a float" in result.headline, _whole_width),
     (lambda result: any("cannot be multiplied" in line or "Expected size for first two dimensions" in line
                         for line in result.observed), _keys_transposed),
     (_bug("scale_by_d_model", "wrong_scale"), _own_root),

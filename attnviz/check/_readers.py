@@ -162,7 +162,7 @@ def softmaxed(node):
     ``torch.where(m, E, ...)``); else None."""
     if not _softmax_of(node):
         return None
-    for taken in (node.args[0] if node.args else None, node.func.value):
+    for taken in (node.args[0] if node.args else None, getattr(node.func, "value", None)):
         if scores_of(taken):
             return taken, taken
         masked = taken if isinstance(taken, ast.Call) and isinstance(taken.func, ast.Attribute) else None
@@ -190,9 +190,11 @@ def inline_scores(obj) -> tuple[str, str, str] | None:
 
 
 def _softmax_of(value) -> bool:
-    """Whether ``value`` is a softmax: ``S.softmax(...)``, ``torch.softmax(S, ...)``, ``F.softmax(...)``."""
-    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) \
-        and value.func.attr == "softmax"
+    """Whether ``value`` is a softmax: ``S.softmax(...)``, ``torch.softmax(S, ...)``, ``F.softmax(...)``, or
+    a function of the learner's own called softmax (``softmax(S, axis=-1)``, a NumPy habit)."""
+    func = value.func if isinstance(value, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr == "softmax" or isinstance(func, ast.Name) \
+        and func.id == "softmax"
 
 
 def _matmul(node) -> tuple | None:
@@ -319,6 +321,8 @@ def your_names(obj) -> dict:
     for role in ("q", "k", "v"):
         seen[role] = {same.get(name, name) for name in seen[role]}
     _joined_names(nodes, seen)
+    for role in ("k", "v"):                   # ... and kr, the name it is repeated under
+        seen[role + "_rep"] = {name for name, source in same.items() if source in seen[role]}
     if type(obj) is type:     # a module's heads, split from its projections, are the ones it attends with
         for role in ("q", "k", "v"):
             seen[role] = seen[role] or seen["new_" + role]
@@ -427,12 +431,12 @@ def returns_a_value(body) -> bool:
 
 
 _STEP_ROLES = ("new_q", "new_k", "new_v", "past_k", "past_v", "attention", "normed", "logits", "block",
-               "given_back", "made_cache")
+               "given_back", "made_cache", "k_rep", "v_rep")
 """A decoding step's own names (and a module's split heads): its new queries, keys and values (split
 from W_q, W_k and W_v, before joining the cache), the cached ones it joins them to, the attention
 layer and the normed stream it projects, the block its loop is at, the logits it returns, the cache
 it makes (a new list, a KVCache or a copy) and, when it returns the cache it was given instead, that
-one."""
+one; the names it repeats its keys and values under for the query heads (k_rep, v_rep)."""
 
 
 def _projection(node) -> tuple | None:
@@ -466,9 +470,15 @@ def _assignments(node) -> list:
 def _step_names(node, target, seen: dict) -> None:
     """Adds to ``seen`` what ``node`` says of a decoding step's names (:data:`_STEP_ROLES`) but the
     cached ones (:func:`_joined_names`)."""
-    if isinstance(node, ast.For) and "blocks" in ast.unparse(node.iter):   # for i, b in enumerate(...)
+    looped_over = node.iter.args[0] if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) \
+        and isinstance(node.iter.func, ast.Name) and node.iter.func.id == "enumerate" and node.iter.args \
+        else getattr(node, "iter", None)
+    if isinstance(node, ast.For) and isinstance(looped_over, ast.Attribute) and looped_over.attr == "blocks":
         looped = node.target.elts[-1] if isinstance(node.target, ast.Tuple) else node.target
         seen["block"] |= {looped.id} if isinstance(looped, ast.Name) else set()
+    if target and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Attribute) \
+            and node.value.value.attr == "blocks":                           # b = model.blocks[i]
+        seen["block"].add(target)
     if (projected := _projection(node)) and projected[1] != "self":
         seen["attention"].add(projected[1])
         seen["normed"].add(projected[2])

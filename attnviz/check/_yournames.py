@@ -44,7 +44,7 @@ ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": 
          "weights": "weights", "heads": "heads", "merged": "merged", "x": "x", "batch": "batch", "n": "n",
          "d_model": "d_model", "new_cache": "new_cache", "layer": "layer", "new_key": "new_k",
          "new_value": "new_v", "past_keys": "past_k", "past_values": "past_v", "attention": "attention",
-         "normed": "normed", "logits": "logits", "block": "block"}
+         "normed": "normed", "logits": "logits", "block": "block", "lengths": "lengths"}
 """The names Fix lines use, and what each stands for (new_key and new_value: a step's keys and values
 before it joins the cache's to them, written ``key`` and ``value`` in the catalog's lines)."""
 
@@ -128,6 +128,9 @@ def in_your_names(obj, fix: str) -> str:
             code = returned.pop() + code[len("new_cache"):]
             hash_, comment = "   #", (" in place of your own 'if cache is None' lines: a copy, so the cache "
                                       "you were given stays as it was")
+    repeated = "key, value = key.repeat_interleave("
+    if code.startswith(repeated) and {"k_rep", "v_rep"} <= found.keys():   # under the names they attend with
+        code = f"{found['k_rep']}, {found['v_rep']} = key.repeat_interleave(" + code[len(repeated):]
     names = found
     for new, role, written in (("new_k", "k", "key"), ("new_v", "v", "value")):   # where only one is known,
         names.setdefault(new, names.get(role, written))                          # new and joined alike
@@ -245,32 +248,62 @@ def fix_in_your_names(obj, result):
 
 
 
-def mask_fix_in_your_names(obj, result):
-    """A mask checker's Fix ``return mask ...`` (mask_not_bool's ``.bool()``, ``== 0``) on the mask the
-    learner's function returns: ``return torch.ones(n, n).tril().bool()``, where ``mask`` was a name
-    their function never had (a NameError when pasted: a reader of 04)."""
-    if result.passed:
+def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
+    """A mask checker's Fix in the learner's function's terms: its ``n`` and ``lengths`` under the
+    names of their parameters (a replay's ``size``: the Fix's n read the notebook's n = 5); a Fix
+    ``mask = ...`` under the name their function returns, or as a return line when it returns an
+    expression; a bare expression as a return line (pasted as the value of their first assignment, the
+    lines after it undid it: ``m.triu_(1)``, ``.unsqueeze(0)``); ``return mask ...`` (mask_not_bool's
+    ``.bool()``) on the mask their function returns, where ``mask`` was a name their function never
+    had (a NameError when pasted: a reader of 04)."""
+    if result.passed or not result.fix:
         return result
     if unreturned := unreturned_fix(obj, result):
         result.fix = unreturned
         return result
+    result.fix = _in_your_parameters(obj, result.fix, parameters)
+    code, hash_, comment = result.fix.partition("   #")
     expression = returned(obj)
-    if result.fix.startswith("mask = ") and expression and expression.isidentifier():
+    if code.startswith("mask = ") and expression and expression.isidentifier():
         result.fix = expression + result.fix[len("mask"):]     # the name the function returns its mask as
         return result
-    if result.fix.startswith("mask = ") and expression:
-        # returned as an expression of a name (return real.unsqueeze(-1)): a mask = line pasted over that
-        # name's line left the return reading the notebook's own real (replay 5's 04N3)
-        code, hash_, comment = result.fix.partition("   #")
-        result.fix = f"return {code[len('mask = '):]}   # in place of your return line" + (
-            f";{comment}" if comment else "")
+    if (code.startswith("mask = ") or _expression(code)) and expression:
+        # returned as an expression (return real.unsqueeze(-1)): a mask = line pasted over real's line left
+        # the return reading the notebook's own real (replay 5's 04N3)
+        value = code[len("mask = "):] if code.startswith("mask = ") else code
+        result.fix = f"return {value}   # in place of your return line" + (f";{comment}" if comment else "")
         return result
-    if not result.fix.startswith("return mask"):
+    if not code.startswith("return mask"):
         return result
     if expression and expression != "mask":
         primary = isinstance(ast.parse(expression, mode="eval").body, (ast.Name, ast.Attribute, ast.Call,
                                                                        ast.Subscript))
         shown = expression if primary else f"({expression})"
-        code, hash_, comment = result.fix.partition("   #")
         result.fix = "return " + shown + code[len("return mask"):] + hash_ + comment
     return result
+
+
+def _expression(code: str) -> bool:
+    """Whether ``code`` is one Python expression (not a statement, not words)."""
+    try:
+        ast.parse(code.strip(), mode="eval")
+    except SyntaxError:
+        return False
+    return bool(code.strip())
+
+
+def _in_your_parameters(obj, fix: str, exercise: tuple) -> str:
+    """A mask Fix with the exercise's parameters (``exercise``: ``("n",)``, ``("lengths", "n")``) under
+    the names the learner's function gives them, by position, when it takes as many."""
+    code = getattr(obj, "__code__", None)
+    given = code.co_varnames[:code.co_argcount] if code is not None else ()
+    if len(given) != len(exercise):
+        return fix
+    names = {ours: theirs for ours, theirs in zip(exercise, given, strict=True) if ours != theirs}
+    if not names:
+        return fix
+    head, hash_, comment = fix.partition("   #")
+    try:
+        return _renamed(head, names) + hash_ + comment
+    except (SyntaxError, tokenize.TokenError):            # words, not code
+        return fix

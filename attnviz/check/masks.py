@@ -552,7 +552,7 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     if _takes_two(fn):
         probes += [_probe({"n_q": a, "n_k": b}, causal(a, b), kind="rectangle") for a, b in _RECTANGLES]
     result = code_notes(fn, globals_note(fn, _run(CAUSAL, fn, probes, time_limit)))
-    result = mask_fix_in_your_names(fn, result)
+    result = mask_fix_in_your_names(fn, result, ("n",))
     return _library_note(fn, result, "causal_mask", "torch.ones and torch.tril")
 
 
@@ -643,5 +643,5 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
         expected = padding(lengths, n).expand(len(lengths), n, n)
         probes.append(_probe({"lengths": lengths, "n": n}, expected, batch_one=single, lengths=lengths))
     result = code_notes(fn, globals_note(fn, _run(PADDING, fn, probes, time_limit)))
-    result = mask_fix_in_your_names(fn, result)
+    result = mask_fix_in_your_names(fn, result, ("lengths", "n"))
     return _library_note(fn, result, "padding_mask", "torch.arange(n) compared with the lengths")
