@@ -1033,3 +1033,26 @@ def my_attention(q, k, v, mask=None):
     assert result.fix.startswith("self.d_k = d_model // n_heads   # in place of your line"), result.fix
     fixed = _pasted(module, "self.d_k = d_model / n_heads", result.fix)
     assert check_multi_head(_load(tmp_path, "fw_fixed", fixed).MHA).passed
+
+
+def test_an_input_changed_in_place_and_a_cast_get_the_learners_own_lines(tmp_path):
+    """02M4: q.div_ then scores.float().softmax(-1); the dtype Fix was the mask line, already right."""
+    source = """
+def my_attention(q, k, v, mask=None):
+    echelle = math.sqrt(q.shape[-1])
+    requetes = q.div_(echelle)
+    scores_bruts = requetes @ k.transpose(-2, -1)
+    if mask is not None:
+        scores_bruts = scores_bruts.masked_fill(~mask, torch.finfo(scores_bruts.dtype).min)
+    poids = scores_bruts.float().softmax(dim=-1)
+    return poids @ v, poids
+"""
+    result = check_attention(_load(tmp_path, "ip", source).my_attention)
+    assert result.bug == "modifies_inputs", repr(result)
+    assert result.fix.startswith("requetes = q.div(echelle)   # in place of your line"), result.fix
+    source = _pasted(source, "requetes = q.div_", result.fix)
+    result = check_attention(_load(tmp_path, "ip_cast", source).my_attention)
+    assert result.bug == "dtype_changed", repr(result)
+    assert result.fix.startswith("poids = scores_bruts.softmax(dim=-1)   # in place of your line"), result.fix
+    fixed = _pasted(source, "poids = scores_bruts", result.fix)
+    assert check_attention(_load(tmp_path, "ip_fixed", fixed).my_attention).passed

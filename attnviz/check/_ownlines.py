@@ -228,6 +228,52 @@ def _whole_width(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: // divides to a whole number" if line else None
 
 
+_CASTS = {"float", "double", "half", "bfloat16"}
+
+
+def _cast_dropped(obj, result, renamed) -> str | None:
+    """For an output or a step in another dtype than the inputs': the learner's one line that casts
+    (``scores.float().softmax(-1)``, ``x.to(torch.float32)``), without the cast; else None (then the
+    dtype comes from a tensor built inside their code, which the catalog's line is about)."""
+    found = []
+    for source, _, node in one_line_statements(obj):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            to_float = isinstance(func, ast.Attribute) and func.attr == "to" and len(call.args) == 1 \
+                and not call.keywords and ast.unparse(call.args[0]).startswith("torch.float")
+            if isinstance(func, ast.Attribute) and (func.attr in _CASTS and not call.args or to_float):
+                line = ast.get_source_segment(source, node)
+                receiver = ast.get_source_segment(source, func.value)
+                simple = isinstance(func.value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+                if not simple and call is not getattr(node, "value", None):    # (a @ b).float() * 2
+                    receiver = f"({receiver})"
+                found.append(line.replace(ast.get_source_segment(source, call), receiver, 1))
+    line = the_one(found)
+    return line + "   # in place of your line: no cast, so all stays in the inputs' dtype" if line else None
+
+
+def _out_of_place(obj, result, renamed) -> str | None:
+    """For a function that changes its inputs in place: its one line that calls an in-place method
+    (``q.div_(s)``, ``mask.masked_fill_(...)``) on one of its parameters, calling the method that
+    returns a new tensor instead; else None."""
+    code = getattr(obj, "__code__", None)
+    given = set(code.co_varnames[:code.co_argcount]) if type(obj) is types.FunctionType else set()
+    found = []
+    for source, _, node in one_line_statements(obj):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__") \
+                    and isinstance(func.value, ast.Name) and func.value.id in given:
+                line, at = ast.get_source_segment(source, node), func.end_col_offset - node.col_offset
+                found.append(line[:at - 1] + line[at:])          # div_( -> div(
+    line = the_one(found)
+    return line + "   # in place of your line: a new tensor, your input left as it was" if line else None
+
+
 def _bug(*ids):
     return lambda result: result.bug in ids
 
@@ -238,6 +284,8 @@ RULES = (
     (lambda result: any("einsum(): the number of subscripts" in line for line in result.observed),
      _einsum_for_any_batch),
     (_bug("softmax_overflow"), _exp_of_the_row_less_its_largest),
+    (_bug("dtype_changed"), _cast_dropped),
+    (_bug("modifies_inputs"), _out_of_place),
     (lambda result: "a head width that is a float" in result.headline, _whole_width),
     (lambda result: any("cannot be multiplied" in line or "Expected size for first two dimensions" in line
                         for line in result.observed), _keys_transposed),
