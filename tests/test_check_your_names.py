@@ -1054,5 +1054,6 @@ def my_attention(q, k, v, mask=None):
     result = check_attention(_load(tmp_path, "ip_cast", source).my_attention)
     assert result.bug == "dtype_changed", repr(result)
     assert result.fix.startswith("poids = scores_bruts.softmax(dim=-1)   # in place of your line"), result.fix
+    assert not any("A tensor built inside your code" in line for line in result.observed), repr(result)
     fixed = _pasted(source, "poids = scores_bruts", result.fix)
     assert check_attention(_load(tmp_path, "ip_fixed", fixed).my_attention).passed

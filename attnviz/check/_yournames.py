@@ -236,6 +236,11 @@ def fix_in_your_names(obj, result):
         return result
     if own := own_line_fix(obj, result, in_your_names(obj, result.fix)):
         result.fix = own
+        if result.bug == "dtype_changed":       # the dtype is the cast's, not a tensor built in the code
+            cast = ("Your code casts to another dtype on the way (the line below): the rest of the work, and "
+                    "the output, then leave the inputs' dtype.")
+            result.observed = [cast if line.startswith("A tensor built inside your code") else line
+                               for line in result.observed]
         return result
     said = _MEANS.match(result.fix)
     if said:
