@@ -1057,3 +1057,31 @@ def my_attention(q, k, v, mask=None):
     assert not any("A tensor built inside your code" in line for line in result.observed), repr(result)
     fixed = _pasted(source, "poids = scores_bruts", result.fix)
     assert check_attention(_load(tmp_path, "ip_fixed", fixed).my_attention).passed
+
+
+def test_weights_times_the_keys_then_a_scale_on_queries_and_keys_get_the_modules_own_lines(tmp_path):
+    """05M2: told of 'layers of your own' it did not have, then given a scores line with a third
+    division, for a module that multiplied the weights by the keys and divided q and k each by √d_k."""
+    module = MODULE + """
+    def forward(self, x, mask=None):
+        b, t, d = x.shape
+        def fold(u):
+            return u.view(b, t, self.n_heads, self.d_k).transpose(1, 2).reshape(b * self.n_heads, t, self.d_k)
+        anfragen = fold(self.W_q(x)) / math.sqrt(self.d_k)
+        schluessel = fold(self.W_k(x)) / math.sqrt(self.d_k)
+        werte = fold(self.W_v(x))
+        bewertung = torch.bmm(anfragen, schluessel.transpose(1, 2))
+        if mask is not None:
+            bewertung = bewertung.masked_fill(~mask, torch.finfo(bewertung.dtype).min)
+        gewichte = torch.softmax(bewertung, dim=-1)
+        zusammen = torch.bmm(gewichte, schluessel)
+        return self.W_o(zusammen.view(b, self.n_heads, t, self.d_k).transpose(1, 2).reshape(b, t, d))
+"""
+    result = check_multi_head(_load(tmp_path, "wk", module).MHA)
+    assert not any("layers of your own" in line for line in result.observed), repr(result)
+    assert result.fix.startswith("zusammen = torch.bmm(gewichte, werte)   # in place of your"), result.fix
+    module = _pasted(module, "zusammen = torch.bmm", result.fix)
+    result = check_multi_head(_load(tmp_path, "wk_values", module).MHA)
+    assert result.fix.startswith("schluessel = fold(self.W_k(x))   # in place of your line"), result.fix
+    fixed = _pasted(module, "schluessel = fold", result.fix)
+    assert check_multi_head(_load(tmp_path, "wk_fixed", fixed).MHA).passed

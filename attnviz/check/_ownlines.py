@@ -131,6 +131,8 @@ def _own_root(obj, result, renamed: str) -> str | None:
     simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
     found = [(source, node, roots[0]) for source, _, node in one_line_statements(obj)
              if isinstance(node, simple) and len(roots := _roots(node)) == 1]
+    if len(found) == 2 and (once := _scaled_once(obj, found)):
+        return once
     if not (one := the_one(found)):
         return None
     source, node, root = one
@@ -139,6 +141,24 @@ def _own_root(obj, result, renamed: str) -> str | None:
     if size is None or size == right or line.count(size) != 1:
         return None
     return line.replace(size, right) + f"   # in place of your line: the root of {right}, not {size}"
+
+def _scaled_once(obj, found: list) -> str | None:
+    """For queries and keys each divided by a root (``q = ... / math.sqrt(d)``, ``k = ... / math.sqrt(d)``:
+    the scores divided by d): the keys' line without its division; else None."""
+    names = your_names(obj)
+    keys = {names.get("k"), names.get("new_k")} - {None}
+    for source, node, root in found:
+        target = assigned(node)
+        value = getattr(node, "value", None)
+        divided = value if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) else None
+        if target in keys and divided is not None and root in ast.walk(divided.right):
+            line = ast.get_source_segment(source, node)
+            segment = ast.get_source_segment
+            kept = line.replace(segment(source, divided), segment(source, divided.left))
+            return kept + "   # in place of your line: the scale once, on the queries (divided twice, the " \
+                          "scores are divided by d_k)"
+    return None
+
 
 def _returns_its_own_cache(obj, result, renamed) -> str | None:
     """For a step that makes a cache, appends to it and returns the one it was given instead: its
@@ -274,6 +294,26 @@ def _out_of_place(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: a new tensor, your input left as it was" if line else None
 
 
+def _weights_times_values(obj, result, renamed) -> str | None:
+    """For a module whose values never reach its output: its one line that multiplies the weights by
+    something other than the values (``torch.bmm(gewichte, schluessel)``), with the values; else None."""
+    names = your_names(obj)
+    weights, values = names.get("weights"), names.get("v") or names.get("new_v")
+    found = []
+    for source, _, node in one_line_statements(obj):
+        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        for inner in ast.walk(node):
+            pair = operands(inner, calls=("matmul", "bmm"))
+            left, right = pair if pair else (None, None)
+            if isinstance(left, ast.Name) and left.id == weights and isinstance(right, ast.Name) \
+                    and right.id != values:
+                line, at = ast.get_source_segment(source, node), pair[1].col_offset - node.col_offset
+                found.append(line[:at] + values + line[at + len(pair[1].id):])
+    line = the_one(found) if weights and values else None
+    return line + f"   # in place of your line: the weights times the values, {values}" if line else None
+
+
 def _bug(*ids):
     return lambda result: result.bug in ids
 
@@ -286,6 +326,8 @@ RULES = (
     (_bug("softmax_overflow"), _exp_of_the_row_less_its_largest),
     (_bug("dtype_changed"), _cast_dropped),
     (_bug("modifies_inputs"), _out_of_place),
+    (lambda result: result.headline.endswith("never uses self.W_v: in a backward pass it got no gradient."),
+     _weights_times_values),
     (lambda result: "a head width that is a float" in result.headline, _whole_width),
     (lambda result: any("cannot be multiplied" in line or "Expected size for first two dimensions" in line
                         for line in result.observed), _keys_transposed),

@@ -651,6 +651,10 @@ def projections_unused(t):
                 why, fix = ("without W_o, which mixes the heads' outputs, every output differs.",
                             "return self.W_o(merged)   # the heads side by side, through W_o: in place of "
                             "your return line")
+            if list(unused) == ["W_v"]:     # the weights multiply something else (a replay's 05M2: the keys)
+                why = ("the values, W_v's output, never reach the output: what the weights multiply must be "
+                       "the values.")
+                fix = "heads = weights @ v   # the values, v = split(self.W_v(x))"
             return t.problem(
                 f"{t.spec.subject} never uses {names}: in a backward pass {pronoun} got no gradient.",
                 [t.describe(*t.first_wrong()),
