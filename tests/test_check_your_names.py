@@ -1085,3 +1085,39 @@ def test_weights_times_the_keys_then_a_scale_on_queries_and_keys_get_the_modules
     assert result.fix.startswith("schluessel = fold(self.W_k(x))   # in place of your line"), result.fix
     fixed = _pasted(module, "schluessel = fold", result.fix)
     assert check_multi_head(_load(tmp_path, "wk_fixed", fixed).MHA).passed
+
+
+def test_a_token_loop_embedding_every_token_at_one_position_gets_its_own_line(tmp_path):
+    """08M3: the Fix 'y = model.embed(tokens, past)' embedded the whole chunk inside a loop over its
+    tokens, under a name the step did not have (its position is start)."""
+    source = """
+def decode_step(model, tokens, cache):
+    kv = [] if cache is None else [list(pair) for pair in cache]
+    start = 0 if cache is None else cache[0][0].shape[-2]
+    g = model.n_heads // model.n_kv_heads
+    outs = []
+    for t in range(tokens.shape[1]):
+        y = model.embed(tokens[:, t:t + 1], start)
+        for j in range(len(model.blocks)):
+            blk = model.blocks[j]
+            yn = blk.norm_attention(y)
+            qt = split_heads(blk.attention.W_q(yn), model.n_heads)
+            kt = split_heads(blk.attention.W_k(yn), model.n_kv_heads)
+            vt = split_heads(blk.attention.W_v(yn), model.n_kv_heads)
+            if j < len(kv):
+                kv[j] = [torch.cat([kv[j][0], kt], dim=-2), torch.cat([kv[j][1], vt], dim=-2)]
+            else:
+                kv.append([kt, vt])
+            ctx = F.scaled_dot_product_attention(qt, kv[j][0].repeat_interleave(g, 1),
+                                                 kv[j][1].repeat_interleave(g, 1))
+            y = y + blk.attention.W_o(merge_heads(ctx))
+            y = y + blk.mlp(blk.norm_mlp(y))
+        outs.append(model.unembed(y))
+    return torch.cat(outs, dim=1), [tuple(p) for p in kv]
+"""
+    result = check_decoding_step(_step(tmp_path, "loop", source))
+    assert result.bug == "positions_not_advanced", repr(result)
+    assert result.fix.startswith("y = model.embed(tokens[:, t:t + 1], start + t)   # in place of your"), \
+        result.fix
+    fixed = _pasted(source, "y = model.embed(", result.fix)
+    assert check_decoding_step(_step(tmp_path, "loop_fixed", fixed)).passed

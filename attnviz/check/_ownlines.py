@@ -314,6 +314,28 @@ def _weights_times_values(obj, result, renamed) -> str | None:
     return line + f"   # in place of your line: the weights times the values, {values}" if line else None
 
 
+def _each_token_at_its_position(obj, result, renamed) -> str | None:
+    """For a step that embeds token by token in a loop (``for t in range(...): y = model.embed(tokens[:, t:t
+    + 1], start)``) at one position for all: its embed line at ``start + t``; else None (the catalog's
+    ``x = model.embed(tokens, past)`` embeds the whole chunk, which a loop over the tokens does not)."""
+    found = []
+    for source, tree in parsed(obj):
+        for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)):
+            index = loop.target.id
+            for node in (n for n in ast.walk(loop) if isinstance(n, ast.Assign) and n.lineno == n.end_lineno):
+                call = node.value
+                embeds = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                    and call.func.attr == "embed" and len(call.args) == 2
+                uses = [embeds and any(isinstance(n, ast.Name) and n.id == index for n in ast.walk(arg))
+                        for arg in (call.args if embeds else ())]
+                if uses == [True, False]:                 # the token at t, embedded at a position without t
+                    line = ast.get_source_segment(source, node)
+                    position = ast.get_source_segment(source, call.args[1])
+                    found.append(line[::-1].replace(position[::-1], f"{position} + {index}"[::-1], 1)[::-1])
+    line = the_one(found)
+    return line + "   # in place of your line: each token at its own position" if line else None
+
+
 def _bug(*ids):
     return lambda result: result.bug in ids
 
@@ -326,6 +348,7 @@ RULES = (
     (_bug("softmax_overflow"), _exp_of_the_row_less_its_largest),
     (_bug("dtype_changed"), _cast_dropped),
     (_bug("modifies_inputs"), _out_of_place),
+    (_bug("positions_not_advanced"), _each_token_at_its_position),
     (lambda result: result.headline.endswith("never uses self.W_v: in a backward pass it got no gradient."),
      _weights_times_values),
     (lambda result: "a head width that is a float" in result.headline, _whole_width),
