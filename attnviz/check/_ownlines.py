@@ -19,6 +19,16 @@ from ._readers import assigned, one_line_statements, operands, parsed, returns_a
 __all__ = ["own_line_fix", "unreturned_fix"]
 
 
+def _lines(obj, with_helpers: bool = False):
+    """``(text, statement)`` for each of the learner's statements on one line that is not a block's head
+    (the inner statement of ``if m: x = 1`` is one), in their functions and, ``with_helpers``, the
+    helpers they call: where each rule below looks for its line."""
+    blocks = (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)
+    for source, _, node in one_line_statements(obj, with_helpers):
+        if not isinstance(node, blocks):
+            yield source, node
+
+
 def own_line_fix(obj, result, renamed: str) -> str | None:
     """The Fix for ``result`` as a line of the learner's own, changed (the first rule of :data:`RULES`
     that applies and finds its line); ``renamed``: the catalog's Fix already in their names."""
@@ -49,9 +59,7 @@ def _einsum_for_any_batch(obj, result, renamed) -> str | None:
     every term, the last two kept; else None. The checker's inputs have 2, 3 and 4 axes, as a
     learner's may."""
     found = []
-    for source, _, node in one_line_statements(obj):
-        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
-            continue
+    for source, node in _lines(obj):
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             equation = call.args[0] if func is not None and call.args else None
@@ -79,9 +87,7 @@ def _exp_of_the_row_less_its_largest(obj, result, renamed) -> str | None:
     taken off first; else None. A replay's learner, given ``weights = torch.softmax(scores, ...)`` in
     names their function did not have, pasted it where it raised."""
     found = []
-    for source, _, node in one_line_statements(obj, with_helpers=True):
-        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
-            continue
+    for source, node in _lines(obj, with_helpers=True):
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             if not (isinstance(func, ast.Attribute) and func.attr == "exp"):
@@ -129,7 +135,7 @@ def _own_root(obj, result, renamed: str) -> str | None:
     if len(wanted) != 1:
         return None
     simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
-    found = [(source, node, roots[0]) for source, _, node in one_line_statements(obj)
+    found = [(source, node, roots[0]) for source, node in _lines(obj)
              if isinstance(node, simple) and len(roots := _roots(node)) == 1]
     if len(found) == 2 and (once := _scaled_once(obj, found)):
         return once
@@ -174,7 +180,7 @@ def _keys_stored_twice(obj, result, renamed) -> str | None:
     pk))``), with their values in the second place; else None (or when their values have no one name)."""
     values = your_names(obj).get("v")
     found = []
-    for source, _, node in one_line_statements(obj):
+    for source, node in _lines(obj):
         call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
         if not (call and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
                 and len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List))):
@@ -196,9 +202,7 @@ def _keys_transposed(obj, result, renamed) -> str | None:
         return None
     queries, keys = obj.__code__.co_varnames[:2]
     found = []
-    for source, _, node in one_line_statements(obj):
-        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
-            continue
+    for source, node in _lines(obj):
         for inner in ast.walk(node):
             pair = operands(inner)
             names = [n.id for n in pair if isinstance(n, ast.Name)] if pair else []
@@ -235,7 +239,7 @@ def _whole_width(obj, result, renamed) -> str | None:
     divides by the heads, with ``//``; else None (the catalog's line named forward's x, which __init__
     does not have: a replay's learner pasted it there and read the notebook's x)."""
     found = []
-    for source, _, node in one_line_statements(obj):
+    for source, node in _lines(obj):
         if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for inner in ast.walk(node):
                 divides = isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div) \
@@ -256,9 +260,7 @@ def _cast_dropped(obj, result, renamed) -> str | None:
     (``scores.float().softmax(-1)``, ``x.to(torch.float32)``), without the cast; else None (then the
     dtype comes from a tensor built inside their code, which the catalog's line is about)."""
     found = []
-    for source, _, node in one_line_statements(obj):
-        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
-            continue
+    for source, node in _lines(obj):
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             to_float = isinstance(func, ast.Attribute) and func.attr == "to" and len(call.args) == 1 \
@@ -281,9 +283,7 @@ def _out_of_place(obj, result, renamed) -> str | None:
     code = getattr(obj, "__code__", None)
     given = set(code.co_varnames[:code.co_argcount]) if type(obj) is types.FunctionType else set()
     found = []
-    for source, _, node in one_line_statements(obj):
-        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
-            continue
+    for source, node in _lines(obj):
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__") \
@@ -300,9 +300,7 @@ def _weights_times_values(obj, result, renamed) -> str | None:
     names = your_names(obj)
     weights, values = names.get("weights"), names.get("v") or names.get("new_v")
     found = []
-    for source, _, node in one_line_statements(obj):
-        if isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
-            continue
+    for source, node in _lines(obj):
         for inner in ast.walk(node):
             pair = operands(inner, calls=("matmul", "bmm"))
             left, right = pair if pair else (None, None)
