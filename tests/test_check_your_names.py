@@ -1121,3 +1121,61 @@ def decode_step(model, tokens, cache):
         result.fix
     fixed = _pasted(source, "y = model.embed(", result.fix)
     assert check_decoding_step(_step(tmp_path, "loop_fixed", fixed)).passed
+
+
+BUFFER_STEP = """
+def decode_step(model, tokens, cache):
+    b, n_new = tokens.shape
+    if cache is None:
+        shape = (model.n_layers, b, model.n_kv_heads, model.max_len, model.d_head)
+        kbuf = torch.zeros(shape, dtype=torch.bfloat16)
+        vbuf = torch.zeros(shape, dtype=torch.bfloat16)
+        pos = 0
+    else:
+        kbuf, vbuf, pos = cache['k'].clone(), cache['v'].clone(), cache['pos']
+    end = pos + n_new
+    x = model.embed(tokens, pos)
+    g = model.n_heads // model.n_kv_heads
+    allowed = gpt.decoding_mask(n_new, end)
+    for i, block in enumerate(model.blocks):
+        xn = block.norm_attention(x)
+        q = split_heads(block.attention.W_q(xn), model.n_heads)
+        kbuf[i, :, :, pos:end] = split_heads(block.attention.W_k(xn), model.n_kv_heads)
+        vbuf[i, :, :, pos:end] = split_heads(block.attention.W_v(xn), model.n_kv_heads)
+        K = kbuf[i, :, :, :end].float().repeat_interleave(g, dim=1)
+        V = vbuf[i, :, :, :end].float().repeat_interleave(g, dim=1)
+        s = q @ K.transpose(-2, -1) / math.sqrt(model.d_head)
+        s = s.masked_fill(~allowed, torch.finfo(s.dtype).min)
+        x = x + block.attention.W_o(merge_heads(s.softmax(-1) @ V))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), {'k': kbuf, 'v': vbuf, 'pos': end}
+"""
+
+
+def test_a_cache_of_half_precision_buffers_is_read_and_its_own_lines_are_the_fix(tmp_path):
+    """08M2: preallocated float16 buffers in a dict were told "no tensor in your cache holds a layer's
+    keys or values" (the cache was compared within 1e-4, tighter than float16 rounds), with list-form
+    Fix lines; bfloat16 buffers got the catalog's K, V = K.float(), V.float(), not the lines that make
+    them."""
+    result = check_decoding_step(_step(tmp_path, "bf16", BUFFER_STEP))
+    assert result.bug == "cache_low_precision", repr(result)
+    assert result.fix.startswith(
+        "kbuf = torch.zeros(shape); vbuf = torch.zeros(shape)   # in place of your two lines"), result.fix
+    fixed = _pasted_over(BUFFER_STEP, "kbuf = torch.zeros(", "vbuf = torch.zeros(", result.fix)
+    assert check_decoding_step(_step(tmp_path, "bf16_fixed", fixed)).passed
+    # float16 rounds within the check's tolerance: it passes, and the note names the cache's type
+    half = check_decoding_step(_step(tmp_path, "f16", BUFFER_STEP.replace("bfloat16", "float16")))
+    assert half.passed, repr(half)
+    assert "your cache keeps float16 tensors (cache['k'][0] among them)" in str(half), str(half)
+
+
+def test_a_buffer_cache_whose_position_never_moves_on_gets_its_return_line(tmp_path):
+    """08M2: a dict of buffers returned with 'pos': pos was given the list line new_cache.append((K, V)),
+    which it had no place for (NameError), then the same verdict: stuck six rounds."""
+    source = BUFFER_STEP.replace(", dtype=torch.bfloat16", "").replace("'pos': end}", "'pos': pos}")
+    result = check_decoding_step(_step(tmp_path, "pointer", source))
+    assert result.bug == "cache_not_appended", repr(result)
+    assert result.fix.startswith("return model.unembed(x), {'k': kbuf, 'v': vbuf, 'pos': end}   # in place "
+                                 "of your return line"), result.fix
+    fixed = _pasted(source, "return model.unembed(x)", result.fix)
+    assert check_decoding_step(_step(tmp_path, "pointer_fixed", fixed)).passed

@@ -14,7 +14,16 @@ from __future__ import annotations
 import ast
 import types
 
-from ._readers import assigned, one_line_statements, operands, parsed, returns_a_value, the_one, your_names
+from ._readers import (
+    assigned,
+    embed_line,
+    one_line_statements,
+    operands,
+    parsed,
+    returns_a_value,
+    the_one,
+    your_names,
+)
 
 __all__ = ["own_line_fix", "unreturned_fix"]
 
@@ -175,6 +184,35 @@ def _returns_its_own_cache(obj, result, renamed) -> str | None:
     return (f"return {names['logits']}, {names['made_cache']}   # the cache you made and appended to, not "
             f"{names['given_back']}, the one you were given")
 
+def _pointer_moved_on(obj, result, renamed) -> str | None:
+    """For a step whose returned cache holds its position as it came (``{'k': kbuf, 'v': vbuf, 'pos':
+    pos}``, ``pos`` what it embeds at): its return line with the position moved on by the new tokens
+    (``end`` when the step names ``pos + ...`` so, else ``pos + tokens.shape[1]``); else None (the
+    catalog's list line, which a buffer cache has no place for)."""
+    code = getattr(obj, "__code__", None)
+    embed = embed_line(obj) if type(obj) is types.FunctionType and code.co_argcount >= 2 else None
+    if not (embed and embed[2]):
+        return None
+    position, moved, found = embed[1], f"{embed[1]} + {code.co_varnames[1]}.shape[1]", []
+    for _, tree in parsed(obj):
+        for node in ast.walk(tree):
+            value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(node.targets[0],
+                    ast.Name) and isinstance(value.left, ast.Name) and value.left.id == position:
+                moved = node.targets[0].id                              # end = pos + n_new
+    for source, node in _lines(obj):
+        value = node.value if isinstance(node, ast.Return) else None
+        cache = value.elts[1] if isinstance(value, ast.Tuple) and len(value.elts) == 2 else None
+        kept = cache.values if isinstance(cache, ast.Dict) else getattr(cache, "elts", [])
+        same = [e for e in kept if isinstance(e, ast.Name) and e.id == position]
+        if len(same) == 1:
+            line, at = ast.get_source_segment(source, node), same[0].col_offset - node.col_offset
+            found.append(line[:at] + moved + line[at + len(position):])
+    line = the_one(found)
+    return line + f"   # in place of your return line: the position moves on past the new tokens " \
+                  f"({position} is where this call wrote them)" if line else None
+
+
 def _keys_stored_twice(obj, result, renamed) -> str | None:
     """The learner's one line that caches one tensor as both keys and values (``present.append((pk,
     pk))``), with their values in the second place; else None (or when their values have no one name)."""
@@ -276,6 +314,44 @@ def _cast_dropped(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: no cast, so all stays in the inputs' dtype" if line else None
 
 
+_HALF = {"torch.float16", "torch.half", "torch.bfloat16"}
+
+
+def _without_half(source, node) -> str | None:
+    """``node``'s line without what makes a tensor half precision: each ``dtype=torch.float16`` (or
+    bfloat16) keyword dropped, each ``.half()``, ``.bfloat16()`` or ``.to(torch.float16)`` call taken off;
+    else None."""
+    line, changes = ast.get_source_segment(source, node), []
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call):
+            continue
+        func, text = call.func, ast.get_source_segment(source, call)
+        half = [k for k in call.keywords if k.arg == "dtype" and ast.unparse(k.value) in _HALF]
+        if half:
+            kept = [ast.get_source_segment(source, a) for a in call.args] + [
+                ast.get_source_segment(source, k) for k in call.keywords if k is not half[0]]
+            changes.append((text, f"{ast.get_source_segment(source, func)}({', '.join(kept)})"))
+        elif isinstance(func, ast.Attribute) and (
+                func.attr in ("half", "bfloat16") and not call.args and not call.keywords
+                or func.attr == "to" and len(call.args) == 1 and ast.unparse(call.args[0]) in _HALF):
+            changes.append((text, ast.get_source_segment(source, func.value)))
+    for text, replacement in changes:         # outermost first (ast.walk): an inner one is then gone or kept
+        line = line.replace(text, replacement, 1)
+    return line if changes else None
+
+
+def _full_precision_cache(obj, result, renamed) -> str | None:
+    """For a cache kept in float16 or bfloat16: the learner's line (or two lines, keys and values) that
+    makes it so (``kbuf = torch.zeros(shape, dtype=torch.bfloat16)``, ``K = K.to(torch.bfloat16)``),
+    without it; else None."""
+    found = [line for source, node in _lines(obj) if (line := _without_half(source, node))]
+    if len(found) == 1:
+        return found[0] + "   # in place of your line: the model's float32, kept as it was made"
+    if len(found) == 2:
+        return "; ".join(found) + "   # in place of your two lines: the model's float32, kept as it was made"
+    return None
+
+
 def _out_of_place(obj, result, renamed) -> str | None:
     """For a function that changes its inputs in place: its one line that calls an in-place method
     (``q.div_(s)``, ``mask.masked_fill_(...)``) on one of its parameters, calling the method that
@@ -346,6 +422,7 @@ RULES = (
     (_bug("softmax_overflow"), _exp_of_the_row_less_its_largest),
     (_bug("dtype_changed"), _cast_dropped),
     (_bug("modifies_inputs"), _out_of_place),
+    (_bug("cache_low_precision"), _full_precision_cache),
     (_bug("positions_not_advanced"), _each_token_at_its_position),
     (lambda result: result.headline.endswith("never uses self.W_v: in a backward pass it got no gradient."),
      _weights_times_values),
@@ -354,6 +431,7 @@ RULES = (
                         for line in result.observed), _keys_transposed),
     (_bug("scale_by_d_model", "wrong_scale"), _own_root),
     (_bug("cache_not_appended"), _returns_its_own_cache),
+    (_bug("cache_not_appended"), _pointer_moved_on),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
 )
 """(applies, rewrite) pairs, in order: when ``applies(result)``, ``rewrite(obj, result, renamed)`` gives

@@ -263,23 +263,26 @@ def _identify(t, truth):
         if not 0 < length <= total:
             continue
         first = seen[:, :, :1].to(torch.float64)
+        rtol = max(1e-3, 2 * torch.finfo(t.dtype).eps)         # a float16 or bfloat16 cache: its rounding
         for kind in ("keys", "values"):
             for layer, ref in enumerate(truth[kind]):
                 for start in range(total - length + 1):
-                    if torch.allclose(first, ref[:, :, start:start + 1], atol=1e-4, rtol=1e-3):
+                    if torch.allclose(first, ref[:, :, start:start + 1], atol=1e-4, rtol=rtol):
                         return kind, layer, start, length, heads
     return None
 
 
 def _holds_their_numbers(found, truth) -> bool:
     """Whether some tensor of the cache holds the numbers of position 0's keys or values in some layer,
-    in any layout: every one of them, within 1e-4 (a layout :func:`_layouts` does not know included)."""
+    in any layout: every one of them, within 1e-4 and the rounding of the tensor's own type (a float16
+    or bfloat16 buffer too; a layout :func:`_layouts` does not know included)."""
     for kind in ("keys", "values"):
         for ref in truth[kind]:
             wanted = ref[0, :, 0].flatten()                              # (n_kv_heads * d_head,)
             for _, tensor in found:
                 flat = tensor.detach().flatten().to(torch.float64)
-                if flat.numel() and bool(((flat[:, None] - wanted[None]).abs().amin(0) < 1e-4).all()):
+                within = 1e-4 + torch.finfo(tensor.dtype).eps * wanted.abs()
+                if flat.numel() and bool(((flat[:, None] - wanted[None]).abs().amin(0) < within).all()):
                     return True
     return False
 
@@ -363,6 +366,9 @@ def _steps(fn, setup):
                 found = []
                 _tensors(value[1], "cache", found)
                 out["summary"] = _summary(found, truth)
+                half = [(path, str(t.dtype)[6:]) for path, t in found
+                        if t.dtype in (torch.float16, torch.bfloat16)]
+                out["cache_half"] = half[0] if half else None
                 # None: no floating-point tensor to read (that is _nothing_cached's case)
                 out["cache_has_their_numbers"] = _holds_their_numbers(found, truth) if found else None
             return out
@@ -389,7 +395,8 @@ def _read(step, probe):
     ans = Answer(output=tensor, modified=tuple(value["modified"]),
                  extra={"summary": value.get("summary"), "given_changed": value.get("given_changed"),
                         "cache_floats": value.get("cache_floats"), "cache_is": value.get("cache_is"),
-                        "cache_has_their_numbers": value.get("cache_has_their_numbers")})
+                        "cache_has_their_numbers": value.get("cache_has_their_numbers"),
+                        "cache_half": value.get("cache_half")})
     if not isinstance(logits, torch.Tensor):
         what = logits.what if isinstance(logits, Odd) else f"a {type(logits).__name__}"
         ans.complaint = (f"returned the logits as {what}, not a torch.Tensor: return (logits, cache) with "
@@ -971,9 +978,13 @@ def _precision_note(t):
     gap = max((g for g in gaps if g == g), default=0.0)
     if gap <= _FLOAT32_GAP:
         return []
+    half = next((found for _, ans in t.pairs() if (found := (ans.extra or {}).get("cache_half"))), None)
+    where = (f"your cache keeps {half[1]} tensors ({half[0]} among them), so every key and value read back "
+             "from it is rounded"
+             if half else "somewhere a tensor is rounded to a smaller type (a softmax, the scores or the "
+             "cache in float16 or bfloat16?)")
     return [f"Your logits are within the check's tolerance, but they differ from the recomputation by up to "
-            f"{gap:.1e}, where a step kept in float32 throughout differs by about 2e-7: somewhere a tensor "
-            "is rounded to a smaller type (a softmax, the scores or the cache in float16 or bfloat16?). On "
+            f"{gap:.1e}, where a step kept in float32 throughout differs by about 2e-7: {where}. On "
             "a trained model, whose attention is sharper, that rounding moves the logits more."]
 
 
