@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 
 from .._validate import shape_str
@@ -56,11 +58,15 @@ def shape_complaint(got_shape, expected_shape, names, extra: str = "") -> str:
             f"{base}: {len(got_shape)} dimensions instead of {len(expected_shape)}. "
             f"Keep the batch/head dimensions in front untouched."
         )
+    rows = math.prod(expected_shape[:-1])
+    rearranged = (got_shape[-1] == expected_shape[-1] and math.prod(got_shape[:-1]) == rows and rows > 0
+                  and got_shape != expected_shape)
     for back in range(1, len(expected_shape) + 1):
         if got_shape[-back] != expected_shape[-back]:
             name = names[back - 1] if back <= len(names) else f"batch/head dimension {len(got_shape) - back}"
             return (
                 f"{base}: in the {name} (dimension -{back}) you have {got_shape[-back]} "
                 f"where {expected_shape[-back]} is expected."
-            )
+            ) + (f" It holds the {rows} rows it should, in another arrangement: pieces joined (torch.cat) "
+                 "or reshaped along another dimension than theirs." if rearranged else "")
     return base

@@ -213,6 +213,28 @@ def _pointer_moved_on(obj, result, renamed) -> str | None:
                   f"({position} is where this call wrote them)" if line else None
 
 
+def _joined_along_positions(obj, result, renamed) -> str | None:
+    """For a step whose logits hold the right rows in another arrangement (pieces joined on the batch
+    axis, say): its one line that joins with ``torch.cat(..., dim=0)`` (or ``0``), joining along the
+    positions (``dim=1``); else None."""
+    if result.checked != "check_decoding_step":
+        return None
+    found = []
+    for source, node in _lines(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr in ("cat", "concat", "concatenate")):
+                continue
+            axis = next((k.value for k in call.keywords if k.arg in ("dim", "axis")), None)
+            axis = axis if axis is not None else call.args[1] if len(call.args) == 2 else None
+            if isinstance(axis, ast.Constant) and axis.value == 0:
+                line, at = ast.get_source_segment(source, node), axis.col_offset - node.col_offset
+                found.append(line[:at] + "1" + line[at + 1:])
+    line = the_one(found)
+    return line + "   # in place of your line: the new positions side by side (dim=1), each batch row " \
+                  "apart (dim=0 stacked them as extra rows of the batch)" if line else None
+
+
 def _keys_stored_twice(obj, result, renamed) -> str | None:
     """The learner's one line that caches one tensor as both keys and values (``present.append((pk,
     pk))``), with their values in the second place; else None (or when their values have no one name)."""
@@ -432,6 +454,8 @@ RULES = (
     (_bug("scale_by_d_model", "wrong_scale"), _own_root),
     (_bug("cache_not_appended"), _returns_its_own_cache),
     (_bug("cache_not_appended"), _pointer_moved_on),
+    (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
+     _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
 )
 """(applies, rewrite) pairs, in order: when ``applies(result)``, ``rewrite(obj, result, renamed)`` gives
