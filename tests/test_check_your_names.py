@@ -1215,3 +1215,24 @@ def decode_step(model, tokens, cache):
         "return torch.cat(outs, dim=1), [tuple(p) for p in kv]   # in place of your line"), result.fix
     fixed = _pasted(source, "return torch.cat(outs", result.fix)
     assert check_decoding_step(_step(tmp_path, "joined_fixed", fixed)).passed
+
+
+def test_code_of_lambdas_gets_its_own_lines_for_a_transpose_and_a_softmax(tmp_path):
+    """02M3: the Fix scores = q @ k.transpose(-2, -1) / ... pasted into code made of lambdas (no scores,
+    no function body) raised NameError before the check ran; then weights = torch.softmax(scores, dim=-1)
+    named neither of its lambdas' values."""
+    source = """
+_scores = lambda q, k: q @ k.T / math.sqrt(q.shape[-1])
+_masked = lambda s, m: s if m is None else s.masked_fill(~m, torch.finfo(s.dtype).min)
+my_attention = lambda q, k, v, mask=None: (lambda w: (w @ v, w))(F.softmax(_masked(_scores(q, k), mask)))
+"""
+    result = check_attention(_load(tmp_path, "lambdas", source).my_attention)
+    assert result.bug == "batch_one_only", repr(result)
+    assert result.fix.startswith(
+        "_scores = lambda q, k: q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])   # in place"), result.fix
+    source = _pasted(source, "_scores = lambda", result.fix)
+    result = check_attention(_load(tmp_path, "lambdas_2", source).my_attention)
+    assert result.bug == "softmax_wrong_axis", repr(result)
+    assert "F.softmax(_masked(_scores(q, k), mask), dim=-1))   # in place of your" in result.fix, result.fix
+    source = _pasted(source, "my_attention = lambda", result.fix)
+    assert check_attention(_load(tmp_path, "lambdas_3", source).my_attention).passed

@@ -17,6 +17,7 @@ import types
 from ._readers import (
     assigned,
     embed_line,
+    names_a,
     one_line_statements,
     operands,
     parsed,
@@ -432,6 +433,74 @@ def _each_token_at_its_position(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: each token at its own position" if line else None
 
 
+def _names_missing(obj, renamed) -> bool:
+    """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =
+    ...`` for code of lambdas): then it has no line to take the place of."""
+    try:
+        node = ast.parse(renamed.split("   #")[0].strip()).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    targets = node.targets if isinstance(node, ast.Assign) else []
+    return any(isinstance(t, ast.Name) and not names_a(t.id, obj) for t in targets)
+
+
+def _transposes_first_two(node) -> bool:
+    """Whether ``node`` is ``x.T``, ``x.t()`` or ``x.transpose(0, 1)`` (or ``(1, 0)``)."""
+    if isinstance(node, ast.Attribute):
+        return node.attr == "T"
+    func = node.func if isinstance(node, ast.Call) else None
+    if not isinstance(func, ast.Attribute):
+        return False
+    args = [ast.unparse(a) for a in node.args]
+    return func.attr == "t" and not args or func.attr == "transpose" and args in (["0", "1"], ["1", "0"])
+
+
+def _keys_transposed_from_the_end(obj, result, renamed) -> str | None:
+    """For code right on 2-D inputs only, when the catalog's line names what the code does not have: the
+    learner's one line that transposes with ``.T``, ``.t()`` or ``.transpose(0, 1)``, transposing the last
+    two dimensions; else None."""
+    if not _names_missing(obj, renamed):
+        return None
+    found = []
+    for source, node in _lines(obj, with_helpers=True):
+        inner = next((n for n in ast.walk(node) if _transposes_first_two(n)), None)
+        if inner is not None:
+            tensor = inner.value if isinstance(inner, ast.Attribute) else inner.func.value
+            new = f"{ast.get_source_segment(source, tensor)}.transpose(-2, -1)"
+            text = ast.get_source_segment(source, node)
+            found.append(text.replace(ast.get_source_segment(source, inner), new, 1))
+    line = the_one(found)
+    return line + "   # in place of your line: the last two dimensions, whatever is before" if line else None
+
+
+_SOFTMAX = ("softmax", "log_softmax")
+_FUNCTIONAL = ("F", "torch", "nn.functional", "torch.nn.functional", "functional")
+
+
+def _softmax_over_the_keys(obj, result, renamed) -> str | None:
+    """For a softmax over another axis than the keys', when the catalog's line names what the code does
+    not have: the learner's one line with a softmax, over the last dimension; else None."""
+    if not _names_missing(obj, renamed):
+        return None
+    found = []
+    for source, node in _lines(obj, with_helpers=True):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if name not in _SOFTMAX:
+                continue
+            method = isinstance(func, ast.Attribute) and ast.unparse(func.value) not in _FUNCTIONAL
+            kept = [ast.get_source_segment(source, k) for k in call.keywords if k.arg not in ("dim", "axis")]
+            given = [] if method or not call.args else [ast.get_source_segment(source, call.args[0])]
+            args = ", ".join(given + ["-1" if method else "dim=-1"] + kept)
+            text = ast.get_source_segment(source, node)
+            found.append(text.replace(ast.get_source_segment(source, call),
+                                      f"{ast.get_source_segment(source, func)}({args})", 1))
+            break
+    line = the_one(found)
+    return line + "   # in place of your line: over the keys, the last dimension" if line else None
+
+
 def _bug(*ids):
     return lambda result: result.bug in ids
 
@@ -454,6 +523,8 @@ RULES = (
     (_bug("scale_by_d_model", "wrong_scale"), _own_root),
     (_bug("cache_not_appended"), _returns_its_own_cache),
     (_bug("cache_not_appended"), _pointer_moved_on),
+    (_bug("batch_one_only"), _keys_transposed_from_the_end),
+    (_bug("softmax_wrong_axis"), _softmax_over_the_keys),
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
