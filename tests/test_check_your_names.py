@@ -1236,3 +1236,13 @@ my_attention = lambda q, k, v, mask=None: (lambda w: (w @ v, w))(F.softmax(_mask
     assert "F.softmax(_masked(_scores(q, k), mask), dim=-1))   # in place of your" in result.fix, result.fix
     source = _pasted(source, "my_attention = lambda", result.fix)
     assert check_attention(_load(tmp_path, "lambdas_3", source).my_attention).passed
+
+
+def test_a_name_a_fix_line_uses_for_an_expression_says_the_expression(tmp_path):
+    """A step that returns model.unembed(x) and reads logits (a Fix line's name) was told what logits
+    stands for, but not where it is in their code: it has no name there."""
+    source = DECODING.replace("    return model.unembed(x), new_cache",
+                              "    logits = logits.float()\n    return model.unembed(x), new_cache")
+    result = check_decoding_step(_load(tmp_path, "unnamed", source).decode_step)
+    assert result.fix.startswith("logits in a Fix line means your step's logits"), result.fix
+    assert result.fix.endswith("(in your code: model.unembed(x), which has no name of its own)"), result.fix

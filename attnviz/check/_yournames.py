@@ -247,6 +247,8 @@ def fix_in_your_names(obj, result):
         yours = your_names(obj).get(ROLES.get(said[1], ""), "")
         if yours.isidentifier() and yours != said[1]:
             result.fix += f" (in your code: {yours})"
+        elif yours and not yours.isidentifier() and len(yours) <= 60:     # an expression: model.unembed(x)
+            result.fix += f" (in your code: {yours}, which has no name of its own)"
         return result
     result.fix = in_your_names(obj, result.fix)
     return result
