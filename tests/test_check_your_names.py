@@ -1087,17 +1087,15 @@ def test_weights_times_the_keys_then_a_scale_on_queries_and_keys_get_the_modules
     assert check_multi_head(_load(tmp_path, "wk_fixed", fixed).MHA).passed
 
 
-def test_a_token_loop_embedding_every_token_at_one_position_gets_its_own_line(tmp_path):
-    """08M3: the Fix 'y = model.embed(tokens, past)' embedded the whole chunk inside a loop over its
-    tokens, under a name the step did not have (its position is start)."""
-    source = """
+# 08M3's step, right: one token at a time through every layer, at its own position
+TOKEN_LOOP_STEP = """
 def decode_step(model, tokens, cache):
     kv = [] if cache is None else [list(pair) for pair in cache]
     start = 0 if cache is None else cache[0][0].shape[-2]
     g = model.n_heads // model.n_kv_heads
     outs = []
     for t in range(tokens.shape[1]):
-        y = model.embed(tokens[:, t:t + 1], start)
+        y = model.embed(tokens[:, t:t + 1], start + t)
         for j in range(len(model.blocks)):
             blk = model.blocks[j]
             yn = blk.norm_attention(y)
@@ -1115,6 +1113,12 @@ def decode_step(model, tokens, cache):
         outs.append(model.unembed(y))
     return torch.cat(outs, dim=1), [tuple(p) for p in kv]
 """
+
+
+def test_a_token_loop_embedding_every_token_at_one_position_gets_its_own_line(tmp_path):
+    """08M3: the Fix 'y = model.embed(tokens, past)' embedded the whole chunk inside a loop over its
+    tokens, under a name the step did not have (its position is start)."""
+    source = TOKEN_LOOP_STEP.replace("start + t)", "start)")
     result = check_decoding_step(_step(tmp_path, "loop", source))
     assert result.bug == "positions_not_advanced", repr(result)
     assert result.fix.startswith("y = model.embed(tokens[:, t:t + 1], start + t)   # in place of your"), \
@@ -1184,31 +1188,7 @@ def test_a_buffer_cache_whose_position_never_moves_on_gets_its_return_line(tmp_p
 def test_logits_joined_on_the_batch_axis_are_said_so_and_get_the_steps_own_cat_line(tmp_path):
     """08M3: a token loop's logits joined with torch.cat(outs, dim=0), (8, 1, 11) for (2, 4, 11), were
     told only of dimension -2 and given the whole recipe as the Fix; three rounds went by."""
-    source = """
-def decode_step(model, tokens, cache):
-    kv = [] if cache is None else [list(pair) for pair in cache]
-    start = 0 if cache is None else cache[0][0].shape[-2]
-    g = model.n_heads // model.n_kv_heads
-    outs = []
-    for t in range(tokens.shape[1]):
-        y = model.embed(tokens[:, t:t + 1], start + t)
-        for j in range(len(model.blocks)):
-            blk = model.blocks[j]
-            yn = blk.norm_attention(y)
-            qt = split_heads(blk.attention.W_q(yn), model.n_heads)
-            kt = split_heads(blk.attention.W_k(yn), model.n_kv_heads)
-            vt = split_heads(blk.attention.W_v(yn), model.n_kv_heads)
-            if j < len(kv):
-                kv[j] = [torch.cat([kv[j][0], kt], dim=-2), torch.cat([kv[j][1], vt], dim=-2)]
-            else:
-                kv.append([kt, vt])
-            ctx = F.scaled_dot_product_attention(qt, kv[j][0].repeat_interleave(g, 1),
-                                                 kv[j][1].repeat_interleave(g, 1))
-            y = y + blk.attention.W_o(merge_heads(ctx))
-            y = y + blk.mlp(blk.norm_mlp(y))
-        outs.append(model.unembed(y))
-    return torch.cat(outs, dim=0), [tuple(p) for p in kv]
-"""
+    source = TOKEN_LOOP_STEP.replace("torch.cat(outs, dim=1)", "torch.cat(outs, dim=0)")
     result = check_decoding_step(_step(tmp_path, "joined", source))
     assert "It holds the 8 rows it should, in another arrangement" in result.observed[0], result.observed
     assert result.fix.startswith(
