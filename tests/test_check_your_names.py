@@ -981,9 +981,10 @@ def test_keys_tiled_under_names_of_their_own_get_the_repeat_under_those_names(tm
         "o = attend(qh, kr, vr,", "o = attend(qh, pkr, pvr,")
     result = check_decoding_step(_step(tmp_path, "tile", source))
     assert result.bug == "kv_heads_repeated_not_interleaved", repr(result)
-    expected = "pkr, pvr = pk.repeat_interleave(group, dim=1), pv.repeat_interleave(group, dim=1)   #"
+    # in the step's own name for the group, rep (it was the catalog's group, pasted as rep by hand)
+    expected = "pkr, pvr = pk.repeat_interleave(rep, dim=1), pv.repeat_interleave(rep, dim=1)   #"
     assert result.fix.startswith(expected), result.fix
-    pasted = _pasted_over(source, "pkr = pk.repeat", "pvr = pv.repeat", result.fix.replace("group", "rep"))
+    pasted = _pasted_over(source, "pkr = pk.repeat", "pvr = pv.repeat", result.fix)
     assert check_decoding_step(_step(tmp_path, "tile_fixed", pasted)).passed
     # pasted under the names the catalog's line had: the step reads pkr, set nowhere now
     dangling = _pasted_over(source, "pkr = pk.repeat", "pvr = pv.repeat",
@@ -1226,3 +1227,122 @@ def test_a_name_a_fix_line_uses_for_an_expression_says_the_expression(tmp_path):
     result = check_decoding_step(_load(tmp_path, "unnamed", source).decode_step)
     assert result.fix.startswith("logits in a Fix line means your step's logits"), result.fix
     assert result.fix.endswith("(in your code: model.unembed(x), which has no name of its own)"), result.fix
+
+
+def _until_it_passes(check, load, source, pastes):
+    """Checks ``source``, pastes each Fix in turn (``pastes``: (what the Fix must start with, the line it
+    takes the place of, or a (first, last) pair of lines)), and checks again: it passes at the end."""
+    for i, (starts, where) in enumerate(pastes):
+        result = check(load(i, source))
+        assert result.fix.startswith(starts), (i, result.fix)
+        source = _pasted_over(source, *where, result.fix) if isinstance(where, tuple) else \
+            _pasted(source, where, result.fix)
+    assert check(load(len(pastes), source)).passed, source
+
+
+def test_weights_and_scores_made_some_other_way_are_read_by_what_they_do(tmp_path):
+    """Replay 9's 02P2 (scores from a broadcast product, log_softmax(...).exp()) and 02P3 (a softmax helper,
+    Polish names): Fix lines named scores and weights, which neither had (NameError), and a helper's
+    return line was replaced by an assignment (the helper then returned None)."""
+    def load(name):
+        return lambda i, source: _load(tmp_path, f"{name}{i}", source).my_attention
+    broadcast = """
+def my_attention(q, k, v, mask=None):
+    prod = q[..., None, :, :] * k[..., :, None, :]
+    logits = prod.sum(dim=-1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        logits = logits + (~mask).to(logits.dtype) * torch.finfo(logits.dtype).min
+    attn = torch.log_softmax(logits, dim=-1).exp()
+    return attn @ v, attn
+"""
+    _until_it_passes(check_attention, load("broadcast"), broadcast, [
+        ("logits = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])", "logits = prod.sum"),
+        ("logits = logits.masked_fill(~mask, torch.finfo(logits.dtype).min)", "logits = logits +")])
+    helper = """
+def miekki_max(s):
+    e = torch.exp(s - s.max())
+    return e / e.sum(dim=-1)
+
+
+def my_attention(q, k, v, mask=None):
+    wyniki = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        wyniki = torch.where(mask, wyniki, torch.finfo(wyniki.dtype).min)
+    wagi = miekki_max(wyniki)
+    return torch.matmul(wagi, v), wagi
+"""
+    _until_it_passes(check_attention, load("helper"), helper, [
+        ("return e / e.sum(dim=-1, keepdim=True)   # in place of your line", "return e / e.sum"),
+        ("wagi = torch.softmax(wyniki, dim=-1)", "wagi = miekki_max")])
+
+
+def test_a_steps_group_repeat_mask_and_stored_values_are_fixed_in_its_own_names(tmp_path):
+    """Replay 9's 08P3 (grp, a namedtuple cache of this call's values) and 08P4 (Portuguese names, keys
+    repeated along the positions, a mask off by one): Fix lines named group, key, value, mask, n_new
+    and n_all, and a values line the step already had; both were stuck or near it."""
+    def load(name):
+        return lambda i, source: _step(tmp_path, f"{name}{i}", source)
+    named = """
+from collections import namedtuple
+
+KV = namedtuple("KV", ["k", "v"])
+
+
+def decode_step(model, tokens, cache):
+    cache = cache or {}
+    seen = cache["layer0"].k.shape[-2] if cache else 0
+    x_t = model.embed(tokens, seen)
+    grp = model.n_kv_heads // model.n_heads
+    out = {}
+    for idx, blk in enumerate(model.blocks):
+        name = f"layer{idx}"
+        xn = blk.norm_attention(x_t)
+        q = split_heads(blk.attention.W_q(xn), model.n_heads)
+        k_new = split_heads(blk.attention.W_k(xn), model.n_kv_heads)
+        v_new = split_heads(blk.attention.W_v(xn), model.n_kv_heads)
+        K = torch.cat([cache[name].k, k_new], dim=-2) if name in cache else k_new
+        V = torch.cat([cache[name].v, v_new], dim=-2) if name in cache else v_new
+        out[name] = KV(K, v_new)
+        heads = F.scaled_dot_product_attention(q, K.repeat_interleave(grp, dim=1),
+                                               V.repeat_interleave(grp, dim=1),
+                                               attn_mask=gpt.decoding_mask(q.shape[-2], K.shape[-2]))
+        x_t = x_t + blk.attention.W_o(merge_heads(heads))
+        x_t = x_t + blk.mlp(blk.norm_mlp(x_t))
+    return model.unembed(x_t), out
+"""
+    _until_it_passes(check_decoding_step, load("named"), named, [
+        ("grp = model.n_heads // model.n_kv_heads", "grp = "),
+        ("out[name] = KV(K, V)   # in place of your line", "out[name] = KV(")])
+    portuguese = """
+def decode_step(model, tokens, cache):
+    anteriores = [] if cache is None else list(cache)
+    passado = anteriores[0][0].shape[2] if anteriores else 0
+    novos = tokens.shape[1]
+    total = passado + novos
+    grupo = model.n_heads // model.n_kv_heads
+    estado = model.embed(tokens, passado)
+    permitido = torch.arange(total)[None, :] <= torch.arange(novos)[:, None] + passado + 1
+    nova_cache = []
+    for camada, bloco in enumerate(model.blocks):
+        normado = bloco.norm_attention(estado)
+        consulta = split_heads(bloco.attention.W_q(normado), model.n_heads)
+        chave = split_heads(bloco.attention.W_k(normado), model.n_kv_heads)
+        valor = split_heads(bloco.attention.W_v(normado), model.n_kv_heads)
+        if anteriores:
+            chave = torch.cat([anteriores[camada][0], chave], dim=2)
+            valor = torch.cat([anteriores[camada][1], valor], dim=2)
+        nova_cache.append((chave, valor))
+        chave_r = chave.repeat_interleave(grupo, dim=2)
+        valor_r = valor.repeat_interleave(grupo, dim=2)
+        pontuacao = consulta @ chave_r.transpose(-2, -1) / math.sqrt(model.d_head)
+        pontuacao = torch.where(permitido, pontuacao, torch.finfo(pontuacao.dtype).min)
+        pesos = torch.nn.functional.softmax(pontuacao, dim=-1, dtype=torch.float32)
+        estado = estado + bloco.attention.W_o(merge_heads(pesos @ valor_r))
+        estado = estado + bloco.mlp(bloco.norm_mlp(estado))
+    return model.unembed(estado), nova_cache
+"""
+    _until_it_passes(check_decoding_step, load("portuguese"), portuguese, [
+        ("chave_r, valor_r = chave.repeat_interleave(grupo, dim=1), valor.repeat_interleave(grupo, dim=1)",
+         ("chave_r = ", "valor_r = ")),
+        ("permitido = torch.ones(novos, total, dtype=torch.bool).tril(diagonal=total - novos)",
+         "permitido = ")])

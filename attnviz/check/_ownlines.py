@@ -433,6 +433,45 @@ def _each_token_at_its_position(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: each token at its own position" if line else None
 
 
+def _sum_kept(obj, result, renamed) -> str | None:
+    """For a softmax by hand whose row sums lose their axis: the learner's one line (in a helper too, a
+    return line there) that divides by a ``.sum(...)`` without ``keepdim``, with ``keepdim=True``; else
+    None."""
+    found = []
+    for source, node in _lines(obj, with_helpers=True):
+        for inner in ast.walk(node):
+            divides = isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div)
+            call = inner.right if divides and isinstance(inner.right, ast.Call) else None
+            kept = call is not None and any(k.arg == "keepdim" for k in call.keywords)
+            if call and getattr(call.func, "attr", "") == "sum" and not kept:
+                text = ast.get_source_segment(source, call)
+                line = ast.get_source_segment(source, node)
+                found.append(line.replace(text, text[:-1] + ", keepdim=True)", 1))
+                break
+    line = the_one(found)
+    return line + "   # in place of your line: each row's sum keeps its axis, so it divides its own row" \
+        if line else None
+
+def _joined_values_kept(obj, result, renamed) -> str | None:
+    """For a step that joins its values to the cached ones but keeps only the new ones: its one line that
+    stores its joined keys beside its new values (``out[name] = KV(K, v_new)``), with the joined values
+    (``KV(K, V)``); else None (then the joining line is what is missing, the catalog's line)."""
+    names = your_names(obj)
+    keys, joined, new = names.get("k"), names.get("v"), names.get("new_v")
+    if not (keys and joined and new) or joined == new:
+        return None
+    found = []
+    for source, node in _lines(obj):
+        read = [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        ids = [n.id for n in read]
+        if keys in ids and ids.count(new) == 1 and joined not in ids and not isinstance(node, ast.Return):
+            at = next(n for n in read if n.id == new)
+            line, start = ast.get_source_segment(source, node), at.col_offset - node.col_offset
+            found.append(line[:start] + joined + line[start + len(new):])
+    line = the_one(found)
+    return line + f"   # in place of your line: {joined}, the values joined to the cached ones, not " \
+                  f"this call's {new} alone" if line else None
+
 def _names_missing(obj, renamed) -> bool:
     """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =
     ...`` for code of lambdas): then it has no line to take the place of."""
@@ -524,6 +563,8 @@ RULES = (
     (_bug("cache_not_appended"), _returns_its_own_cache),
     (_bug("cache_not_appended"), _pointer_moved_on),
     (_bug("batch_one_only"), _keys_transposed_from_the_end),
+    (_bug("softmax_sum_not_kept"), _sum_kept),
+    (_bug("values_not_appended"), _joined_values_kept),
     (_bug("softmax_wrong_axis"), _softmax_over_the_keys),
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),

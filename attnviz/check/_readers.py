@@ -300,6 +300,8 @@ def your_names(obj) -> dict:
             # never calls W_o
             alone = [ast.unparse(values[0])] if len(values) == 1 and "W_o" not in ast.unparse(node) else []
             returned |= {v.id for v in values if isinstance(v, ast.Name)} or set(alone)
+    if not seen["weights"]:     # weights made some other way (a helper, log_softmax(...).exp()): W @ values
+        _weights_by_their_values(obj, nodes, seen)
     for node in nodes:                        # the weights @ values, once the weights' name is known
         pair = _matmul(node)
         if pair and pair[0] in seen["weights"]:
@@ -321,6 +323,8 @@ def your_names(obj) -> dict:
     for role in ("q", "k", "v"):
         seen[role] = {same.get(name, name) for name in seen[role]}
     _joined_names(nodes, seen)
+    if seen["x"] and type(obj) is types.FunctionType and obj.__code__.co_argcount >= 2:   # a decoding step
+        _mask_names(nodes, obj.__code__.co_varnames[1], seen)
     for role in ("k", "v"):                   # ... and kr, the name it is repeated under
         seen[role + "_rep"] = {name for name, source in same.items() if source in seen[role]}
     if type(obj) is type:     # a module's heads, split from its projections, are the ones it attends with
@@ -431,7 +435,7 @@ def returns_a_value(body) -> bool:
 
 
 _STEP_ROLES = ("new_q", "new_k", "new_v", "past_k", "past_v", "attention", "normed", "logits", "block",
-               "given_back", "made_cache", "k_rep", "v_rep")
+               "given_back", "made_cache", "k_rep", "v_rep", "group", "n_new", "n_all", "mask")
 """A decoding step's own names (and a module's split heads): its new queries, keys and values (split
 from W_q, W_k and W_v, before joining the cache), the cached ones it joins them to, the attention
 layer and the normed stream it projects, the block its loop is at, the logits it returns, the cache
@@ -467,6 +471,59 @@ def _assignments(node) -> list:
     return []
 
 
+def _mask_names(nodes, tokens: str, seen: dict) -> None:
+    """A decoding step's mask and its sizes, when it names them: ``n_new`` from ``tokens.shape[1]`` (or
+    ``b, n_new = tokens.shape``), ``n_all`` from ``past + n_new`` (past what it embeds at), ``mask`` the
+    variable it hands to ``torch.where``, ``masked_fill`` or ``attn_mask=``."""
+    positions = {ast.unparse(node.value.args[1]) for node in nodes if isinstance(node, ast.Assign)
+                 and embedded(node.value) and len(node.value.args) == 2}
+    for node in nodes:
+        for name, value in _assignments(node):
+            if ast.unparse(value) in (f"{tokens}.shape[1]", f"{tokens}.shape[-1]", f"{tokens}.size(1)"):
+                seen["n_new"].add(name)
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        unpacked = isinstance(target, ast.Tuple) and len(target.elts) == 2
+        if unpacked and ast.unparse(node.value) == f"{tokens}.shape" and isinstance(target.elts[1], ast.Name):
+            seen["n_new"].add(target.elts[1].id)
+    for node in nodes:
+        for name, value in _assignments(node):
+            added = isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)
+            if added and {ast.unparse(value.left), ast.unparse(value.right)} == {*positions, *seen["n_new"]}:
+                seen["n_all"].add(name)
+    variables = {name for node in nodes for name, _ in _assignments(node)}
+    for call in (node for node in nodes if isinstance(node, ast.Call)):
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        handed = [k.value for k in call.keywords if k.arg == "attn_mask"]
+        handed += call.args[:1] if name == "where" else call.args[:1] if name == "masked_fill" else []
+        for mask in handed:
+            mask = mask.operand if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert) else mask
+            if isinstance(mask, ast.Name) and mask.id in variables:
+                seen["mask"].add(mask.id)
+
+
+def _weights_by_their_values(obj, nodes, seen: dict) -> None:
+    """For an attention function (q, k, v, ...) whose weights no softmax call names: ``W`` from ``W @ v``
+    (or ``torch.matmul(W, v)``), v its values; and, with no scores read either, the one variable of the
+    function that W is computed from (``wagi = miekki_max(wyniki)``, ``attn = torch.log_softmax(logits,
+    dim=-1).exp()``)."""
+    code = getattr(obj, "__code__", None)
+    if type(obj) is not types.FunctionType or code.co_argcount < 3:
+        return
+    values = code.co_varnames[2]
+    variables = {name for node in nodes for name, _ in _assignments(node)}     # not a lambda's parameter
+    seen["weights"] |= {pair[0] for node in nodes if (pair := _matmul(node)) and pair[1] == values
+                        and pair[0] in variables}
+    if len(seen["weights"]) != 1 or seen["scores"]:
+        return
+    weights = next(iter(seen["weights"]))
+    made = [value for node in nodes for name, value in _assignments(node) if name == weights]
+    read = {n.id for value in made for n in ast.walk(value) if isinstance(n, ast.Name)}
+    read &= variables - {weights}
+    if len(made) == 1 and len(read) == 1:
+        seen["scores"] |= read
+
+
 def _step_names(node, target, seen: dict) -> None:
     """Adds to ``seen`` what ``node`` says of a decoding step's names (:data:`_STEP_ROLES`) but the
     cached ones (:func:`_joined_names`)."""
@@ -488,6 +545,19 @@ def _step_names(node, target, seen: dict) -> None:
     value = node.value if isinstance(node, ast.Return) else None
     if isinstance(value, ast.Tuple) and len(value.elts) == 2 and node.lineno == node.end_lineno:
         seen["logits"].add(ast.unparse(value.elts[0]))
+    if target and _group_of(node.value):                      # grp = model.n_heads // model.n_kv_heads
+        seen["group"].add(target)
+
+
+def _group_of(value) -> bool:
+    """Whether ``value`` divides one of the model's head counts by the other (``model.n_heads //
+    model.n_kv_heads``, the wrong way round too, or ``int(... / ...)``)."""
+    if isinstance(value, ast.Call) and getattr(value.func, "id", None) == "int" and value.args:
+        value = value.args[0]
+    if not (isinstance(value, ast.BinOp) and isinstance(value.op, (ast.FloorDiv, ast.Div))):
+        return False
+    sides = [ast.unparse(side).rsplit(".", 1)[-1] for side in (value.left, value.right)]
+    return sorted(sides) == ["n_heads", "n_kv_heads"]
 
 
 def _reshaped(value) -> str | None:

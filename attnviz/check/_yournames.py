@@ -44,7 +44,8 @@ ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": 
          "weights": "weights", "heads": "heads", "merged": "merged", "x": "x", "batch": "batch", "n": "n",
          "d_model": "d_model", "new_cache": "new_cache", "layer": "layer", "new_key": "new_k",
          "new_value": "new_v", "past_keys": "past_k", "past_values": "past_v", "attention": "attention",
-         "normed": "normed", "logits": "logits", "block": "block", "lengths": "lengths"}
+         "normed": "normed", "logits": "logits", "block": "block", "lengths": "lengths", "group": "group",
+         "n_new": "n_new", "n_all": "n_all", "mask": "mask"}
 """The names Fix lines use, and what each stands for (new_key and new_value: a step's keys and values
 before it joins the cache's to them, written ``key`` and ``value`` in the catalog's lines)."""
 
@@ -97,6 +98,28 @@ def _renamed(code: str, names: dict) -> str:
     return code
 
 
+def _repeated_as_theirs(obj, code: str, found: dict) -> str:
+    """A repeat Fix (``group = ...; key, value = key.repeat_interleave(group, dim=1), ...``) under the names
+    the learner's attention reads the repeated keys and values by (``chave_r, valor_r = ...``), without
+    the group line when their own group is right."""
+    grouped = "group = model.n_heads // model.n_kv_heads; "
+    if code.startswith(grouped) and _group_right(obj, found.get("group")):
+        code = code[len(grouped):]
+    for repeated in ("key, value = key.repeat_interleave(", "k, v = k.repeat_interleave("):
+        if code.startswith(repeated) and {"k_rep", "v_rep"} <= found.keys():
+            code = f"{found['k_rep']}, {found['v_rep']} = {repeated.split(' = ')[1]}" + code[len(repeated):]
+    return code
+
+def _group_right(obj, name) -> bool:
+    """Whether the learner's code sets ``name`` to the query heads per key/value head, the right way
+    round (``grp = model.n_heads // model.n_kv_heads``)."""
+    values = [node.value for tree in trees(obj) for node in ast.walk(tree)
+              if name and isinstance(node, ast.Assign) and [ast.unparse(t) for t in node.targets] == [name]]
+    if len(values) != 1 or not (isinstance(values[0], ast.BinOp) and isinstance(values[0].op, ast.FloorDiv)):
+        return False
+    left, right = ast.unparse(values[0].left), ast.unparse(values[0].right)
+    return left.endswith("n_heads") and not left.endswith("n_kv_heads") and right.endswith("n_kv_heads")
+
 def in_your_names(obj, fix: str) -> str:
     """``fix`` in the learner's names (:func:`your_names`) when its code part (before ``   #``) is one
     line of Python and not a line that defines a name a NameError was about; else as it is. A line
@@ -128,13 +151,13 @@ def in_your_names(obj, fix: str) -> str:
             code = returned.pop() + code[len("new_cache"):]
             hash_, comment = "   #", (" in place of your own 'if cache is None' lines: a copy, so the cache "
                                       "you were given stays as it was")
-    repeated = "key, value = key.repeat_interleave("
-    if code.startswith(repeated) and {"k_rep", "v_rep"} <= found.keys():   # under the names they attend with
-        code = f"{found['k_rep']}, {found['v_rep']} = key.repeat_interleave(" + code[len(repeated):]
+    plain, code = code, _repeated_as_theirs(obj, code, found)
     names = found
     for new, role, written in (("new_k", "k", "key"), ("new_v", "v", "value")):   # where only one is known,
         names.setdefault(new, names.get(role, written))                          # new and joined alike
     code = _renamed(code, names) if names else code
+    if code != _renamed(plain, names) and _squeezed(code) in _squeezed("\n".join(sources(obj))):
+        code = _renamed(plain, names)     # their repeat line already: the catalog's, repeating in place
     if code.startswith("past = ") and (embedding := embed_line(obj)):
         code, comment = _past_where_embedded(*embedding, code, comment)
         hash_ = "   #"
