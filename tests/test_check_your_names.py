@@ -1346,3 +1346,68 @@ def decode_step(model, tokens, cache):
          ("chave_r = ", "valor_r = ")),
         ("permitido = torch.ones(novos, total, dtype=torch.bool).tril(diagonal=total - novos)",
          "permitido = ")])
+
+
+def test_heads_stacked_on_a_last_axis_and_a_shallow_copied_cache_get_their_own_lines(tmp_path):
+    """Replay 9's 05P3: heads stacked on a new last axis and flattened (interleaved) got the Fix
+    'unidas = torch.transpose(1, 2).reshape(B, T, _)', torch read as the heads' name (not code that
+    runs); 08P2: a dataclass cache copied with replace(cache), its lists shared, got new_cache = []."""
+    module = MODULE.replace("class MHA", "class Spanish") + """
+    def forward(self, x, mask=None):
+        B, T, _ = x.shape
+        consultas = self.W_q(x).view(B, T, self.n_heads, self.d_k)
+        claves = self.W_k(x).view(B, T, self.n_heads, self.d_k)
+        valores = self.W_v(x).view(B, T, self.n_heads, self.d_k)
+
+        def atender(c, k, v):
+            puntos = c @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                puntos = puntos.masked_fill(~mask, torch.finfo(puntos.dtype).min)
+            return puntos.softmax(dim=-1) @ v
+
+        salidas = [atender(consultas[:, :, h], claves[:, :, h], valores[:, :, h])
+                   for h in range(self.n_heads)]
+        unidas = torch.stack(salidas, dim=-1).flatten(2)
+        return self.W_o(unidas)
+"""
+    def load(i, source):
+        return _load(tmp_path, f"stack{i}", source).Spanish
+    _until_it_passes(check_multi_head, load, module, [
+        ("unidas = torch.stack(salidas, dim=-2).flatten(2)   # in place of your line", "unidas = ")])
+    step = """
+from dataclasses import dataclass, field, replace
+
+
+@dataclass
+class Memo:
+    keys: list = field(default_factory=list)
+    values: list = field(default_factory=list)
+    length: int = 0
+
+
+def decode_step(model, tokens, cache):
+    memo = Memo() if cache is None else replace(cache)
+    h = model.embed(tokens, memo.length)
+    group = model.n_heads // model.n_kv_heads
+    for layer, block in enumerate(model.blocks):
+        normed_h = block.norm_attention(h)
+        q = split_heads(block.attention.W_q(normed_h), model.n_heads)
+        k = split_heads(block.attention.W_k(normed_h), model.n_kv_heads)
+        v = split_heads(block.attention.W_v(normed_h), model.n_kv_heads)
+        if memo.length:
+            k = torch.cat([memo.keys[layer], k], dim=-2)
+            v = torch.cat([memo.values[layer], v], dim=-2)
+            memo.keys[layer], memo.values[layer] = k, v
+        else:
+            memo.keys.append(k)
+            memo.values.append(v)
+        ctx = F.scaled_dot_product_attention(q, k.repeat_interleave(group, dim=1),
+                                             v.repeat_interleave(group, dim=1),
+                                             attn_mask=gpt.decoding_mask(tokens.shape[1], k.shape[-2]))
+        h = h + block.attention.W_o(merge_heads(ctx))
+        h = h + block.mlp(block.norm_mlp(h))
+    memo.length += tokens.shape[1]
+    return model.unembed(h), memo
+"""
+    _until_it_passes(check_decoding_step, lambda i, source: _step(tmp_path, f"memo{i}", source), step, [
+        ("import copy; memo = Memo() if cache is None else copy.deepcopy(cache)   # in place of", "memo = ")])

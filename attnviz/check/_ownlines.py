@@ -472,6 +472,48 @@ def _joined_values_kept(obj, result, renamed) -> str | None:
     return line + f"   # in place of your line: {joined}, the values joined to the cached ones, not " \
                   f"this call's {new} alone" if line else None
 
+def _stacked_heads_kept_whole(obj, result, renamed) -> str | None:
+    """For heads merged interleaved by stacking each head's output on a new last axis and flattening
+    (``torch.stack(outs, dim=-1).flatten(2)``): that line of the learner's, stacked before the features
+    (``dim=-2``), so that each head's features stay side by side; else None."""
+    found = []
+    for source, node in _lines(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "stack" and call.args):
+                continue
+            given = call.args[1] if len(call.args) > 1 else None
+            axis = next((k.value for k in call.keywords if k.arg == "dim"), given)
+            if axis is not None and ast.unparse(axis) in ("-1", "3"):
+                line, at = ast.get_source_segment(source, node), axis.col_offset - node.col_offset
+                found.append(line[:at] + "-2" + line[at + len(ast.unparse(axis)):])
+    line = the_one(found)
+    return line + "   # in place of your line: each head's outputs stacked before their features, so that " \
+                  "flattening keeps each head whole" if line else None
+
+def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
+    """For a step whose cache is changed in place by later calls: its one line that copies the cache it
+    is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
+    ones), with ``copy.deepcopy(cache)``; else None."""
+    code = getattr(obj, "__code__", None)
+    if type(obj) is not types.FunctionType or code.co_argcount < 3:
+        return None
+    given, found = code.co_varnames[2], []
+    for source, node in _lines(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            name = ast.unparse(func) if func is not None else ""
+            if name in ("replace", "dataclasses.replace", "copy.copy", "copy") and call.args \
+                    and ast.unparse(call.args[0]) == given:
+                line = ast.get_source_segment(source, node)
+                found.append(line.replace(ast.get_source_segment(source, call), f"copy.deepcopy({given})", 1))
+    line = the_one(found)
+    if not line:
+        return None
+    imported = isinstance(obj.__globals__.get("copy"), types.ModuleType)
+    return ("" if imported else "import copy; ") + line + "   # in place of your line: a copy whose lists " \
+        "are new too, so the cache you were given stays as it was"
+
 def _names_missing(obj, renamed) -> bool:
     """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =
     ...`` for code of lambdas): then it has no line to take the place of."""
@@ -565,6 +607,8 @@ RULES = (
     (_bug("batch_one_only"), _keys_transposed_from_the_end),
     (_bug("softmax_sum_not_kept"), _sum_kept),
     (_bug("values_not_appended"), _joined_values_kept),
+    (_bug("heads_merged_interleaved"), _stacked_heads_kept_whole),
+    (_bug("cache_modified_in_place"), _deep_copy_of_the_cache),
     (_bug("softmax_wrong_axis"), _softmax_over_the_keys),
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),

@@ -567,8 +567,14 @@ def _reshaped(value) -> str | None:
             and value.func.attr in ("reshape", "view", "flatten")):
         return None
     while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute):
+        if isinstance(value.func.value, ast.Name) and value.func.value.id in _MODULES:   # torch.stack(...)
+            return None
         value = value.func.value
     return value.id if isinstance(value, ast.Name) else None
+
+
+_MODULES = ("torch", "F", "nn", "np", "math", "functional")
+"""Names of modules learners call functions of: a chain that starts with one holds no tensor's name."""
 
 
 def _joined(value) -> tuple | None:
