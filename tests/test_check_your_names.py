@@ -1411,3 +1411,27 @@ def decode_step(model, tokens, cache):
 """
     _until_it_passes(check_decoding_step, lambda i, source: _step(tmp_path, f"memo{i}", source), step, [
         ("import copy; memo = Memo() if cache is None else copy.deepcopy(cache)   # in place of", "memo = ")])
+
+
+def test_projections_split_into_pieces_of_n_heads_features_get_their_split_lines_with_d_k(tmp_path):
+    """Replay 9's 05P1: torch.split(t, self.n_heads, dim=-1) (a piece's size taken for the number of
+    pieces) got 'vr = vr.view(..., self.n_heads, self.d_k)', one piece of the split reshaped: it raised."""
+    module = MODULE.replace("class MHA", "class Dutch") + """
+    def forward(self, x, mask=None):
+        vragen = torch.split(self.W_q(x), self.n_heads, dim=-1)
+        sleutels = torch.split(self.W_k(x), self.n_heads, dim=-1)
+        waarden = torch.split(self.W_v(x), self.n_heads, dim=-1)
+        koppen = []
+        for vr, sl, wa in zip(vragen, sleutels, waarden):
+            scores = vr @ sl.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+            koppen.append(F.softmax(scores, dim=-1) @ wa)
+        return self.W_o(torch.cat(koppen, dim=-1))
+"""
+    def load(i, source):
+        return _load(tmp_path, f"split{i}", source).Dutch
+    _until_it_passes(check_multi_head, load, module, [
+        ("vragen = torch.split(self.W_q(x), self.d_k, dim=-1); sleutels = torch.split(self.W_k(x), self.d_k, "
+         "dim=-1); waarden = torch.split(self.W_v(x), self.d_k, dim=-1)   # in place of your three lines",
+         ("vragen = ", "waarden = "))])

@@ -514,6 +514,32 @@ def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     return ("" if imported else "import copy; ") + line + "   # in place of your line: a copy whose lists " \
         "are new too, so the cache you were given stays as it was"
 
+_SPLIT_SWAP = {"split": ("n_heads", "d_k"), "chunk": ("d_k", "n_heads")}
+"""split takes the size of each piece, chunk the number of pieces: the one mistaken for the other."""
+
+
+def _split_into_heads_of_d_k(obj, result, renamed) -> str | None:
+    """For heads of n_heads features each (d_k heads): the learner's lines that cut the projections with
+    ``torch.split(t, self.n_heads, dim=-1)`` (the size of a piece taken for their number) or
+    ``t.chunk(self.d_k, -1)``, with the other size; one line for them all; else None."""
+    found = []
+    for source, node in _lines(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            swap = _SPLIT_SWAP.get(getattr(func, "attr", ""))
+            module = isinstance(getattr(func, "value", None), ast.Name) and func.value.id == "torch"
+            size = call.args[1 if module else 0] if swap and len(call.args) > (1 if module else 0) else None
+            text = ast.unparse(size) if size is not None else ""
+            if swap and text.endswith(swap[0]) and not text.endswith("n_kv_heads"):
+                line, at = ast.get_source_segment(source, node), size.end_col_offset - node.col_offset
+                found.append(line[:at - len(swap[0])] + swap[1] + line[at:])
+                break
+    if not 1 <= len(found) <= 3:
+        return None
+    which = "line" if len(found) == 1 else f"{('two', 'three')[len(found) - 2]} lines"
+    return "; ".join(found) + f"   # in place of your {which}: split takes each piece's size, d_k; chunk " \
+                              "takes how many, n_heads"
+
 def _names_missing(obj, renamed) -> bool:
     """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =
     ...`` for code of lambdas): then it has no line to take the place of."""
@@ -609,6 +635,7 @@ RULES = (
     (_bug("values_not_appended"), _joined_values_kept),
     (_bug("heads_merged_interleaved"), _stacked_heads_kept_whole),
     (_bug("cache_modified_in_place"), _deep_copy_of_the_cache),
+    (_bug("heads_count_and_width_swapped"), _split_into_heads_of_d_k),
     (_bug("softmax_wrong_axis"), _softmax_over_the_keys),
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
