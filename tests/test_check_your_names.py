@@ -1435,3 +1435,29 @@ def test_projections_split_into_pieces_of_n_heads_features_get_their_split_lines
         ("vragen = torch.split(self.W_q(x), self.d_k, dim=-1); sleutels = torch.split(self.W_k(x), self.d_k, "
          "dim=-1); waarden = torch.split(self.W_v(x), self.d_k, dim=-1)   # in place of your three lines",
          ("vragen = ", "waarden = "))])
+
+
+def test_a_forward_that_unpacks_positions_first_is_told_so_whatever_the_bug_it_looks_like(tmp_path):
+    """Replay 9 and 10's 05P4 (stuck): length, batch, width = x.shape, then 'heads split without
+    transpose' (the code transposes) for five rounds; the unpack was never named."""
+    module = MODULE.replace("class MHA", "class Hinted") + """
+    def _split(self, t: torch.Tensor, batch: int, length: int) -> torch.Tensor:
+        return t.reshape(batch, length, self.n_heads, self.d_k).permute(0, 2, 1, 3)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
+        length, batch, width = x.shape
+        q_h, k_h, v_h = self._split(self.W_q(x), batch, length), self._split(self.W_k(x), batch, length), \\
+            self._split(self.W_v(x), batch, length)
+        scores = q_h @ k_h.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        merged = (scores.softmax(dim=-1) @ v_h).permute(0, 2, 1, 3).reshape(batch, length, width)
+        return self.W_o(merged)
+"""
+    result = check_multi_head(_load(tmp_path, "hinted", module).Hinted)
+    assert result.observed[0].startswith("Your forward unpacks x.shape as length, batch, width"), \
+        result.observed
+    def load(i, source):
+        return _load(tmp_path, f"hinted{i}", source).Hinted
+    _until_it_passes(check_multi_head, load, module, [
+        ("batch, length, width = x.shape   # in place of your line", "length, batch, width = x.shape")])

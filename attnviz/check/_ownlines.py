@@ -26,7 +26,7 @@ from ._readers import (
     your_names,
 )
 
-__all__ = ["own_line_fix", "unreturned_fix"]
+__all__ = ["own_line_fix", "swapped_unpack", "unreturned_fix"]
 
 
 def _lines(obj, with_helpers: bool = False):
@@ -540,6 +540,34 @@ def _split_into_heads_of_d_k(obj, result, renamed) -> str | None:
     return "; ".join(found) + f"   # in place of your {which}: split takes each piece's size, d_k; chunk " \
                               "takes how many, n_heads"
 
+_POSITIONS = {"n", "t", "l", "length", "seq", "seq_len", "seqlen", "n_tokens", "tokens", "positions", "n_pos",
+              "time", "steps"}
+_BATCH = {"b", "batch", "bs", "batch_size", "n_batch", "nb"}
+
+
+def swapped_unpack(obj) -> tuple | None:
+    """``(line, fixed)`` for a forward that unpacks its input's shape positions first, ``length, batch,
+    width = x.shape`` (x is (batch, n, d_model)), x not changed before: the line, and the line with the
+    first two names the other way round; else None."""
+    for source, node in _lines(obj):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        names = [e.id for e in target.elts] if isinstance(target, ast.Tuple) and all(
+            isinstance(e, ast.Name) for e in target.elts) else []
+        value = ast.unparse(node.value) if isinstance(node, ast.Assign) else ""
+        if len(names) == 3 and value == "x.shape" and names[0].lower() in _POSITIONS \
+                and names[1].lower() in _BATCH:
+            line = ast.get_source_segment(source, node)
+            return line, f"{names[1]}, {names[0]}, {names[2]} = x.shape"
+    return None
+
+
+def _batch_first(obj, result, renamed) -> str | None:
+    """For a module whose forward unpacks x's shape positions first (:func:`swapped_unpack`): that line
+    with the batch first, whatever the verdict's bug (the rest follows from it); else None."""
+    found = swapped_unpack(obj) if result.checked == "check_multi_head" else None
+    return found[1] + "   # in place of your line: x is (batch, n, d_model), the batch first" \
+        if found else None
+
 def _names_missing(obj, renamed) -> bool:
     """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =
     ...`` for code of lambdas): then it has no line to take the place of."""
@@ -613,6 +641,7 @@ def _bug(*ids):
 
 
 RULES = (
+    (lambda result: True, _batch_first),
     (lambda result: "returned None" in result.headline, unreturned_fix),
     (lambda result: result.fix.startswith("run the cell that defines or imports "), _dangling),
     (lambda result: any("einsum(): the number of subscripts" in line for line in result.observed),

@@ -22,7 +22,7 @@ import re
 import tokenize
 
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
-from ._ownlines import own_line_fix, unreturned_fix
+from ._ownlines import own_line_fix, swapped_unpack, unreturned_fix
 from ._readers import (
     embed_line,
     fused,
@@ -259,6 +259,11 @@ def fix_in_your_names(obj, result):
         return result
     if own := own_line_fix(obj, result, in_your_names(obj, result.fix)):
         result.fix = own
+        if (swapped := swapped_unpack(obj)) and own.startswith(swapped[1]):
+            names = swapped[0].split("=")[0].strip()
+            said = (f"Your forward unpacks x.shape as {names}, but x is (batch, n, d_model): the first axis "
+                    "is the batch. What else this verdict says may follow from that: fix it first.")
+            result.observed.insert(0, said)
         if result.bug == "dtype_changed":       # the dtype is the cast's, not a tensor built in the code
             cast = ("Your code casts to another dtype on the way (the line below): the rest of the work, and "
                     "the output, then leave the inputs' dtype.")
