@@ -1461,3 +1461,34 @@ def test_a_forward_that_unpacks_positions_first_is_told_so_whatever_the_bug_it_l
         return _load(tmp_path, f"hinted{i}", source).Hinted
     _until_it_passes(check_multi_head, load, module, [
         ("batch, length, width = x.shape   # in place of your line", "length, batch, width = x.shape")])
+
+
+def test_a_decorator_that_blocks_the_gradient_and_scores_by_tensordot_get_the_learners_lines(tmp_path):
+    """Replay 12's 02Q4 (stuck): @torch.no_grad() above the function got a softmax line in the notebook's
+    name weights (the decorated function's parameters were not read), then that line again; 02Q3: scores
+    from torch.tensordot got a Fix named scores (its are diem), then 'run the cell that defines diem'."""
+    decorated = """
+@torch.no_grad()
+def my_attention(q, k, v, mask=None):
+    puan = torch.matmul(q, k.transpose(-2, -1))
+    if mask is not None:
+        puan = puan.masked_fill(mask.logical_not(), torch.finfo(puan.dtype).min)
+    agirlik = torch.softmax(puan, dim=-1) / math.sqrt(q.shape[-1])
+    return torch.matmul(agirlik, v), agirlik
+"""
+    def load(name):
+        return lambda i, source: _load(tmp_path, f"{name}{i}", source).my_attention
+    _until_it_passes(check_attention, load("decorated"), decorated, [
+        ("agirlik = torch.softmax(puan / math.sqrt(q.shape[-1]), dim=-1)", "agirlik = "),
+        ("def my_attention(q, k, v, mask=None):   # in place of your lines @torch.no_grad() and def",
+         ("@torch.no_grad()", "def my_attention"))])
+    tensordot = """
+def my_attention(q, k, v, mask=None):
+    diem = torch.tensordot(q, k, dims=([-1], [-1])) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        diem = diem.masked_fill(~mask, torch.finfo(diem.dtype).min)
+    trong_so = torch.softmax(diem, dim=-1)
+    return trong_so @ v, trong_so
+"""
+    _until_it_passes(check_attention, load("tensordot"), tensordot, [
+        ("diem = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])", "diem = torch.tensordot")])

@@ -568,6 +568,23 @@ def _batch_first(obj, result, renamed) -> str | None:
     return found[1] + "   # in place of your line: x is (batch, n, d_model), the batch first" \
         if found else None
 
+_NO_GRAD = ("torch.no_grad()", "torch.inference_mode()", "torch.no_grad", "torch.inference_mode")
+
+
+def _no_decorator(obj, result, renamed) -> str | None:
+    """For a function that blocks the gradient with a decorator (``@torch.no_grad()`` above its ``def``):
+    its ``def`` line, to paste in place of the decorator and the ``def``; else None (a ``.detach()`` in a
+    line, the catalog's line)."""
+    for source, tree in parsed(obj):
+        function = tree.body[0] if len(tree.body) == 1 and isinstance(tree.body[0], ast.FunctionDef) else None
+        blocking = [d for d in getattr(function, "decorator_list", []) if ast.unparse(d) in _NO_GRAD]
+        if blocking:
+            head = source.splitlines()[function.lineno - 1].strip()
+            said = f"@{ast.unparse(blocking[0])} and {head.split('(')[0]}(...)"
+            return (f"{head}   # in place of your lines {said}: no decorator, so that the output keeps its "
+                    "graph and a backward pass reaches q, k and v")
+    return None
+
 def _names_missing(obj, renamed) -> bool:
     """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =
     ...`` for code of lambdas): then it has no line to take the place of."""
@@ -642,6 +659,7 @@ def _bug(*ids):
 
 RULES = (
     (lambda result: True, _batch_first),
+    (_bug("gradient_blocked"), _no_decorator),
     (lambda result: "returned None" in result.headline, unreturned_fix),
     (lambda result: result.fix.startswith("run the cell that defines or imports "), _dangling),
     (lambda result: any("einsum(): the number of subscripts" in line for line in result.observed),

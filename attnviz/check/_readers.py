@@ -55,7 +55,19 @@ def _product(node) -> tuple[str, str] | None:
     ->...qk', Q, K)``; else None."""
     left, right = operands(node) or (None, None)
     key = _transposed(right)
-    return (left.id, key) if isinstance(left, ast.Name) and key else _einsum_scores(node)
+    return (left.id, key) if isinstance(left, ast.Name) and key else _einsum_scores(node) or _tensordot(node)
+
+
+def _tensordot(node) -> tuple[str, str] | None:
+    """``(Q, K)`` for ``torch.tensordot(Q, K, dims=([-1], [-1]))``, two names over their last axis (right
+    for 2-D inputs only); else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    dims = next((k.value for k in getattr(node, "keywords", []) if k.arg == "dims"), None)
+    if isinstance(func, ast.Attribute) and func.attr == "tensordot" and len(node.args) == 2 \
+            and all(isinstance(a, ast.Name) for a in node.args) and dims is not None \
+            and ast.unparse(dims).replace(" ", "") in ("([-1],[-1])", "[[-1],[-1]]"):
+        return node.args[0].id, node.args[1].id
+    return None
 
 
 def _einsum_scores(node) -> tuple[str, str] | None:
@@ -507,6 +519,7 @@ def _weights_by_their_values(obj, nodes, seen: dict) -> None:
     (or ``torch.matmul(W, v)``), v its values; and, with no scores read either, the one variable of the
     function that W is computed from (``wagi = miekki_max(wyniki)``, ``attn = torch.log_softmax(logits,
     dim=-1).exp()``)."""
+    obj = inspect.unwrap(obj) if callable(obj) else obj             # @torch.no_grad() and the like
     code = getattr(obj, "__code__", None)
     if type(obj) is not types.FunctionType or code.co_argcount < 3:
         return
