@@ -1492,3 +1492,50 @@ def my_attention(q, k, v, mask=None):
 """
     _until_it_passes(check_attention, load("tensordot"), tensordot, [
         ("diem = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])", "diem = torch.tensordot")])
+
+
+ESPERANTO_STEP = """
+def decode_step(model, tokens, cache):
+    pasinte = 0 if cache is None else cache[0][0].shape[-2]
+    novaj = tokens.shape[1]
+    grupo = model.n_heads // model.n_kv_heads
+    stato = model.embed(tokens, pasinte)
+    nova_memoro = []
+    antaua = cache if cache is not None else [None] * model.n_layers
+    for bloko, malnova in zip(model.blocks, antaua):
+        normita = bloko.norm_attention(stato)
+        demandoj = split_heads(bloko.attention.W_q(normita), model.n_heads)
+        sxlosiloj = split_heads(bloko.attention.W_k(normita), model.n_kv_heads)
+        valoroj = split_heads(bloko.attention.W_v(normita), model.n_kv_heads)
+        if malnova is not None:
+            sxlosiloj = torch.cat([malnova[0], sxlosiloj], dim=-2)
+            valoroj = torch.cat([malnova[1], valoroj], dim=-2)
+        nova_memoro.append((sxlosiloj, valoroj))
+        sx = sxlosiloj.repeat_interleave(grupo, dim=1)
+        pont = demandoj @ sx.transpose(-2, -1) / math.sqrt(model.d_head)
+        maszk = gpt.decoding_mask(novaj, pasinte + novaj)
+        pont = pont.masked_fill(~maszk, torch.finfo(pont.dtype).min)
+        rezulto = F.softmax(pont, dim=-1) @ valoroj.repeat_interleave(grupo, dim=1)
+        stato = stato + bloko.attention.W_o(merge_heads(rezulto))
+        stato = stato + bloko.mlp(bloko.norm_mlp(stato))
+    return model.unembed(stato), nova_memoro
+"""
+
+
+def test_a_steps_projections_of_the_stream_and_its_unnamed_key_count_get_its_own_lines(tmp_path):
+    """Replay 12's 08Q4: W_k(stato) and W_v(stato) where normita belongs got its correct normita line in
+    names it did not have (block: its loop is zip(model.blocks, ...)), then 'your code has this line
+    already'; 08Q3: a square mask got a Fix with n_all, which it never names, then the notebook's keys."""
+    def load(name):
+        return lambda i, source: _step(tmp_path, f"{name}{i}", source)
+    assert your_names(_step(tmp_path, "zipped", ESPERANTO_STEP))["block"] == "bloko"
+    projected = ESPERANTO_STEP.replace("W_k(normita)", "W_k(stato)").replace("W_v(normita)", "W_v(stato)")
+    _until_it_passes(check_decoding_step, load("projected"), projected, [
+        ("sxlosiloj = split_heads(bloko.attention.W_k(normita), model.n_kv_heads); valoroj = split_heads("
+         "bloko.attention.W_v(normita), model.n_kv_heads)   # in place of your two lines",
+         ("sxlosiloj = split", "valoroj"))])
+    square = ESPERANTO_STEP.replace("gpt.decoding_mask(novaj, pasinte + novaj)",
+                                    "gpt.decoding_mask(novaj, novaj)")
+    _until_it_passes(check_decoding_step, load("square"), square, [
+        ("maszk = torch.ones(novaj, (pasinte + novaj), dtype=torch.bool).tril(diagonal=(pasinte + novaj) - "
+         "novaj)", "maszk = ")])

@@ -585,6 +585,30 @@ def _no_decorator(obj, result, renamed) -> str | None:
                     "graph and a backward pass reaches q, k and v")
     return None
 
+def _projections_of_the_normed(obj, result, renamed) -> str | None:
+    """For a step that projects the stream itself where the normed stream belongs: its lines that hand
+    the stream to W_q, W_k or W_v (``W_k(stato)``), handing them the normed one (``W_k(normita)``), one
+    line for them all; else None."""
+    names = your_names(obj)
+    stream, normed = names.get("x"), names.get("normed")
+    if not (stream and normed) or stream == normed:
+        return None
+    found = []
+    for source, node in _lines(obj):
+        calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and getattr(c.func, "attr", "") in (
+            "W_q", "W_k", "W_v") and len(c.args) == 1 and ast.unparse(c.args[0]) == stream]
+        if calls:
+            line = ast.get_source_segment(source, node)
+            for call in calls:
+                text = ast.get_source_segment(source, call)
+                line = line.replace(text, text[: -len(stream) - 1] + normed + ")", 1)
+            found.append(line)
+    if not 1 <= len(found) <= 3:
+        return None
+    which = "line" if len(found) == 1 else f"{('two', 'three')[len(found) - 2]} lines"
+    return "; ".join(found) + f"   # in place of your {which}: W_q, W_k and W_v read {normed}, the normed " \
+                              f"stream; {stream} itself is for the residual"
+
 def _names_missing(obj, renamed) -> bool:
     """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =
     ...`` for code of lambdas): then it has no line to take the place of."""
@@ -683,6 +707,7 @@ RULES = (
     (_bug("heads_merged_interleaved"), _stacked_heads_kept_whole),
     (_bug("cache_modified_in_place"), _deep_copy_of_the_cache),
     (_bug("heads_count_and_width_swapped"), _split_into_heads_of_d_k),
+    (_bug("attention_norm_skipped"), _projections_of_the_normed),
     (_bug("softmax_wrong_axis"), _softmax_over_the_keys),
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),

@@ -502,6 +502,9 @@ def _mask_names(nodes, tokens: str, seen: dict) -> None:
             added = isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)
             if added and {ast.unparse(value.left), ast.unparse(value.right)} == {*positions, *seen["n_new"]}:
                 seen["n_all"].add(name)
+    position = next(iter(positions)) if len(positions) == 1 else ""
+    if not seen["n_all"] and position.isidentifier() and len(seen["n_new"]) == 1:    # no name: their sum
+        seen["n_all"].add(f"({position} + {next(iter(seen['n_new']))})")
     variables = {name for node in nodes for name, _ in _assignments(node)}
     for call in (node for node in nodes if isinstance(node, ast.Call)):
         func = call.func
@@ -546,6 +549,12 @@ def _step_names(node, target, seen: dict) -> None:
     if isinstance(node, ast.For) and isinstance(looped_over, ast.Attribute) and looped_over.attr == "blocks":
         looped = node.target.elts[-1] if isinstance(node.target, ast.Tuple) else node.target
         seen["block"] |= {looped.id} if isinstance(looped, ast.Name) else set()
+    zipped = node.iter if isinstance(node, ast.For) and isinstance(node.iter, ast.Call) \
+        and getattr(node.iter.func, "id", None) == "zip" and isinstance(node.target, ast.Tuple) \
+        and len(node.target.elts) == len(node.iter.args) else None
+    for looped, over in zip(zipped.args if zipped else [], node.target.elts if zipped else [], strict=True):
+        if isinstance(looped, ast.Attribute) and looped.attr == "blocks" and isinstance(over, ast.Name):
+            seen["block"].add(over.id)                          # for bloko, old in zip(model.blocks, ...)
     if target and isinstance(node.value, ast.Subscript) and isinstance(node.value.value, ast.Attribute) \
             and node.value.value.attr == "blocks":                           # b = model.blocks[i]
         seen["block"].add(target)
