@@ -1539,3 +1539,15 @@ def test_a_steps_projections_of_the_stream_and_its_unnamed_key_count_get_its_own
     _until_it_passes(check_decoding_step, load("square"), square, [
         ("maszk = torch.ones(novaj, (pasinte + novaj), dtype=torch.bool).tril(diagonal=(pasinte + novaj) - "
          "novaj)", "maszk = ")])
+
+
+def test_a_fix_line_found_only_as_the_first_branch_of_a_line_is_not_said_to_be_there(tmp_path):
+    """Replay 12's 08Q4 r4: a new cache started as a copy of the given one (nova_memoro = [] if memoro is
+    None else list(memoro)) was told 'your code has this line already' of nova_memoro = []."""
+    copied = ESPERANTO_STEP.replace("    nova_memoro = []\n",
+                                    "    nova_memoro = [] if cache is None else list(cache)\n")
+    result = check_decoding_step(_step(tmp_path, "copied", copied))
+    assert result.fix.startswith("nova_memoro = []   #"), result.fix
+    assert "already" not in result.fix, result.fix
+    fixed = _pasted(copied, "nova_memoro = [] if", result.fix)
+    assert check_decoding_step(_step(tmp_path, "copied_fixed", fixed)).passed

@@ -172,7 +172,8 @@ def in_your_names(obj, fix: str) -> str:
             code = f"scores = {guarded[2]} if {guarded[1]} else scores"
         code, comment = _in_place_of(*inline, code, comment)
         hash_ = "   #"
-    if comment and _squeezed(code) in _squeezed("\n".join(sources(obj))):
+    held = _squeezed(code) in _squeezed("\n".join(sources(obj))) and not _first_branch_only(obj, code)
+    if comment and held:
         # pasting it would change nothing: the change is in the comment (cache_holds_repeated_heads's
         # append, last_position_only's unembed), so the Fix says so first
         return code + hash_ + " your code has this line already; the change is:" + comment
@@ -226,6 +227,15 @@ def _past_where_embedded(line: str, position: str, own: bool, code: str, comment
 
 def _squeezed(text: str) -> str:
     return "".join(text.split())
+
+
+def _first_branch_only(obj, code: str) -> bool:
+    """Whether ``code`` is found in the learner's text only as the first branch of one of their lines
+    (``new = []`` in ``new = [] if cache is None else list(cache)``): a line they do not have as it is."""
+    squeezed = _squeezed(code)
+    lines = [_squeezed(ast.get_source_segment(source, node) or "")
+             for source, _, node in one_line_statements(obj)]
+    return squeezed not in lines and any(line.startswith(squeezed + "if") for line in lines)
 
 
 _NEW_FORMS = {
