@@ -39,6 +39,15 @@ def _lines(obj, with_helpers: bool = False):
             yield source, node
 
 
+def _your_lines(found: list, why: str, most: int = 3) -> str | None:
+    """``found``, the learner's lines each with its change, as one line to paste in place of them all,
+    its comment saying how many it replaces and ``why``; None for none, or for more than ``most``."""
+    if not 1 <= len(found) <= most:
+        return None
+    which = "line" if len(found) == 1 else f"{('two', 'three')[len(found) - 2]} lines"
+    return "; ".join(found) + f"   # in place of your {which}: {why}"
+
+
 def own_line_fix(obj, result, renamed: str) -> str | None:
     """The Fix for ``result`` as a line of the learner's own, changed (the first rule of :data:`RULES`
     that applies and finds its line); ``renamed``: the catalog's Fix already in their names."""
@@ -62,6 +71,7 @@ def unreturned_fix(obj, result, renamed: str = "") -> str | None:
             return None
         return f"return {name}   # at the end of your function: without a return, it gives None"
     return None
+
 
 def _einsum_for_any_batch(obj, result, renamed) -> str | None:
     """For an einsum whose equation names every axis (``'bhqd,bhkd->bhqk'``, which raises on 2-D
@@ -91,6 +101,7 @@ def _einsum_for_any_batch(obj, result, renamed) -> str | None:
     more = "; the same in your other einsum" + ("s" if len(found) > 2 else "") if len(found) > 1 else ""
     return line + f"   # in place of your line: ... for any leading axes (2-D, 3-D, 4-D inputs alike){more}"
 
+
 def _exp_of_the_row_less_its_largest(obj, result, renamed) -> str | None:
     """For a softmax written by hand: the learner's one line that takes ``torch.exp(S)`` or ``S.exp()``
     of a name S (in their function or a helper of theirs, ``_normalise``), with each row's largest score
@@ -113,6 +124,7 @@ def _exp_of_the_row_less_its_largest(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: each row's largest score taken off first, so exp never " \
                   "overflows (the weights are the same)" if line else None
 
+
 def _roots(node) -> list:
     """The nodes whose square root ``node`` takes: ``math.sqrt(A)``, ``torch.rsqrt(A)``, ``A ** 0.5``,
     ``A ** -0.5``."""
@@ -128,6 +140,7 @@ def _roots(node) -> list:
         if isinstance(power, ast.Constant) and power.value == 0.5:
             found.append(n.left)
     return found
+
 
 def _own_root(obj, result, renamed: str) -> str | None:
     """For a scale of the wrong size: the learner's one simple line that takes a square root (wherever
@@ -158,6 +171,7 @@ def _own_root(obj, result, renamed: str) -> str | None:
         return None
     return line.replace(size, right) + f"   # in place of your line: the root of {right}, not {size}"
 
+
 def _scaled_once(obj, found: list) -> str | None:
     """For queries and keys each divided by a root (``q = ... / math.sqrt(d)``, ``k = ... / math.sqrt(d)``:
     the scores divided by d): the keys' line without its division; else None."""
@@ -184,6 +198,7 @@ def _returns_its_own_cache(obj, result, renamed) -> str | None:
         return None
     return (f"return {names['logits']}, {names['made_cache']}   # the cache you made and appended to, not "
             f"{names['given_back']}, the one you were given")
+
 
 def _pointer_moved_on(obj, result, renamed) -> str | None:
     """For a step whose returned cache holds its position as it came (``{'k': kbuf, 'v': vbuf, 'pos':
@@ -368,11 +383,7 @@ def _full_precision_cache(obj, result, renamed) -> str | None:
     makes it so (``kbuf = torch.zeros(shape, dtype=torch.bfloat16)``, ``K = K.to(torch.bfloat16)``),
     without it; else None."""
     found = [line for source, node in _lines(obj) if (line := _without_half(source, node))]
-    if len(found) == 1:
-        return found[0] + "   # in place of your line: the model's float32, kept as it was made"
-    if len(found) == 2:
-        return "; ".join(found) + "   # in place of your two lines: the model's float32, kept as it was made"
-    return None
+    return _your_lines(found, "the model's float32, kept as it was made", most=2)
 
 
 def _out_of_place(obj, result, renamed) -> str | None:
@@ -452,6 +463,7 @@ def _sum_kept(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: each row's sum keeps its axis, so it divides its own row" \
         if line else None
 
+
 def _joined_values_kept(obj, result, renamed) -> str | None:
     """For a step that joins its values to the cached ones but keeps only the new ones: its one line that
     stores its joined keys beside its new values (``out[name] = KV(K, v_new)``), with the joined values
@@ -472,6 +484,7 @@ def _joined_values_kept(obj, result, renamed) -> str | None:
     return line + f"   # in place of your line: {joined}, the values joined to the cached ones, not " \
                   f"this call's {new} alone" if line else None
 
+
 def _stacked_heads_kept_whole(obj, result, renamed) -> str | None:
     """For heads merged interleaved by stacking each head's output on a new last axis and flattening
     (``torch.stack(outs, dim=-1).flatten(2)``): that line of the learner's, stacked before the features
@@ -490,6 +503,7 @@ def _stacked_heads_kept_whole(obj, result, renamed) -> str | None:
     line = the_one(found)
     return line + "   # in place of your line: each head's outputs stacked before their features, so that " \
                   "flattening keeps each head whole" if line else None
+
 
 def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
@@ -514,6 +528,7 @@ def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     return ("" if imported else "import copy; ") + line + "   # in place of your line: a copy whose lists " \
         "are new too, so the cache you were given stays as it was"
 
+
 _SPLIT_SWAP = {"split": ("n_heads", "d_k"), "chunk": ("d_k", "n_heads")}
 """split takes the size of each piece, chunk the number of pieces: the one mistaken for the other."""
 
@@ -534,11 +549,8 @@ def _split_into_heads_of_d_k(obj, result, renamed) -> str | None:
                 line, at = ast.get_source_segment(source, node), size.end_col_offset - node.col_offset
                 found.append(line[:at - len(swap[0])] + swap[1] + line[at:])
                 break
-    if not 1 <= len(found) <= 3:
-        return None
-    which = "line" if len(found) == 1 else f"{('two', 'three')[len(found) - 2]} lines"
-    return "; ".join(found) + f"   # in place of your {which}: split takes each piece's size, d_k; chunk " \
-                              "takes how many, n_heads"
+    return _your_lines(found, "split takes each piece's size, d_k; chunk takes how many, n_heads")
+
 
 _POSITIONS = {"n", "t", "l", "length", "seq", "seq_len", "seqlen", "n_tokens", "tokens", "positions", "n_pos",
               "time", "steps"}
@@ -568,6 +580,7 @@ def _batch_first(obj, result, renamed) -> str | None:
     return found[1] + "   # in place of your line: x is (batch, n, d_model), the batch first" \
         if found else None
 
+
 _NO_GRAD = ("torch.no_grad()", "torch.inference_mode()", "torch.no_grad", "torch.inference_mode")
 
 
@@ -584,6 +597,7 @@ def _no_decorator(obj, result, renamed) -> str | None:
             return (f"{head}   # in place of your lines {said}: no decorator, so that the output keeps its "
                     "graph and a backward pass reaches q, k and v")
     return None
+
 
 def _projections_of_the_normed(obj, result, renamed) -> str | None:
     """For a step that projects the stream itself where the normed stream belongs: its lines that hand
@@ -603,11 +617,9 @@ def _projections_of_the_normed(obj, result, renamed) -> str | None:
                 text = ast.get_source_segment(source, call)
                 line = line.replace(text, text[: -len(stream) - 1] + normed + ")", 1)
             found.append(line)
-    if not 1 <= len(found) <= 3:
-        return None
-    which = "line" if len(found) == 1 else f"{('two', 'three')[len(found) - 2]} lines"
-    return "; ".join(found) + f"   # in place of your {which}: W_q, W_k and W_v read {normed}, the normed " \
-                              f"stream; {stream} itself is for the residual"
+    return _your_lines(found, f"W_q, W_k and W_v read {normed}, the normed stream; {stream} itself is for "
+                              "the residual")
+
 
 def _names_missing(obj, renamed) -> bool:
     """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =

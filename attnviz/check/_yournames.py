@@ -110,6 +110,7 @@ def _repeated_as_theirs(obj, code: str, found: dict) -> str:
             code = f"{found['k_rep']}, {found['v_rep']} = {repeated.split(' = ')[1]}" + code[len(repeated):]
     return code
 
+
 def _group_right(obj, name) -> bool:
     """Whether the learner's code sets ``name`` to the query heads per key/value head, the right way
     round (``grp = model.n_heads // model.n_kv_heads``)."""
@@ -119,6 +120,7 @@ def _group_right(obj, name) -> bool:
         return False
     left, right = ast.unparse(values[0].left), ast.unparse(values[0].right)
     return left.endswith("n_heads") and not left.endswith("n_kv_heads") and right.endswith("n_kv_heads")
+
 
 def in_your_names(obj, fix: str) -> str:
     """``fix`` in the learner's names (:func:`your_names`) when its code part (before ``   #``) is one
@@ -290,7 +292,6 @@ def fix_in_your_names(obj, result):
         return result
     result.fix = in_your_names(obj, result.fix)
     return result
-
 
 
 def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
