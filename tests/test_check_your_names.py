@@ -1551,3 +1551,87 @@ def test_a_fix_line_found_only_as_the_first_branch_of_a_line_is_not_said_to_be_t
     assert "already" not in result.fix, result.fix
     fixed = _pasted(copied, "nova_memoro = [] if", result.fix)
     assert check_decoding_step(_step(tmp_path, "copied_fixed", fixed)).passed
+
+
+# Replay 12's 08Q1: the cache one tensor (layers, 2, batch, kv heads, positions, d_head), Swahili names
+STACKED_STEP = """
+def decode_step(model, tokens, cache):
+    kumbukumbu = cache              # (layers, 2, batch, kv heads, positions, d_head): [l, 0] keys
+    zamani = 0 if kumbukumbu is None else kumbukumbu.shape[-2]
+    mpya = tokens.shape[1]
+    kundi = model.n_heads // model.n_kv_heads
+    hali = model.embed(tokens, zamani)
+    tabaka = []
+    for safu, block in enumerate(model.blocks):
+        kawaida = block.norm_attention(hali)
+        swali = split_heads(block.attention.W_q(kawaida), model.n_heads)
+        funguo = split_heads(block.attention.W_k(kawaida), model.n_kv_heads)
+        thamani = split_heads(block.attention.W_v(kawaida), model.n_kv_heads)
+        tabaka.append(torch.stack([funguo, thamani]))
+        if kumbukumbu is not None:
+            funguo = torch.cat([kumbukumbu[safu, 0], funguo], dim=-2)
+            thamani = torch.cat([kumbukumbu[safu, 1], thamani], dim=-2)
+        nje = F.scaled_dot_product_attention(swali, funguo.repeat_interleave(kundi, dim=1),
+                                             thamani.repeat_interleave(kundi, dim=1),
+                                             attn_mask=gpt.decoding_mask(mpya, zamani + mpya))
+        hali = hali + block.attention.W_o(merge_heads(nje))
+        hali = hali + block.mlp(block.norm_mlp(hali))
+    mpya_kumbukumbu = torch.stack(tabaka)
+    if kumbukumbu is not None:
+        mpya_kumbukumbu = torch.cat([kumbukumbu, mpya_kumbukumbu], dim=-2)
+    return model.unembed(hali), mpya_kumbukumbu
+"""
+
+# Replay 11's 08P1: the cache a flat list [k0, v0, k1, v1]
+FLAT_STEP = """
+def decode_step(model, tokens, cache):
+    pos_start = 0 if cache is None else cache[0].shape[-2]
+    res = model.embed(tokens, pos_start)
+    n_new = tokens.shape[1]
+    rep = model.n_heads // model.n_kv_heads
+    flat = []
+    for i, blk in enumerate(model.blocks):
+        a = blk.norm_attention(res)
+        lq = split_heads(blk.attention.W_q(a), model.n_heads)
+        lk = split_heads(blk.attention.W_k(a), model.n_kv_heads)
+        lv = split_heads(blk.attention.W_v(a), model.n_kv_heads)
+        if cache is not None:
+            lk = torch.cat([cache[2 * i], lk], dim=-2)
+            lv = torch.cat([cache[2 * i + 1], lv], dim=-2)
+        flat += [lk, lv]
+        allowed = gpt.decoding_mask(n_new, lk.shape[-2])
+        sc = lq @ lk.repeat_interleave(rep, 1).transpose(-2, -1) / math.sqrt(model.d_head)
+        sc = sc.masked_fill(~allowed, torch.finfo(sc.dtype).min)
+        res = res + blk.attention.W_o(merge_heads(sc.softmax(-1) @ lv.repeat_interleave(rep, 1)))
+        res = res + blk.mlp(blk.norm_mlp(res))
+    return model.unembed(res), flat
+"""
+
+
+@pytest.mark.parametrize("source, wrong, reads, fix", [
+    (STACKED_STEP.replace("kumbukumbu[safu, 0]", "kumbukumbu[0, safu]").replace("kumbukumbu[safu, 1]",
+                                                                                 "kumbukumbu[1, safu]"),
+     ("funguo = torch.cat", "thamani = torch.cat"),
+     "layer 0 reads its cached values from layer 1's keys (cache[1][0]); layer 1 reads its cached keys from "
+     "layer 0's values (cache[0][1])",
+     "funguo = torch.cat([kumbukumbu[safu, 0], funguo], dim=-2); thamani = torch.cat([kumbukumbu[safu, 1], "
+     "thamani], dim=-2)   # in place of your two lines"),
+    (FLAT_STEP.replace("cache[2 * i]", "cache[i]").replace("cache[2 * i + 1]", "cache[i + 1]"),
+     ("lk = torch.cat", "lv = torch.cat"),
+     "layer 1 reads its cached keys from layer 0's values (cache[1]); layer 1 reads its cached values from "
+     "layer 1's keys (cache[2])",
+     "lk = torch.cat([cache[2 * i], lk], dim=-2); lv = torch.cat([cache[2 * i + 1], lv], dim=-2)   # in "
+     "place of your two lines"),
+], ids=["indices_swapped", "flat_list_at_i"])
+def test_a_cache_read_at_the_wrong_index_is_named_with_the_entries_read_and_its_own_lines(
+        tmp_path, source, wrong, reads, fix):
+    """Replays 11 and 12 (08P1, 08Q1): a (layers, 2, ...) cache read as (2, layers, ...), and a flat list
+    [k0, v0, k1, v1] read at cache[i] and cache[i + 1], were told 'matches no known bug'. Now the check
+    tries every way of reading the prefill's cache, names the entries each layer read, and gives the
+    step's own lines with the indices where its prefill put them; pasted, they pass."""
+    result = check_decoding_step(_step(tmp_path, "misread", source))
+    assert result.bug == "cache_read_at_wrong_index", repr(result)
+    assert any(reads in line for line in result.observed), result.observed
+    assert result.fix.startswith(fix), result.fix
+    fixed = _pasted_over(source, *wrong, result.fix)
+    assert check_decoding_step(_step(tmp_path, "misread_fixed", fixed)).passed

@@ -921,6 +921,17 @@ _ENTRIES = [
         "past_keys, past_values = cache[layer]   # this layer's own entry, not cache[0]",
     ),
     Bug(
+        "cache_read_at_wrong_index",
+        "A layer reads its cached keys or values from another entry of the cache than the one they were "
+        "stored in: the indices in the wrong order (cache[0, layer] for a cache kept as (layers, 2, ...)), "
+        "or a flat list [k0, v0, k1, v1, ...] read at cache[i] and cache[i + 1], where layer i's are at "
+        "2 * i and 2 * i + 1.",
+        "The prefill is right; after it some layer attends to another layer's keys or values, or to values "
+        "in place of keys. The check tries every way the layers could read the prefill's cache and names "
+        "the one that gives your step's logits.",
+        "past_keys, past_values = cache[layer]   # the entry this layer's keys and values were stored in",
+    ),
+    Bug(
         "cache_layer_not_advanced",
         "Every block appends to the same layer's cache entry: the layer index is set once before the loop "
         "over the blocks and never advances (cache.append(0, ...), or layer = 0 and no enumerate), so "

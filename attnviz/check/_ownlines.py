@@ -12,6 +12,7 @@ gives None and the catalog's line stands.
 from __future__ import annotations
 
 import ast
+import re
 import types
 
 from ._readers import (
@@ -23,6 +24,7 @@ from ._readers import (
     parsed,
     returns_a_value,
     the_one,
+    trees,
     your_names,
 )
 
@@ -689,6 +691,110 @@ def _softmax_over_the_keys(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: over the keys, the last dimension" if line else None
 
 
+def _chain(node):
+    """``(base, parts, tupled)`` for an index chain of the learner's (``cache[i][0]``, ``kv[0, i]``,
+    ``cache.keys[i]``): its base name, each index's node or ``('a', attribute)``, and whether it indexes
+    with a tuple; else None."""
+    parts, tupled = [], False
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        if isinstance(node, ast.Attribute):
+            parts.append(("a", node.attr))
+        elif isinstance(node.slice, ast.Tuple):
+            parts += reversed(node.slice.elts)
+            tupled = True
+        else:
+            parts.append(node.slice)
+        node = node.value
+    return (node.id, parts[::-1], tupled) if isinstance(node, ast.Name) and parts else None
+
+
+def _index_at(node, var: str, value: int):
+    """An index of the learner's with ``var = value``: a number or a string (numbers, ``var``, + - *)."""
+    if isinstance(node, tuple):                                   # an attribute
+        return node
+    if isinstance(node, ast.Constant) and type(node.value) in (int, str):
+        return ("k", node.value) if isinstance(node.value, str) else ("i", node.value)
+    if isinstance(node, ast.Name) and node.id == var:
+        return ("i", value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        a, b = _index_at(node.left, var, value), _index_at(node.right, var, value)
+        if a and b and a[0] == b[0] == "i":
+            return ("i", {ast.Add: a[1] + b[1], ast.Sub: a[1] - b[1], ast.Mult: a[1] * b[1]}[type(node.op)])
+    return None
+
+
+def _at_layers(chain, var: str) -> tuple | None:
+    """The entry ``chain`` reads in layers 0 and 1 (``var``, the learner's layer index), or None."""
+    at = tuple(tuple(_index_at(part, var, layer) for part in chain[1]) for layer in (0, 1))
+    return None if any(None in parts for parts in at) else at
+
+
+def _written(base: str, at: tuple, tupled: bool, var: str) -> str | None:
+    """``base`` indexed as ``at`` gives layers 0 and 1, in the learner's style: ``kv[var, 0]``, ``cache[2 *
+    var + 1]``; None when an index is not ``step * var + start``."""
+    items = []
+    for (kind, first), (_, second) in zip(*at, strict=True):
+        if kind != "i" or first == second:
+            items.append(("a", f".{first}") if kind == "a" else ("i", repr(first)))
+            continue
+        step = second - first
+        if step <= 0:
+            return None
+        term = var if step == 1 else f"{step} * {var}"
+        items.append(("i", term if first == 0 else f"{term} + {first}"))
+    if tupled and all(kind == "i" for kind, _ in items):
+        return f"{base}[{', '.join(text for _, text in items)}]"
+    return base + "".join(text if kind == "a" else f"[{text}]" for kind, text in items)
+
+
+_PART = re.compile(r"\[(-?\d+)\]|\[('[^']*'|\"[^\"]*\")\]|\.(\w+)")
+_MISREAD = re.compile(r"layer (\d+) reads its cached (keys|values) from layer \d+'s (?:keys|values) "
+                      r"\(([^)]*)\)")
+
+
+def _path_parts(path: str) -> tuple:
+    """A cache path as the decoding checker writes it (``cache[0][1]``, ``cache['k'][1]``) as indices."""
+    return tuple(("i", int(i)) if i else ("k", ast.literal_eval(k)) if k else ("a", a)
+                 for i, k, a in _PART.findall(path))
+
+
+def _entries_read_right(obj, result, renamed) -> str | None:
+    """For a cache read at the wrong index: the learner's lines that read the prefill's cache where
+    another entry is (``kv[0, i]``, ``cache[i + 1]``), each index changed to where their prefill put that
+    layer's keys or values, as the Fix says (``kv[i, 0]``, ``cache[2 * i + 1]``); else None."""
+    var = your_names(obj).get("layer")
+    try:
+        fix = ast.parse(renamed.split("   #")[0]).body[0].value.elts
+    except (SyntaxError, AttributeError, IndexError):
+        return None
+    if not var or type(obj) is not types.FunctionType or obj.__code__.co_argcount < 3 or len(fix) != 2:
+        return None
+    right = [_at_layers(_chain(expr), var) if _chain(expr) else None for expr in fix]
+    if None in right:
+        return None
+    misread = {(int(layer), ("keys", "values").index(kind)): _path_parts(path)
+               for layer, kind, path in _MISREAD.findall(" ".join(result.observed))}
+    read = [tuple(misread.get((layer, kind), right[kind][layer]) for layer in (0, 1)) for kind in (0, 1)]
+    cache = {obj.__code__.co_varnames[2]}
+    cache |= {n.targets[0].id for tree in trees(obj) for n in ast.walk(tree)     # kv = cache
+              if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+              and isinstance(n.value, ast.Name) and n.value.id in cache}
+    found = []
+    for source, node in _lines(obj):
+        line, inner = ast.get_source_segment(source, node), set()
+        for expr in sorted(ast.walk(node), key=lambda n: -getattr(n, "col_offset", 0)):
+            chain = _chain(expr) if isinstance(expr, ast.Subscript) and expr not in inner else None
+            inner |= {n for n in ast.walk(expr) if n is not expr} if chain else set()
+            at = _at_layers(chain, var) if chain and chain[0] in cache else None
+            kind = next((k for k in (0, 1) if at and at == read[k] != right[k]), None)
+            if kind is not None and (text := _written(chain[0], right[kind], chain[2], var)):
+                start = expr.col_offset - node.col_offset
+                line = line[:start] + text + line[start + len(ast.get_source_segment(source, expr)):]
+        if line != ast.get_source_segment(source, node):
+            found.append(line)
+    return _your_lines(found, "each layer reads its own keys and values, where your prefill put them")
+
+
 def _bug(*ids):
     return lambda result: result.bug in ids
 
@@ -724,6 +830,7 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
+    (_bug("cache_read_at_wrong_index"), _entries_read_right),
 )
 """(applies, rewrite) pairs, in order: when ``applies(result)``, ``rewrite(obj, result, renamed)`` gives
 the learner's line changed, or None."""

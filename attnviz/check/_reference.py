@@ -625,7 +625,9 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
     ``layer_read``: 'own' (cache[layer]), or the bugs 'shared' (every layer appends to entry 0 and
     attends to all it holds: a layer index that never advances), 'first' (every layer reads cache[0]), 'last'
     (every layer reads the last layer's entry: a cache list built as [[None, None]] * n_layers, one
-    list aliased) and 'reversed' (layer i reads layer n_layers - 1 - i's: entries read back with pop());
+    list aliased) and 'reversed' (layer i reads layer n_layers - 1 - i's: entries read back with pop()),
+    or a tuple with, for each layer, the two entries ``((layer, kind), (layer, kind))`` it reads as its
+    cached keys and values (kind 0 keys, 1 values: the bug of a cache read at the wrong index);
     ``blocks``: None (every block), or the bug of a number of blocks (1: a return inside the loop);
     ``block_read``: 'own', or the bugs 'first_attention' (every layer's norm_attention and attention
     are block 0's: a line of a cell that worked on model.blocks[0], pasted into the loop) and 'first'
@@ -695,14 +697,18 @@ def decode(model, tokens, cache, *, attend=None, split=_split, merge=_merge, pro
         key, value = split(parts.W_k(for_k), h_kv), split(parts.W_v(for_v), h_kv)
         if kept_in is not None:
             key, value = key.to(kept_in).to(key.dtype), value.to(kept_in).to(value.dtype)
-        read = {"own": layer, "first": 0, "shared": 0, "last": len(model.blocks) - 1,  # [[...]] * n_layers
-                "reversed": len(model.blocks) - 1 - layer}[layer_read]        # read back with list.pop()
+        entries = layer_read[layer] if isinstance(layer_read, tuple) else None   # ((layer, kind), ...)
+        read = layer if entries else {"own": layer, "first": 0, "shared": 0, "last": len(model.blocks) - 1,
+                                      "reversed": len(model.blocks) - 1 - layer}[layer_read]
         if layer_read == "shared" and layer > 0:                        # the entry the last layer grew
             cache = kept[-1:]
         if cache is not None:
-            key_all = torch.cat([cache[read][0], key], dim=-2)          # (batch, h_kv, n_all, d)
-            value_all = torch.cat([cache[read][0 if values_from == "keys" else 1],
-                                   key if values_from == "new_keys" else value], dim=-2)
+            past_keys, past_values = cache[read][0], cache[read][0 if values_from == "keys" else 1]
+            if entries:
+                (key_layer, key_kind), (value_layer, value_kind) = entries
+                past_keys, past_values = cache[key_layer][key_kind], cache[value_layer][value_kind]
+            key_all = torch.cat([past_keys, key], dim=-2)               # (batch, h_kv, n_all, d)
+            value_all = torch.cat([past_values, key if values_from == "new_keys" else value], dim=-2)
         else:
             key_all, value_all = key, value
         given = (key, value) if cache is None else cache[read]

@@ -32,6 +32,7 @@ the sizes; see :mod:`attnviz.gpt`). Torch only.
 from __future__ import annotations
 
 import copy
+import itertools
 import re
 import types
 from dataclasses import replace
@@ -42,7 +43,7 @@ from .._threads import one_thread
 from ..gpt import PiecesOnlyError, StepModel, TinyGPT, cached_attention
 from . import _verdict
 from ._catalog import DECODING_FIX_NAMES
-from ._compare import max_gap
+from ._compare import agrees, max_gap
 from ._diagnose import RAISED, Answer, Hypotheses, error_kind
 from ._engine import Probe, Rule, Spec, Trial, decide, run_check
 from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, neutral
@@ -965,6 +966,101 @@ def _cached_hypothesis(t):
     return verdict
 
 
+_KINDS = ("keys", "values")
+
+
+def _prefill_paths(t):
+    """``{(layer, kind): path}``: where the step's first prefill put each layer's keys (kind 0) and
+    values (kind 1), every prefill position of them, in the cache it returned; None unless all are."""
+    probe, ans = t.one("prefill")
+    summary = (ans.extra or {}).get("summary") if ans is not None else None
+    paths = {}
+    for entry in summary or ():
+        if entry["start"] == 0 and entry["length"] == probe.facts["positions"]:
+            paths.setdefault((entry["layer"], _KINDS.index(entry["kind"])), entry["path"])
+    return paths if len(paths) == 2 * SIZES["n_layers"] else None
+
+
+def _reads_giving(pairs, positions):
+    """Every way of reading the prefill's cache other than the right one, for each layer its cached keys
+    and values from any layer's keys or values, that gives the step's logits on all ``pairs`` (the
+    steps that read the prefill's cache): ``[((keys entry, values entry) per layer), ...]``."""
+    truth, exact, layers = _SETUP["truth"], _SETUP["exact"], range(SIZES["n_layers"])
+    cache = [(truth["keys"][layer][:, :, :positions], truth["values"][layer][:, :, :positions])
+             for layer in layers]
+    entries = [(layer, kind) for layer in layers for kind in (0, 1)]
+    right = tuple(((layer, 0), (layer, 1)) for layer in layers)
+    found = []
+    with neutral(), torch.no_grad(), one_thread():
+        for reads in itertools.product(itertools.product(entries, entries), repeat=len(layers)):
+            if reads != right and all(
+                    agrees(ans.output, decode(exact, probe.args["tokens"], cache, layer_read=reads)[0],
+                           torch.ones(probe.expected.shape[:-1], dtype=torch.bool))
+                    for probe, ans in pairs):
+                found.append(reads)
+    return found
+
+
+def _layer_path(first, second):
+    """Layer ``layer``'s path, from where layers 0 and 1 keep theirs: ("cache[0][1]", "cache[1][1]") ->
+    "cache[layer][1]", ("cache[1]", "cache[3]") -> "cache[2 * layer + 1]"; None unless the two differ
+    in one number, the second larger."""
+    a, b = re.findall(r"\d+|\D+", first), re.findall(r"\d+|\D+", second)
+    if len(a) != len(b):
+        return None
+    differ = [i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y]
+    if len(differ) != 1 or not (a[differ[0]] + b[differ[0]]).isdigit():
+        return None
+    base, step = int(a[differ[0]]), int(b[differ[0]]) - int(a[differ[0]])
+    if step <= 0:
+        return None
+    term = "layer" if step == 1 else f"{step} * layer"
+    a[differ[0]] = term if base == 0 else f"{term} + {base}"
+    return "".join(a)
+
+
+def _reading(pairs) -> str:
+    *before, last = [probe.name for probe, _ in pairs]
+    if not before:
+        return f"On {last}, which reads your prefill's cache,"
+    return f"On the {len(pairs)} steps that read your prefill's cache ({', '.join(before)} and {last}),"
+
+
+def _read_at_wrong_index(t):
+    """The prefill right and its cache holding every layer's keys and values, the steps that read it
+    wrong: one wrong way of reading its entries gives their logits (a cache indexed in the wrong order,
+    a flat list read at cache[i] and cache[i + 1])."""
+    prefill, _ = t.one("prefill")
+    paths = _prefill_paths(t)
+    if prefill is None or paths is None:
+        return None
+    pairs = [(p, a) for p, a in t.pairs() if p.facts.get("cache_from") == prefill.name
+             and isinstance(a.output, torch.Tensor) and a.output.shape == p.expected.shape]
+    if not pairs or all(t.right(p, a) for p, a in pairs):
+        return None
+    found = _reads_giving(pairs, prefill.facts["positions"])
+    if len(found) != 1:
+        return None
+    [reads] = found
+    misread = [f"layer {layer} reads its cached {_KINDS[kind]} from layer {entry[0]}'s {_KINDS[entry[1]]} "
+               f"({paths[entry]})" for layer, both in enumerate(reads) for kind, entry in enumerate(both)
+               if entry != (layer, kind)]
+    kept = ", ".join(f"layer {layer}'s keys and values at {paths[(layer, 0)]} and {paths[(layer, 1)]}"
+                     for layer in range(SIZES["n_layers"]))
+    probe, ans = t.first_wrong()
+    keys, values = (_layer_path(paths[(0, kind)], paths[(1, kind)]) for kind in (0, 1))
+    fix = (f"past_keys, past_values = {keys}, {values}   # where your prefill put this layer's keys and "
+           "values" if keys and values else None)
+    return t.bug(
+        "cache_read_at_wrong_index", t.happened(probe, ans),
+        [t.describe(probe, ans),
+         f"{_reading(pairs)} your logits are those of a step in which {'; '.join(misread)}; every other "
+         "read is right, and no other way of reading that cache gives them.",
+         f"Your prefill's cache keeps {kept}: each layer reads its own entries there."],
+        fix=fix,
+    )
+
+
 # A step kept in float32 meets the float64 recomputation to about 2e-7; a softmax, scores or cache
 # rounded to float16 on the way stays inside the tolerance (1e-4) on this small model, at about 1e-4.
 _FLOAT32_GAP = 1e-5
@@ -1031,6 +1127,7 @@ CACHED_RULES = (
     Rule("cache_short", "wrong", _cache_short),
     Rule("cache_kind_changed", "wrong", _cache_kind_changed),
     Rule("raised", "wrong", raised),
+    Rule("read_at_wrong_index", "wrong", _read_at_wrong_index),
     Rule("no_known_bug", "wrong", no_known_bug),
     Rule("cache_modified_in_place", "right", _branch),
     Rule("cache_holds_repeated_heads", "right", _repeated_heads),
