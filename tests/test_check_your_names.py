@@ -1635,3 +1635,35 @@ def test_a_cache_read_at_the_wrong_index_is_named_with_the_entries_read_and_its_
     assert result.fix.startswith(fix), result.fix
     fixed = _pasted_over(source, *wrong, result.fix)
     assert check_decoding_step(_step(tmp_path, "misread_fixed", fixed)).passed
+
+
+# Replay 12's 05Q1: a loop over the heads, each projected with F.linear on its rows; Czech names
+HEADS_IN_A_LIST = MODULE + """
+    def forward(self, x, mask=None):
+        hlavy = []
+        for h in range(self.n_heads):
+            radky = slice(h * self.d_k, (h + 1) * self.d_k)
+            dotaz = F.linear(x, self.W_q.weight[radky], self.W_q.bias[radky])
+            klic = F.linear(x, self.W_k.weight[radky], self.W_k.bias[radky])
+            hodnota = F.linear(x, self.W_v.weight[radky], self.W_v.bias[radky])
+            skore = dotaz @ klic.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                skore = skore.masked_fill(~mask, torch.finfo(skore.dtype).min)
+            hlavy.append(skore.softmax(dim=-1) @ hodnota)
+        return self.W_o(torch.cat(hlavy, dim=-1))
+"""
+
+
+@pytest.mark.parametrize("wrong, line", [
+    ("return self.W_o(torch.cat(hlavy, dim=1))", "return self.W_o"),
+    ("spojene = torch.cat(hlavy, 1)\n        return self.W_o(spojene)", "spojene = "),
+], ids=["inside_W_o", "named_first"])
+def test_heads_joined_along_the_positions_get_their_own_cat_line_along_the_features(tmp_path, wrong, line):
+    """Replay 12's 05Q1: heads kept in a list and joined with torch.cat(hlavy, dim=1) were told 'applying
+    W_o to the heads (batch, heads, n, d_k) before merging' with a Fix naming heads, which it had not."""
+    source = HEADS_IN_A_LIST.replace("return self.W_o(torch.cat(hlavy, dim=-1))", wrong)
+    result = check_multi_head(_load(tmp_path, "joined", source).MHA)
+    assert "one head's d_k" in result.observed[1] and "torch.cat(heads, dim=1)" in result.observed[1]
+    assert result.fix.split("   #")[0] == wrong.splitlines()[0].replace("dim=1", "dim=-1").replace(
+        "hlavy, 1", "hlavy, -1").strip(), result.fix
+    assert check_multi_head(_load(tmp_path, "joined_fixed", _pasted(source, line, result.fix)).MHA).passed

@@ -507,6 +507,43 @@ def _stacked_heads_kept_whole(obj, result, renamed) -> str | None:
                   "flattening keeps each head whole" if line else None
 
 
+def _joined_heads(node) -> ast.AST | None:
+    """The axis node of ``torch.cat(heads, dim=1)`` (a list joined along an axis before the features:
+    0, 1, -2 or -3), else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and func.attr in ("cat", "concat", "concatenate") and node.args):
+        return None
+    axis = next((k.value for k in node.keywords if k.arg in ("dim", "axis")), None)
+    axis = axis if axis is not None else node.args[1] if len(node.args) == 2 else None
+    return axis if axis is not None and ast.unparse(axis) in ("0", "1", "-2", "-3") else None
+
+
+def _heads_side_by_side(obj, result, renamed) -> str | None:
+    """For W_o fed pieces one head wide: the learner's one line that joins a list of heads along another
+    axis than the features, inside the W_o call or in the name handed to it (``self.W_o(torch.cat(hlavy,
+    dim=1))``), joined along the features (``dim=-1``); else None."""
+    lines = list(_lines(obj))
+    joined = {assigned(node): (source, node) for source, node in lines
+              if assigned(node) and _joined_heads(node.value) is not None}      # merged = torch.cat(...)
+    found = []
+    for source, node in lines:
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "W_o" and len(call.args) == 1):
+                continue
+            at_line, given = (source, node), call.args[0]
+            if isinstance(given, ast.Name) and given.id in joined:
+                at_line = joined[given.id]
+                given = at_line[1].value
+            if (axis := _joined_heads(given)) is not None:
+                line = ast.get_source_segment(*at_line)
+                at = axis.col_offset - at_line[1].col_offset
+                found.append(line[:at] + "-1" + line[at + len(ast.unparse(axis)):])
+    line = the_one(found)
+    return line + "   # in place of your line: the heads side by side along the features (dim=-1), " \
+                  "(batch, n, n_heads * d_k); along another axis they lie one after another" if line else None
+
+
 def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
     is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
@@ -830,6 +867,7 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
+    (lambda result: "a linear layer got inputs of width" in result.headline, _heads_side_by_side),
     (_bug("cache_read_at_wrong_index"), _entries_read_right),
 )
 """(applies, rewrite) pairs, in order: when ``applies(result)``, ``rewrite(obj, result, renamed)`` gives

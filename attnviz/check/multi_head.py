@@ -68,11 +68,16 @@ def linear_wrong_width(t):
             fix=(f"{line}   # self.{name}: this module's own layer, made in __init__" if line else
                  f"call self.{name}, this module's own layer made in __init__, where forward calls {name}"),
         )
+    d, heads = CONFIGS[probe.facts["config"]]
+    why = "Applying W_o to the heads (batch, heads, n, d_k) before merging them back gives this error."
+    if int(width) == d // heads:
+        why = (f"Width {width} is one head's d_k: applying W_o to the heads (batch, heads, n, d_k) before "
+               "merging them back gives this error, and so does a list of heads joined along another axis "
+               "than the features (torch.cat(heads, dim=1) lays them one after another along the positions).")
     return t.problem(
         f"{t.spec.subject} raised RuntimeError on every input: a linear layer got inputs of width {width}, "
         f"not d_model = {d_model}.",
-        [t.describe(probe, ans), "W_q, W_k, W_v and W_o each take (batch, n, d_model). Applying W_o to the "
-         "heads (batch, heads, n, d_k) before merging them back gives this error."],
+        [t.describe(probe, ans), f"W_q, W_k, W_v and W_o each take (batch, n, d_model). {why}"],
         fix="merged = heads.transpose(1, 2).contiguous().view(batch, n, d_model); return self.W_o(merged)",
     )
 
