@@ -1667,3 +1667,54 @@ def test_heads_joined_along_the_positions_get_their_own_cat_line_along_the_featu
     assert result.fix.split("   #")[0] == wrong.splitlines()[0].replace("dim=1", "dim=-1").replace(
         "hlavy, 1", "hlavy, -1").strip(), result.fix
     assert check_multi_head(_load(tmp_path, "joined_fixed", _pasted(source, line, result.fix)).MHA).passed
+
+
+# Replay 12's 05Q4: Karpathy's lecture, a Head module of its own per head (its scores are wei)
+HEAD_MODULES = """
+class Head(nn.Module):
+    def __init__(self, d_model, head_size):
+        super().__init__()
+        self.register_buffer("tril", torch.tril(torch.ones(512, 512, dtype=torch.bool)))
+
+    def forward(self, q, k, v, mask=None):
+        B, T, C = q.shape
+        wei = q @ k.transpose(-2, -1) * k.shape[-1] ** -0.5
+        wei = wei.masked_fill(self.tril[:T, :T] == 0, torch.finfo(wei.dtype).min)
+        wei = wei.softmax(dim=-1)
+        return wei @ v
+
+
+class MHA(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.W_q, self.W_k = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.W_v, self.W_o = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+        self.heads = nn.ModuleList([Head(d_model, self.d_k) for _ in range(n_heads)])
+
+    def forward(self, x, mask=None):
+        q, k, v = self.W_q(x), self.W_k(x), self.W_v(x)
+        s = [slice(i * self.d_k, (i + 1) * self.d_k) for i in range(self.n_heads)]
+        out = torch.cat([h(q[..., s[i]], k[..., s[i]], v[..., s[i]], mask) for i, h in enumerate(self.heads)],
+                        dim=-1)
+        return self.W_o(out)
+"""
+
+
+@pytest.mark.parametrize("line, fix", [
+    ("wei = wei.masked_fill(self.tril[:T, :T] == 0, torch.finfo(wei.dtype).min)",
+     "if mask is not None: wei = wei.masked_fill(~mask, torch.finfo(wei.dtype).min)   # in place of your "
+     "line: the mask you are given"),
+    ("wei = wei.masked_fill(~mask, torch.finfo(wei.dtype).min)",
+     "if mask is not None: wei = wei.masked_fill(~mask, torch.finfo(wei.dtype).min)   # in place of your "
+     "line: mask=None means"),
+], ids=["causal_buffer", "no_guard"])
+def test_a_head_modules_mask_line_is_the_fix_in_its_own_names(tmp_path, line, fix):
+    """Replay 12's 05Q4: a Head module's causal tril buffer where the given mask belongs got the Fix
+    scores = scores.masked_fill(~mask, ...) (its scores are wei, in the Head's forward), and, once that
+    was renamed, the same without the None guard; each took two more rounds. The Fix is now the Head's
+    own line, guarded."""
+    source = HEAD_MODULES.replace("wei = wei.masked_fill(self.tril[:T, :T] == 0, torch.finfo(wei.dtype).min)",
+                                  line)
+    _until_it_passes(check_multi_head, lambda i, text: _load(tmp_path, f"head{i}", text).MHA, source,
+                     [(fix, "wei = wei.masked_fill")])

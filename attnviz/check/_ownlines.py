@@ -544,6 +544,60 @@ def _heads_side_by_side(obj, result, renamed) -> str | None:
                   "(batch, n, n_heads * d_k); along another axis they lie one after another" if line else None
 
 
+def _with_a_mask(obj):
+    """``(source, statement, guarded)`` for each one-line statement (not a block's head) of the learner's
+    functions and helpers (a ``Head`` module's forward too) that take a ``mask``; ``guarded``: whether it
+    sits under an ``if`` that reads ``mask``."""
+    for source, tree, node in one_line_statements(obj, with_helpers=True):
+        function = tree.body[0] if isinstance(tree.body[0], ast.FunctionDef) else None
+        if function is None or "mask" not in [a.arg for a in function.args.args] or \
+                isinstance(node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+            continue
+        yield source, node, any(isinstance(test, ast.If) and _reads_mask(test.test) and node in ast.walk(test)
+                                for test in ast.walk(function))
+
+
+def _reads_mask(node) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == "mask" for n in ast.walk(node))
+
+
+def _passes_mask_on(node) -> bool:
+    """Whether ``node`` only hands ``mask`` on, as an argument of a call (``h(x, mask)``): None is
+    fine there."""
+    handed = {id(arg) for call in ast.walk(node) if isinstance(call, ast.Call)
+              for arg in [*call.args, *(k.value for k in call.keywords)]}
+    return all(id(n) in handed for n in ast.walk(node) if isinstance(n, ast.Name) and n.id == "mask")
+
+
+def _the_mask_given(obj, result, renamed) -> str | None:
+    """For a mask replaced by a causal one of the learner's own (a registered ``tril`` buffer, say): their
+    one line that fills where that mask says, filling where the mask the function is given is False,
+    under ``if mask is not None:`` unless it is already; else None."""
+    found = []
+    for source, node, guarded in _with_a_mask(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            filled = isinstance(func, ast.Attribute) and func.attr in ("masked_fill", "masked_fill_")
+            if not (filled and call.args) or _reads_mask(call.args[0]):
+                continue
+            line, at = ast.get_source_segment(source, node), call.args[0].col_offset - node.col_offset
+            line = line[:at] + "~mask" + line[at + len(ast.get_source_segment(source, call.args[0])):]
+            found.append(line if guarded else f"if mask is not None: {line}")
+    line = the_one(found)
+    return line + "   # in place of your line: the mask you are given, not a causal one of your own" \
+        if line else None
+
+
+def _mask_only_when_given(obj, result, renamed) -> str | None:
+    """For a function that raises whenever it is given no mask: its one line that reads the mask outside
+    an ``if`` on it, under ``if mask is not None:``; else None."""
+    found = [ast.get_source_segment(source, node) for source, node, guarded in _with_a_mask(obj)
+             if not guarded and _reads_mask(node) and not _passes_mask_on(node)]
+    line = the_one(found)
+    return f"if mask is not None: {line}   # in place of your line: mask=None means nothing is blocked" \
+        if line else None
+
+
 def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
     is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
@@ -867,6 +921,8 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
+    (_bug("mask_replaced_by_causal"), _the_mask_given),
+    (lambda result: "whenever no mask is given (mask=None)" in result.headline, _mask_only_when_given),
     (lambda result: "a linear layer got inputs of width" in result.headline, _heads_side_by_side),
     (_bug("cache_read_at_wrong_index"), _entries_read_right),
 )

@@ -114,11 +114,13 @@ def fused(node) -> tuple | None:
 
 def helpers(fn) -> list:
     """The plain functions ``fn`` calls by a global name that were written where fn was, in the same
-    cell or file: a learner's helpers (``_compare``, ``attend``); read, never called."""
+    cell or file: a learner's helpers (``_compare``, ``attend``), and the forward of a module class of
+    theirs it names (a ``Head`` of Karpathy's lecture); read, never called."""
     if type(fn) is not types.FunctionType:
         return []
     names = sorted({name for code in code_objects(fn.__code__) for name in code.co_names})
     found = [fn.__globals__.get(name) for name in names]
+    found = [vars(value).get("forward") if isinstance(value, type) else value for value in found]
     return [value for value in found if type(value) is types.FunctionType and value is not fn
             and value.__code__.co_filename == fn.__code__.co_filename]
 
