@@ -1718,3 +1718,22 @@ def test_a_head_modules_mask_line_is_the_fix_in_its_own_names(tmp_path, line, fi
                                   line)
     _until_it_passes(check_multi_head, lambda i, text: _load(tmp_path, f"head{i}", text).MHA, source,
                      [(fix, "wei = wei.masked_fill")])
+
+
+@pytest.mark.parametrize("row", ["lengths.unsqueeze(0)", "lengths[None, :]", "lengths.view(1, -1)"])
+def test_lengths_made_a_row_get_the_line_that_does_it_as_a_column(tmp_path, row):
+    """Replay 12's 04Q3: lengths.unsqueeze(0) (a row) in its comparison line got the catalog's return line
+    as its Fix; pasted over the return, the line before still raised, and the learner took two more rounds
+    to find it. The Fix is now that line with lengths[:, None]."""
+    source = f"""
+def my_padding_mask(lengths, n):
+    ukuran = lengths.shape[0]
+    posisi = torch.arange(n).expand(ukuran, n)
+    nyata = posisi < {row}
+    return nyata.unsqueeze(1)
+"""
+    result = check_padding_mask(_load(tmp_path, "row", source).my_padding_mask)
+    assert result.bug == "batch_one_only", repr(result)
+    assert result.fix.startswith("nyata = posisi < lengths[:, None]   # in place of your line"), result.fix
+    fixed = _pasted(source, "nyata = ", result.fix)
+    assert check_padding_mask(_load(tmp_path, "row_fixed", fixed).my_padding_mask).passed

@@ -28,7 +28,7 @@ from ._readers import (
     your_names,
 )
 
-__all__ = ["own_line_fix", "swapped_unpack", "unreturned_fix"]
+__all__ = ["own_line_fix", "swapped_unpack", "unreturned_fix", "lengths_as_a_column"]
 
 
 def _lines(obj, with_helpers: bool = False):
@@ -73,6 +73,36 @@ def unreturned_fix(obj, result, renamed: str = "") -> str | None:
             return None
         return f"return {name}   # at the end of your function: without a return, it gives None"
     return None
+
+
+def lengths_as_a_column(obj, result) -> str | None:
+    """For a padding mask right for a batch of one only: its one line that makes the lengths a row
+    (``lengths.unsqueeze(0)``, ``lengths[None, :]``, ``lengths.view(1, -1)``), with ``lengths[:, None]``,
+    a column; else None. (The catalog's return line leaves that line in place, and it raises first.)"""
+    code = getattr(obj, "__code__", None)
+    if result.bug != "batch_one_only" or type(obj) is not types.FunctionType or code.co_argcount < 1:
+        return None
+    lengths, found = code.co_varnames[0], []
+    for source, node in _lines(obj):
+        line, rows = ast.get_source_segment(source, node), [n for n in ast.walk(node) if _a_row(n, lengths)]
+        for row in sorted(rows, key=lambda n: -n.col_offset):                  # from the right
+            at = row.col_offset - node.col_offset
+            line = line[:at] + f"{lengths}[:, None]" + line[at + len(ast.get_source_segment(source, row)):]
+        found += [line] if rows else []
+    line = the_one(found)
+    why = f"{lengths}[:, None], a column: one row per sequence"
+    return f"{line}   # in place of your line: {why}" if line else None
+
+
+def _a_row(node, lengths: str) -> bool:
+    """Whether ``node`` is ``lengths`` made a row: ``.unsqueeze(0)``, ``[None, :]``, ``.view(1, -1)``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and \
+            isinstance(node.func.value, ast.Name) and node.func.value.id == lengths:
+        given = [ast.unparse(arg) for arg in node.args]
+        return (node.func.attr == "unsqueeze" and given in (["0"], ["-2"])) or \
+            (node.func.attr in ("view", "reshape") and given == ["1", "-1"])
+    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == lengths \
+        and ast.unparse(node.slice) in ("None", "None, :", "(None, :)")
 
 
 def _einsum_for_any_batch(obj, result, renamed) -> str | None:

@@ -22,7 +22,7 @@ import re
 import tokenize
 
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
-from ._ownlines import own_line_fix, swapped_unpack, unreturned_fix
+from ._ownlines import lengths_as_a_column, own_line_fix, swapped_unpack, unreturned_fix
 from ._readers import (
     embed_line,
     fused,
@@ -306,6 +306,9 @@ def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
         return result
     if unreturned := unreturned_fix(obj, result):
         result.fix = unreturned
+        return result
+    if "lengths" in parameters and (column := lengths_as_a_column(obj, result)):
+        result.fix = column
         return result
     result.fix = _in_your_parameters(obj, result.fix, parameters)
     code, hash_, comment = result.fix.partition("   #")
