@@ -1737,3 +1737,99 @@ def my_padding_mask(lengths, n):
     assert result.fix.startswith("nyata = posisi < lengths[:, None]   # in place of your line"), result.fix
     fixed = _pasted(source, "nyata = ", result.fix)
     assert check_padding_mask(_load(tmp_path, "row_fixed", fixed).my_padding_mask).passed
+
+
+# Replay 13's 08R4: a typed step, Georgian names, attention by hand with einsum
+GEORGIAN_STEP = '''
+from typing import List, Optional, Tuple
+
+Keshi = List[Tuple[torch.Tensor, torch.Tensor]]
+
+
+def decode_step(model, tokens: torch.Tensor, cache: Optional[Keshi]) -> Tuple[torch.Tensor, Keshi]:
+    tsarsuli = 0 if cache is None else cache[0][0].shape[-2]
+    akhali = tokens.shape[1]
+    jgupi = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, tsarsuli)
+    akhali_keshi: Keshi = []
+    for bloki, dzveli in zip(model.blocks, cache or []):
+        yur = bloki.attention
+        normuli = bloki.norm_attention(x)
+        q = split_heads(yur.W_q(normuli), model.n_heads)
+        k = split_heads(yur.W_k(normuli), model.n_kv_heads)
+        v = split_heads(yur.W_v(normuli), model.n_kv_heads)
+        if dzveli is not None:
+            k = torch.cat([dzveli[0], k], dim=-2)
+            v = torch.cat([dzveli[1], v], dim=-2)
+        akhali_keshi.append((k, v))
+        sul = k.shape[-2]
+        kulebi = torch.einsum("bhqd,bhkd->bhqk", q, k.repeat_interleave(jgupi, dim=1)) / model.d_head ** 0.5
+        nebartva = torch.ones(akhali, sul, dtype=torch.bool).tril(sul - akhali)
+        kulebi = kulebi.masked_fill(~nebartva, torch.finfo(kulebi.dtype).min)
+        tavebi = torch.einsum("bhqk,bhkd->bhqd", kulebi.softmax(dim=-1), v.repeat_interleave(jgupi, dim=1))
+        x = x + yur.W_o(merge_heads(tavebi))
+        x = x + bloki.mlp(bloki.norm_mlp(x))
+    return model.unembed(x), akhali_keshi
+'''
+
+
+def test_a_loop_zipped_with_an_empty_cache_is_named_and_gets_its_loop_line(tmp_path):
+    """Replay 13's 08R4: for bloki, dzveli in zip(model.blocks, cache or []) runs no block on a prefill
+    (zip stops at the empty list): 'matches no known bug' with the recipe, five rounds. Now a prefill
+    hypothesis of its own, and the Fix is the loop's line with one empty entry per block."""
+    def load(i, source):
+        return _step(tmp_path, f"zipped{i}", source)
+    result = check_decoding_step(load(0, GEORGIAN_STEP))
+    assert result.bug == "no_block_without_cache", repr(result)
+    _until_it_passes(check_decoding_step, load, GEORGIAN_STEP, [
+        ("for bloki, dzveli in zip(model.blocks, cache or [None] * len(model.blocks)):   # in place of your "
+         "loop's first line", "for bloki")])
+
+
+
+# Replay 13's 08R2: recursion over the layers, Maori names, F.scaled_dot_product_attention
+MAORI_STEP = """
+def decode_step(model, tokens, cache):
+    mua = 0 if cache is None else cache[0][0].shape[-2]
+    hou = tokens.shape[1]
+    roopu = model.n_heads // model.n_kv_heads
+
+    def haere(x, paparanga, putunga):
+        if paparanga == model.n_layers:
+            return x, putunga
+        poraka = model.blocks[paparanga]
+        aro = poraka.attention
+        whakarite = poraka.norm_attention(x)
+        patai = split_heads(aro.W_q(whakarite), model.n_heads)
+        ki = split_heads(aro.W_k(whakarite), model.n_kv_heads)
+        uara = split_heads(aro.W_v(whakarite), model.n_kv_heads)
+        if cache is not None:
+            ki = torch.cat([cache[paparanga][0], ki], dim=-2)
+            uara = torch.cat([cache[paparanga][1], uara], dim=-2)
+        katoa = ki.shape[-2]
+        whakaaetanga = torch.ones(hou, katoa, dtype=torch.bool).tril(hou - katoa)
+        upoko = F.scaled_dot_product_attention(patai, ki.repeat_interleave(roopu, dim=1),
+                                               uara.repeat_interleave(roopu, dim=1),
+                                               attn_mask=whakaaetanga)
+        x = x + aro.W_o(upoko.reshape(x.shape))
+        x = x + poraka.mlp(poraka.norm_mlp(x))
+        return haere(x, paparanga + 1, putunga + [(ki, uara)])
+
+    x, putunga_hou = haere(model.embed(tokens, mua), 0, [])
+    return model.unembed(x), putunga_hou
+"""
+
+
+def test_a_recursive_steps_merge_and_mask_get_its_own_lines(tmp_path):
+    """Replay 13's 08R2: its heads merged with upoko.reshape(x.shape) got the catalog's merged = ... line in
+    four names it had not (batch, n_new, h, d: five rounds of NameError and 'run the cell that defines h');
+    its mask's offset, negated, would have been told in the names mask, n_new and n_all (its stream is
+    handed to a recursive helper, so the step's mask names were never read). Both are its own lines now."""
+    def load(i, source):
+        return _step(tmp_path, f"maori{i}", source)
+    _until_it_passes(check_decoding_step, load, MAORI_STEP, [
+        ("x = x + aro.W_o(upoko.transpose(1, 2).reshape(x.shape))   # in place of your line",
+         "x = x + aro.W_o"),
+        ("whakaaetanga = torch.ones(hou, katoa, dtype=torch.bool).tril(diagonal=katoa - hou)",
+         "whakaaetanga = "),
+    ])

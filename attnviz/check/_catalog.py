@@ -994,6 +994,15 @@ _ENTRIES = [
         "model.blocks   # every block: return (logits, cache) after the loop over them, not inside it",
     ),
     Bug(
+        "no_block_without_cache",
+        "With no cache yet no block runs: the loop goes over zip(model.blocks, cache or []), which stops at "
+        "the shorter of the two, and [] has no entries (or it goes over the cache's entries alone).",
+        "Every prefill's logits are the embeddings read out directly, model.unembed(model.embed(tokens, 0)): "
+        "no attention and no MLP, and the cache it returns holds no layer.",
+        "for layer, block in enumerate(model.blocks):   # every block, cache or not; cache[layer] only when "
+        "there is a cache",
+    ),
+    Bug(
         "first_block_reused",
         "Every layer runs block 0's attention (or all of block 0): model.blocks[0] in a line copied from "
         "a cell that worked on the first block, pasted into the loop over the blocks.",

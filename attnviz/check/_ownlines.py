@@ -628,6 +628,66 @@ def _mask_only_when_given(obj, result, renamed) -> str | None:
         if line else None
 
 
+def _every_block(obj, result, renamed) -> str | None:
+    """For a step that runs no block without a cache: its loop line over ``zip(model.blocks, cache or
+    [])``, with one empty entry per block in place of ``[]``; else None."""
+    found = []
+    for source, tree in parsed(obj):
+        for loop in ast.walk(tree):
+            call = loop.iter if isinstance(loop, ast.For) else None
+            zipped = isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "zip"
+            either = call.args[-1] if zipped and len(call.args) == 2 else None
+            if not (isinstance(either, ast.BoolOp) and isinstance(either.op, ast.Or)
+                    and ast.unparse(either.values[-1]) in ("[]", "()")):
+                continue
+            empty, head = either.values[-1], ast.get_source_segment(source, loop).splitlines()[0]
+            at = empty.col_offset - loop.col_offset
+            blocks = f"[None] * len({ast.get_source_segment(source, call.args[0])})"
+            found.append(head[:at] + blocks + head[at + len(ast.get_source_segment(source, empty)):])
+    line = the_one(found)
+    return line + "   # in place of your loop's first line: with no cache, one empty entry per block, so " \
+                  "that every block runs" if line else None
+
+
+def _heads_transposed_back(obj, result, renamed) -> str | None:
+    """For heads merged without the transpose: the learner's one line that reshapes their heads straight
+    (``upoko.reshape(x.shape)``, ``heads.contiguous().view(...)``; in a helper whose name says it merges,
+    its first parameter), with ``.transpose(1, 2)`` after the heads and ``reshape`` for a ``view``; else
+    None."""
+    heads, found = your_names(obj).get("heads"), {}
+    for source, tree in parsed(obj, with_helpers=True):
+        for function in (f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)):
+            merging = "merge" in function.name.lower() and function.args.args
+            names = {heads, function.args.args[0].arg if merging else None} - {None}
+            lines = (n for n in ast.walk(function) if isinstance(n, ast.stmt) and n.lineno == n.end_lineno)
+            for node in lines:
+                if line := _transposed_back(source, node, names):
+                    found[(source, node.lineno)] = line
+    line = the_one(list(found.values()))
+    return line + "   # in place of your line: each position's heads side by side before the reshape" \
+        if line else None
+
+
+def _transposed_back(source, node, heads: set) -> str | None:
+    """``node``'s line with ``.transpose(1, 2).reshape`` where it reshapes or views one of ``heads``, or a
+    product (``(w @ v).view(...)``), as they are (after a ``.contiguous()`` or not); else None."""
+    line = ast.get_source_segment(source, node)
+    for call in ast.walk(node):
+        func = call.func if isinstance(call, ast.Call) else None
+        if not (isinstance(func, ast.Attribute) and func.attr in ("reshape", "view")):
+            continue
+        first, inner = func, func.value                     # first: the attribute the change starts at
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
+                inner.func.attr == "contiguous":
+            first, inner = inner.func, inner.func.value
+        named = isinstance(inner, ast.Name) and inner.id in heads
+        start = first.end_col_offset - len(first.attr) - 1 - node.col_offset
+        if (named or operands(inner, calls=("matmul",))) and func.end_lineno == node.lineno and \
+                line[start:start + 1] == ".":
+            return line[:start] + ".transpose(1, 2).reshape" + line[func.end_col_offset - node.col_offset:]
+    return None
+
+
 def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
     is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
@@ -951,6 +1011,8 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
+    (_bug("heads_merged_without_transpose"), _heads_transposed_back),
+    (_bug("no_block_without_cache"), _every_block),
     (_bug("mask_replaced_by_causal"), _the_mask_given),
     (lambda result: "whenever no mask is given (mask=None)" in result.headline, _mask_only_when_given),
     (lambda result: "a linear layer got inputs of width" in result.headline, _heads_side_by_side),

@@ -337,7 +337,8 @@ def your_names(obj) -> dict:
     for role in ("q", "k", "v"):
         seen[role] = {same.get(name, name) for name in seen[role]}
     _joined_names(nodes, seen)
-    if seen["x"] and type(obj) is types.FunctionType and obj.__code__.co_argcount >= 2:   # a decoding step
+    stepping = seen["x"] or any(embedded(node) for node in nodes)        # model.embed(...): a decoding step
+    if stepping and type(obj) is types.FunctionType and obj.__code__.co_argcount >= 2:
         _mask_names(nodes, obj.__code__.co_varnames[1], seen)
     for role in ("k", "v"):                   # ... and kr, the name it is repeated under
         seen[role + "_rep"] = {name for name, source in same.items() if source in seen[role]}
@@ -487,10 +488,11 @@ def _assignments(node) -> list:
 
 def _mask_names(nodes, tokens: str, seen: dict) -> None:
     """A decoding step's mask and its sizes, when it names them: ``n_new`` from ``tokens.shape[1]`` (or
-    ``b, n_new = tokens.shape``), ``n_all`` from ``past + n_new`` (past what it embeds at), ``mask`` the
-    variable it hands to ``torch.where``, ``masked_fill`` or ``attn_mask=``."""
-    positions = {ast.unparse(node.value.args[1]) for node in nodes if isinstance(node, ast.Assign)
-                 and embedded(node.value) and len(node.value.args) == 2}
+    ``b, n_new = tokens.shape``), ``n_all`` from ``past + n_new`` (past what it embeds at) or from its
+    joined keys' ``.shape[-2]``, ``mask`` the variable it hands to ``torch.where``, ``masked_fill`` or
+    ``attn_mask=``."""
+    positions = {ast.unparse(node.args[1]) for node in nodes if embedded(node) and len(node.args) == 2}
+    counted = {f"{keys}{axis}" for keys in seen["k"] for axis in (".shape[-2]", ".shape[2]", ".size(-2)")}
     for node in nodes:
         for name, value in _assignments(node):
             if ast.unparse(value) in (f"{tokens}.shape[1]", f"{tokens}.shape[-1]", f"{tokens}.size(1)"):
@@ -502,7 +504,8 @@ def _mask_names(nodes, tokens: str, seen: dict) -> None:
     for node in nodes:
         for name, value in _assignments(node):
             added = isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)
-            if added and {ast.unparse(value.left), ast.unparse(value.right)} == {*positions, *seen["n_new"]}:
+            if added and {ast.unparse(value.left), ast.unparse(value.right)} == {*positions, *seen["n_new"]} \
+                    or ast.unparse(value) in counted:
                 seen["n_all"].add(name)
     position = next(iter(positions)) if len(positions) == 1 else ""
     if not seen["n_all"] and position.isidentifier() and len(seen["n_new"]) == 1:    # no name: their sum

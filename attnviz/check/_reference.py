@@ -840,6 +840,7 @@ PREFILL_VARIANTS = {
     "first_block_reused": [_step(block_read="first_attention"), _step(block_read="first")],
     "attention_norm_skipped": [_step(projected=how) for how in ("raw", "raw_kv", "raw_q", "raw_v")],
     "first_block_only": [_step(blocks=1)],
+    "no_block_without_cache": [_step(blocks=0)],
     "static_buffer_whole_attended": [_step(buffer=True)],
     "cache_layer_not_advanced": [_step(layer_read="shared")],
     "counter_advanced_per_layer": [_step(counter="mask_rows"), _step(counter="slots")],
