@@ -1833,3 +1833,117 @@ def test_a_recursive_steps_merge_and_mask_get_its_own_lines(tmp_path):
         ("whakaaetanga = torch.ones(hou, katoa, dtype=torch.bool).tril(diagonal=katoa - hou)",
          "whakaaetanga = "),
     ])
+
+
+
+# Replay 13's 08R3: functools.reduce over zip(model.blocks, ...), LLaMA's repeat_kv, Lithuanian names
+LITHUANIAN_STEP = """
+import functools
+
+
+def kartoti_kv(b, kartai):
+    partija, kv_galvos, ilgis, d = b.shape
+    if kartai == 1:
+        return b
+    return (b[:, :, None, :, :].expand(partija, kv_galvos, kartai, ilgis, d)
+            .reshape(partija, kv_galvos * kartai, ilgis, d))
+
+
+def decode_step(model, tokens, cache):
+    praeitis = 0 if cache is None else len(cache[0][0])
+    nauji = tokens.shape[1]
+    grupe = model.n_heads // model.n_kv_heads
+    senas = cache or [None] * model.n_layers
+
+    def sluoksnis(busena, pora):
+        x, nauja_atmintis = busena
+        blokas, ankstesnis = pora
+        dem = blokas.attention
+        normuota = blokas.norm_attention(x)
+        uzklausa, raktas, reiksme = (split_heads(f(normuota), h) for f, h in
+                                     ((dem.W_q, model.n_heads), (dem.W_k, model.n_kv_heads),
+                                      (dem.W_v, model.n_kv_heads)))
+        if ankstesnis is not None:
+            raktas, reiksme = (torch.cat([a, b], dim=-2) for a, b in zip(ankstesnis, (raktas, reiksme)))
+        visi = raktas.shape[-2]
+        leidimas = torch.ones(nauji, visi, dtype=torch.bool).tril(visi - nauji)
+        galvos = F.scaled_dot_product_attention(uzklausa, kartoti_kv(raktas, grupe),
+                                                kartoti_kv(reiksme, grupe), attn_mask=leidimas)
+        po_dem = x + dem.W_o(merge_heads(galvos))
+        x = po_dem + blokas.mlp(blokas.norm_mlp(x))
+        return x, nauja_atmintis + [(raktas, reiksme)]
+
+    x, nauja = functools.reduce(sluoksnis, zip(model.blocks, senas), (model.embed(tokens, praeitis), []))
+    return model.unembed(x), nauja
+"""
+
+
+def test_a_reduced_steps_mlp_and_cached_length_get_its_own_lines(tmp_path):
+    """Replay 13's 08R3: its MLP read the block's input (x = po_dem + blokas.mlp(blokas.norm_mlp(x))) and
+    got x = x + block.mlp(block.norm_mlp(x)) (block not its name, po_dem thrown away), and its cached
+    length, len(cache[0][0]) (the batch), got past = ... where its name is praeitis (its embedding sits
+    inside the reduce call): stuck. Now each Fix is its own line."""
+    def load(i, source):
+        return _step(tmp_path, f"reduced{i}", source)
+    _until_it_passes(check_decoding_step, load, LITHUANIAN_STEP, [
+        ("x = po_dem + blokas.mlp(blokas.norm_mlp(po_dem))   # in place of your line", "x = po_dem"),
+        ("praeitis = 0 if cache is None else cache[0][0].shape[-2]", "praeitis = "),
+    ])
+
+
+# Replay 13's 08R1: a cache class of its own, Latin names, a walrus
+LATIN_STEP = """
+class Memoria:
+    def __init__(self, strata=[]):
+        self.strata = strata
+
+    def longitudo(self):
+        return self.strata[0][0].shape[-2] if self.strata else 0
+
+    def stratum(self, i):
+        return self.strata[i] if i < len(self.strata) else None
+
+    def adde(self, claves, valores):
+        self.strata.append((claves, valores))
+
+
+def decode_step(model, tokens, cache):
+    vetus = cache if cache is not None else Memoria()
+    praeteritum = vetus.longitudo()
+    grex = model.n_heads // model.n_kv_heads
+    n_novi = tokens.shape[1]
+    nova = Memoria()
+    x = model.embed(tokens, praeteritum)
+    for i, gradus in enumerate(model.blocks):
+        normatum, att = gradus.norm_attention(x), gradus.attention
+        quaestio = split_heads(att.W_q(normatum), model.n_heads)
+        clavis = split_heads(att.W_k(normatum), model.n_kv_heads)
+        valor = split_heads(att.W_v(normatum), model.n_kv_heads)
+        if (prius := vetus.stratum(i)) is not None:
+            clavis = torch.cat([clavis, prius[0]], dim=-2)
+            valor = torch.cat([valor, prius[1]], dim=-2)
+        nova.adde(clavis, valor)
+        n_omnes = clavis.shape[-2]
+        licet = torch.ones(n_novi, n_omnes, dtype=torch.bool).tril(n_omnes - n_novi)
+        capita = F.scaled_dot_product_attention(quaestio, clavis.repeat_interleave(grex, dim=1),
+                                                valor.repeat_interleave(grex, dim=1), attn_mask=licet)
+        x = x + att.W_o(merge_heads(capita))
+        x = x + gradus.mlp(gradus.norm_mlp(x))
+    return model.unembed(x), nova
+"""
+
+
+def test_a_cache_class_with_a_list_default_and_new_keys_first_get_their_own_lines(tmp_path):
+    """Replay 13's 08R1: Memoria(strata=[]) kept its default list, so every Memoria() shared one: told
+    'dropout left on' (there is no dropout) six rounds running. Now the shared default is said first,
+    with its __init__ line keeping a copy; then its new keys joined before the cached ones get its own two
+    cat lines, swapped."""
+    def load(i, source):
+        return _step(tmp_path, f"latin{i}", source)
+    result = check_decoding_step(load(0, LATIN_STEP))
+    assert "Memoria's default argument strata=[] is one list" in result.headline, repr(result)
+    _until_it_passes(check_decoding_step, load, LATIN_STEP, [
+        ("self.strata = list(strata)   # in place of your line in Memoria.__init__", "self.strata = "),
+        ("clavis = torch.cat([prius[0], clavis], dim=-2); valor = torch.cat([prius[1], valor], dim=-2)",
+         ("clavis = torch.cat", "valor = torch.cat")),
+    ])

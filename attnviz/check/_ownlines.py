@@ -688,6 +688,46 @@ def _transposed_back(source, node, heads: set) -> str | None:
     return None
 
 
+def _mlp_after_attention(obj, result, renamed) -> str | None:
+    """For an MLP that reads the block's input where the stream attention wrote to belongs: the
+    learner's one line ``x = po_dem + block.mlp(block.norm_mlp(x))``, the norm reading what the line
+    adds to (``po_dem``); else None."""
+    found = []
+    for source, node in _lines(obj):
+        value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        added = isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)
+        if not (added and isinstance(value.left, ast.Name)):
+            continue
+        for call in ast.walk(value.right):
+            func = call.func if isinstance(call, ast.Call) else None
+            read = call.args[0] if isinstance(func, ast.Attribute) and func.attr == "norm_mlp" and \
+                len(call.args) == 1 else None
+            if isinstance(read, ast.Name) and read.id != value.left.id:
+                line, at = ast.get_source_segment(source, node), read.col_offset - node.col_offset
+                found.append(line[:at] + value.left.id + line[at + len(read.id):])
+    line = the_one(found)
+    return line + "   # in place of your line: the MLP reads the stream attention wrote to" if line else None
+
+
+def _cached_first(obj, result, renamed) -> str | None:
+    """For a step that puts its new keys and values before the cached ones: its lines that join them so
+    (``clavis = torch.cat([clavis, prius[0]], dim=-2)``), the two pieces swapped; else None."""
+    found = []
+    for source, node in _lines(obj):
+        target = assigned(node)
+        call = node.value if target and isinstance(node.value, ast.Call) else None
+        func = getattr(call, "func", None)
+        pieces = call.args[0] if isinstance(func, ast.Attribute) and func.attr in ("cat", "concat") and \
+            call.args and isinstance(call.args[0], (ast.List, ast.Tuple)) else None
+        if pieces is None or len(pieces.elts) != 2 or ast.unparse(pieces.elts[0]) != target:
+            continue
+        line, (new, old) = ast.get_source_segment(source, node), (ast.get_source_segment(source, e)
+                                                                  for e in pieces.elts)
+        at, end = pieces.elts[0].col_offset - node.col_offset, pieces.elts[1].end_col_offset - node.col_offset
+        found.append(line[:at] + f"{old}, {new}" + line[end:])
+    return _your_lines(found, "the cached positions first, the new ones after them", most=2)
+
+
 def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
     is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
@@ -1011,6 +1051,8 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
+    (_bug("cache_prepended"), _cached_first),
+    (_bug("parallel_block"), _mlp_after_attention),
     (_bug("heads_merged_without_transpose"), _heads_transposed_back),
     (_bug("no_block_without_cache"), _every_block),
     (_bug("mask_replaced_by_causal"), _the_mask_given),

@@ -409,16 +409,18 @@ def _sizes(node) -> tuple | None:
 
 
 def embed_line(obj) -> tuple | None:
-    """``(line, position, own)`` for the step's one line ``h = model.embed(tokens, P)``: the line's
+    """``(line, position, own)`` for the step's one line ``h = model.embed(tokens, P)`` (or an assignment
+    with that call inside: ``x, c = reduce(f, layers, (model.embed(tokens, P), []))``): the line's
     text, P's text, and whether P is a variable of the step's own (set in it, not a global); else
     None."""
     found = []
     for source, tree, node in one_line_statements(obj):
-        if not (assigned(node) and embedded(node.value) and len(node.value.args) == 2):
+        calls = [c for c in ast.walk(node) if embedded(c) and len(c.args) == 2]
+        if not (isinstance(node, ast.Assign) and len(calls) == 1):
             continue
         stored = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         shared = {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
-        position = node.value.args[1]
+        position = calls[0].args[1]
         own = isinstance(position, ast.Name) and position.id in stored - shared
         found.append((ast.get_source_segment(source, node), ast.get_source_segment(source, position), own))
     return the_one(found)

@@ -270,6 +270,21 @@ def shared_defaults(fn) -> list:
     return [(name, value) for name, value in pairs if type(value) in (list, dict, set)]
 
 
+def shared_defaults_in_classes(fn) -> tuple:
+    """``(class, [(name, value)])`` for the first class of the learner's own that a plain function names
+    (written where it was) whose ``__init__`` has a list, dict or set as a default (``Memoria(strata=[])``:
+    every ``Memoria()`` shares one list); else ``(None, [])``. Read from the class's own dict only."""
+    if type(fn) is not types.FunctionType:
+        return None, []
+    for name in sorted({name for code in code_objects(fn.__code__) for name in code.co_names}):
+        value = fn.__globals__.get(name)
+        init = vars(value).get("__init__") if isinstance(value, type) else None
+        if type(init) is types.FunctionType and init.__code__.co_filename == fn.__code__.co_filename and \
+                (shared := shared_defaults(init)):
+            return value, shared
+    return None, []
+
+
 def _assigned_in_own_cell(fn) -> set:
     """The names the cell (or file) that defined ``fn`` assigns at its top level: the learner's own
     constants, not left by an earlier cell."""

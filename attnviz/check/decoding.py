@@ -32,6 +32,7 @@ the sizes; see :mod:`attnviz.gpt`). Torch only.
 from __future__ import annotations
 
 import copy
+import inspect
 import itertools
 import re
 import types
@@ -56,6 +57,7 @@ from ._stale import (
     library_used,
     names_used,
     shared_defaults,
+    shared_defaults_in_classes,
     values_read,
     with_stale_note,
 )
@@ -1179,7 +1181,7 @@ def _with_shared_default(fn, result):
     the symptom, a cat that refuses say, would send the learner elsewhere)."""
     shared = [] if result.passed else shared_defaults(fn)
     if not shared:
-        return result
+        return _with_shared_class_default(fn, result)
     name, default = shared[0]
     return _verdict.problem(NAME, f"your step's default argument {name}={default!r} is one "
                             f"{type(default).__name__} shared by every call.", [
@@ -1189,6 +1191,36 @@ def _with_shared_default(fn, result):
         *result.observed],
         fix=f"{name} = {'[]' if isinstance(default, list) else type(default).__name__ + '()'}   # inside the "
             "step: a new one on every call (or a default of None)")
+
+
+def _with_shared_class_default(fn, result):
+    """A failed step that makes objects of a class of the learner's whose ``__init__`` has a list, dict or
+    set as a default (``def __init__(self, strata=[])``): every object made without it shares that one,
+    so a new cache starts with every earlier one's entries and calls that should agree do not. Said
+    first (a verdict named from the symptom, dropout say, would send the learner elsewhere), when
+    ``__init__`` keeps the default itself (``self.strata = strata``); the Fix is that line, keeping a copy."""
+    cls, shared = (None, []) if result.passed else shared_defaults_in_classes(fn)
+    if not shared:
+        return result
+    (name, default), kind, owner = shared[0], type(shared[0][1]).__name__, cls.__name__
+    keeps = [line for line in _lines_of(vars(cls)["__init__"]) if re.fullmatch(rf"[\w.]+ = {name}", line)]
+    if len(keeps) != 1:
+        return result
+    fix = (f"{keeps[0][:-len(name)]}{kind}({name})   # in place of your line in {owner}.__init__: a new "
+           f"{kind} for each {owner}(); the default {default!r} is one {kind}, made once")
+    return _verdict.problem(NAME, f"your class {owner}'s default argument {name}={default!r} is one {kind} "
+                            f"shared by every {owner}() made without it.", [
+        f"Python makes a default argument's {kind} once, when def runs: every {owner}() that leaves {name} "
+        f"out gets that same {kind}, so a cache your step makes starts with what every earlier one put in "
+        "it, and two calls that should agree do not.", *result.observed], fix=fix)
+
+
+def _lines_of(function) -> list:
+    """The stripped lines of ``function``'s text, or none when it has no text to read."""
+    try:
+        return [line.strip() for line in inspect.getsource(function).splitlines()]
+    except (OSError, TypeError):
+        return []
 
 
 def _with_models_read(fn, result):
