@@ -1947,3 +1947,39 @@ def test_a_cache_class_with_a_list_default_and_new_keys_first_get_their_own_line
         ("clavis = torch.cat([prius[0], clavis], dim=-2); valor = torch.cat([prius[1], valor], dim=-2)",
          ("clavis = torch.cat", "valor = torch.cat")),
     ])
+
+
+# Replay 13's 02R3: the "equivalent to" code in the docs of F.scaled_dot_product_attention, Hebrew names
+HEBREW_ATTENTION = """
+def my_attention(q, k, v, mask=None):
+    L, S = q.size(-2), q.size(-2)
+    gorem = 1 / math.sqrt(q.size(-1))
+    mutar = torch.ones(L, S, dtype=torch.bool)
+    if mask is not None:
+        mutar.logical_and_(mask)
+    tsiyun = q @ k.transpose(-2, -1) * gorem
+    tsiyun = tsiyun.masked_fill(~mutar, torch.finfo(tsiyun.dtype).min)
+    mishkal = torch.softmax(tsiyun, dim=-1)
+    return mishkal @ v, mishkal
+"""
+
+
+@pytest.mark.parametrize("in_place, fix", [
+    ("mutar.logical_and_(mask)", "mutar = mutar.logical_and(mask)   # in place of your line: out of place"),
+    ("mutar &= mask", "mutar = mutar & mask   # in place of your line: out of place"),
+], ids=["method", "augmented"])
+def test_sizes_read_from_the_queries_twice_and_an_in_place_and_get_their_own_lines(tmp_path, in_place, fix):
+    """Replay 13's 02R3: L, S = q.size(-2), q.size(-2) (the keys' count read from q) was told 'batch one
+    only' on an unbatched input, with a Fix it had already (two rounds lost); then an in-place
+    mutar.logical_and_(mask), whose (L, S) tensor cannot take a batched mask, got 'run your function by
+    hand'. Now: right whenever as many queries as keys, with its size line reading k; its in-place line
+    out of place."""
+    source = HEBREW_ATTENTION.replace("mutar.logical_and_(mask)", in_place)
+    result = check_attention(_load(tmp_path, "hebrew", source).my_attention)
+    assert result.headline.endswith("whenever their numbers differ.") and result.bug is None, repr(result)
+    def load(i, text):
+        return _load(tmp_path, f"hebrew{i}", text).my_attention
+    _until_it_passes(check_attention, load, source, [
+        ("L, S = q.size(-2), k.size(-2)   # in place of your line", "L, S ="),
+        (fix, in_place),
+    ])

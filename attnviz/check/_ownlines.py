@@ -728,6 +728,47 @@ def _cached_first(obj, result, renamed) -> str | None:
     return _your_lines(found, "the cached positions first, the new ones after them", most=2)
 
 
+def _count_from_the_keys(obj, result, renamed) -> str | None:
+    """For sizes read from the queries where the keys' belong: the learner's one line that reads the
+    same size of the queries twice (``L, S = q.size(-2), q.size(-2)``), its second read from the keys;
+    else None."""
+    code = getattr(obj, "__code__", None)
+    if type(obj) is not types.FunctionType or code.co_argcount < 2:
+        return None
+    queries, keys = code.co_varnames[:2]
+    found = []
+    for source, node in _lines(obj):
+        pair = node.value.elts if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple) else []
+        if len(pair) == 2 and ast.unparse(pair[0]) == ast.unparse(pair[1]) and \
+                queries in {n.id for n in ast.walk(pair[1]) if isinstance(n, ast.Name)}:
+            line, second = ast.get_source_segment(source, node), ast.get_source_segment(source, pair[1])
+            at = pair[1].col_offset - node.col_offset
+            changed = re.sub(rf"\b{re.escape(queries)}\b", keys, second)
+            found.append(line[:at] + changed + line[at + len(second):])
+    line = the_one(found)
+    return line + f"   # in place of your line: the second size is the keys', from {keys}" if line else None
+
+
+def _out_of_place_to_grow(obj, result, renamed) -> str | None:
+    """For an in-place operation whose result must grow (``mutar.logical_and_(mask)``: a (n, n) tensor
+    cannot take a (batch, n, n) result in place): the learner's one statement that calls a method in
+    place on a name, assigning its out-of-place form (``mutar = mutar.logical_and(mask)``); else None."""
+    found = []
+    for source, node in _lines(obj):
+        call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+        func = getattr(call, "func", None)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr.endswith("_") \
+                and not func.attr.startswith("_"):
+            line, name = ast.get_source_segment(source, node), func.value.id
+            at = func.end_col_offset - node.col_offset
+            found.append(f"{name} = {line[:at - 1]}{line[at:]}")
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):     # mutar &= mask
+            found.append(f"{node.target.id} = {ast.unparse(ast.BinOp(node.target, node.op, node.value))}")
+    line = the_one(found)
+    return line + "   # in place of your line: out of place, so the result can take the mask's batch axes" \
+        if line else None
+
+
 def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
     is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
@@ -1051,6 +1092,10 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
+    (lambda result: any("doesn't match the broadcast shape" in line for line in result.observed),
+     _out_of_place_to_grow),
+    (lambda result: result.headline.endswith("and wrong (or raised) whenever their numbers differ."),
+     _count_from_the_keys),
     (_bug("cache_prepended"), _cached_first),
     (_bug("parallel_block"), _mlp_after_attention),
     (_bug("heads_merged_without_transpose"), _heads_transposed_back),

@@ -461,6 +461,31 @@ def _any_scale(t):
     return t.bug("wrong_scale", t.happened(probe, ans), seen)
 
 
+def _keys_counted_from_queries(t):
+    """Right on every main input with as many queries as keys, wrong (or raised) on every one whose
+    numbers differ: a size read from the queries where the keys' belongs (``L, S = q.size(-2),
+    q.size(-2)``), or the other way round. Said before "batch one only": an unbatched input goes wrong."""
+    square = [(p, a) for p, a in t.main if p.args["q"].shape[-2] == p.args["k"].shape[-2]]
+    uneven = [(p, a) for p, a in t.main if p.args["q"].shape[-2] != p.args["k"].shape[-2]]
+    if not square or not uneven or not all(t.right(p, a) for p, a in square) or \
+            any(t.right(p, a) for p, a in uneven):
+        return None
+    probe, ans = uneven[0]
+    n_q, n_k = probe.args["q"].shape[-2], probe.args["k"].shape[-2]
+    return t.problem(
+        f"{t.spec.subject} is right whenever there are as many queries as keys, and wrong (or raised) "
+        "whenever their numbers differ.",
+        [t.describe(probe, ans),
+         f"It goes wrong on all {len(uneven)} main inputs whose numbers of queries and keys differ, "
+         f"batched or not, and is right on the {len(square)} where they are equal: somewhere a size is read "
+         f"from the queries where the keys' belongs, or the other way round. With {n_q} queries and {n_k} "
+         f"keys the scores are ({n_q}, {n_k}); a mask or a pattern built from the queries' count twice is "
+         f"({n_q}, {n_q})."],
+        fix="the keys' count is k.shape[-2] (the scores and the mask are (n_q, n_k)): read it from k "
+            "wherever a size stands for the keys",
+    )
+
+
 def _unmasked_bug(t):
     """Two mistakes at once, one of them in the masking: the inputs without a mask name the other."""
     plain = [(p, a) for p, a in t.main if "mask" not in p.args]
@@ -525,6 +550,7 @@ SPEC = Spec(
                                    Rule("weights_returned", "right", _weights_returned)],
                         "hypothesis": [Rule("swapped_return", "wrong", _swapped_return),
                                        Rule("output_transposed", "wrong", _output_transposed)],
+                        "batch_one": [Rule("keys_counted_from_queries", "wrong", _keys_counted_from_queries)],
                         "no_known_bug": [Rule("any_scale", "wrong", _any_scale),
                                          Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
 )
