@@ -1983,3 +1983,47 @@ def test_sizes_read_from_the_queries_twice_and_an_in_place_and_get_their_own_lin
         ("L, S = q.size(-2), k.size(-2)   # in place of your line", "L, S ="),
         (fix, in_place),
     ])
+
+
+def test_a_mask_with_special_cases_gets_its_fix_as_the_general_cases_return_line(tmp_path):
+    """Replay 13's 04R2: a match statement returning for n = 0 and n = 1, then its grid: the Fix was a bare
+    expression (no single return to put it in), which pasted as a line of its own did nothing."""
+    source = """
+def my_causal_mask(n):
+    match n:
+        case 0:
+            return torch.zeros(0, 0, dtype=torch.bool)
+        case 1:
+            return torch.ones(1, 1, dtype=torch.bool)
+        case _:
+            grind = torch.zeros(n, n, dtype=torch.bool)
+            grind[torch.tril_indices(n, n)] = True
+            return grind
+"""
+    def load(i, text):
+        return _load(tmp_path, f"match{i}", text).my_causal_mask
+    _until_it_passes(check_causal_mask, load, source, [
+        ("return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your line return grind",
+         "return grind")])
+
+
+def test_heads_merged_after_swapping_features_and_positions_get_their_own_line(tmp_path):
+    """Replay 13's 05R3: (berat @ nilai).transpose(-2, -1).reshape(...) got merged = heads.transpose(1, 2)...
+    (no heads in its code: NameError). Its own line with transpose(1, 2) now."""
+    source = MODULE + """
+    def forward(self, x, mask=None):
+        kelompok, panjang, lebar = x.shape
+        pecah = lambda t: t.view(kelompok, panjang, self.n_heads, self.d_k).transpose(1, 2)
+        soalan, kunci, nilai = (pecah(f(x)) for f in (self.W_q, self.W_k, self.W_v))
+        skor = soalan @ kunci.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            skor = skor.masked_fill(~mask, torch.finfo(skor.dtype).min)
+        berat = skor.softmax(dim=-1)
+        gabung = (berat @ nilai).transpose(-2, -1).reshape(kelompok, panjang, lebar)
+        return self.W_o(gabung)
+"""
+    def load(i, text):
+        return _load(tmp_path, f"malay{i}", text).MHA
+    _until_it_passes(check_multi_head, load, source, [
+        ("gabung = (berat @ nilai).transpose(1, 2).reshape(kelompok, panjang, lebar)   # in place of your "
+         "line", "gabung = ")])

@@ -670,7 +670,8 @@ def _heads_transposed_back(obj, result, renamed) -> str | None:
 
 def _transposed_back(source, node, heads: set) -> str | None:
     """``node``'s line with ``.transpose(1, 2).reshape`` where it reshapes or views one of ``heads``, or a
-    product (``(w @ v).view(...)``), as they are (after a ``.contiguous()`` or not); else None."""
+    product (``(w @ v).view(...)``), as they are or transposed on other axes (``.transpose(-2, -1)``), after
+    a ``.contiguous()`` or not; else None."""
     line = ast.get_source_segment(source, node)
     for call in ast.walk(node):
         func = call.func if isinstance(call, ast.Call) else None
@@ -679,6 +680,10 @@ def _transposed_back(source, node, heads: set) -> str | None:
         first, inner = func, func.value                     # first: the attribute the change starts at
         if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
                 inner.func.attr == "contiguous":
+            first, inner = inner.func, inner.func.value
+        axes = [ast.unparse(a) for a in inner.args] if isinstance(inner, ast.Call) else []
+        if isinstance(inner.func if axes else None, ast.Attribute) and inner.func.attr == "transpose" and \
+                axes in (["-2", "-1"], ["2", "3"]):                 # features and positions swapped
             first, inner = inner.func, inner.func.value
         named = isinstance(inner, ast.Name) and inner.id in heads
         start = first.end_col_offset - len(first.attr) - 1 - node.col_offset

@@ -440,6 +440,14 @@ def returned(obj) -> str | None:
     return ast.unparse(values[0]) if len(values) == 1 else None
 
 
+def last_returned(obj) -> str | None:
+    """What the learner's function returns last in its text (``grind`` after ``case 0: return ...``,
+    ``case 1: return ...``): the general case, after the special ones; None without text."""
+    values = [node for tree in trees(obj) for node in ast.walk(tree)
+              if isinstance(node, ast.Return) and node.value is not None]
+    return ast.unparse(max(values, key=lambda node: node.lineno).value) if values else None
+
+
 def returns_a_value(body) -> bool:
     """Whether ``body`` returns a value anywhere, functions defined in it aside."""
     for node in body:

@@ -27,6 +27,7 @@ from ._readers import (
     embed_line,
     fused,
     inline_scores,
+    last_returned,
     names_a,
     one_line_statements,
     returned,
@@ -312,7 +313,9 @@ def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
         return result
     result.fix = _in_your_parameters(obj, result.fix, parameters)
     code, hash_, comment = result.fix.partition("   #")
-    expression = returned(obj)
+    expression, where = returned(obj), "your return line"
+    if expression is None and (expression := last_returned(obj)):     # case 0: ..., case 1: ..., then this
+        where = f"your line return {expression}"
     if code.startswith("mask = ") and expression and expression.isidentifier():
         result.fix = expression + result.fix[len("mask"):]     # the name the function returns its mask as
         return result
@@ -320,7 +323,7 @@ def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
         # returned as an expression (return real.unsqueeze(-1)): a mask = line pasted over real's line left
         # the return reading the notebook's own real (replay 5's 04N3)
         value = code[len("mask = "):] if code.startswith("mask = ") else code
-        result.fix = f"return {value}   # in place of your return line" + (f";{comment}" if comment else "")
+        result.fix = f"return {value}   # in place of {where}" + (f";{comment}" if comment else "")
         return result
     if not code.startswith("return mask"):
         return result
