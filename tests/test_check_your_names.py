@@ -2027,3 +2027,36 @@ def test_heads_merged_after_swapping_features_and_positions_get_their_own_line(t
     _until_it_passes(check_multi_head, load, source, [
         ("gabung = (berat @ nilai).transpose(1, 2).reshape(kelompok, panjang, lebar)   # in place of your "
          "line", "gabung = ")])
+
+
+# Replay 13's 05R2: a typed helper that unflattens the heads, einsum for both products, Zulu names
+ZULU_MODULE = """
+def hlukanisa(t: torch.Tensor, amakhanda: int) -> torch.Tensor:
+    return t.unflatten(-1, (amakhanda, -1))
+""" + MODULE + """
+    def forward(self, x, mask=None):
+        imibuzo = hlukanisa(self.W_q(x), self.n_heads)
+        okhiye = hlukanisa(self.W_k(x), self.n_heads)
+        amanani = hlukanisa(self.W_v(x), self.n_heads)
+        amaphuzu = torch.einsum("bqhd,bkhd->bhqk", imibuzo, okhiye) / math.sqrt(self.d_k)
+        if mask is not None:
+            mask.logical_not_()
+            amaphuzu = amaphuzu.masked_fill(mask, torch.finfo(amaphuzu.dtype).min)
+        izisindo = amaphuzu.softmax(dim=-1)
+        okuphumayo = torch.einsum("bhqk,bqhd->bkhd", izisindo, amanani)
+        return self.W_o(okuphumayo.flatten(-2))
+"""
+
+
+def test_an_einsum_blend_over_the_queries_and_a_mask_flipped_in_place_get_their_own_lines(tmp_path):
+    """Replay 13's 05R2 (stuck): its blend "bhqk,bqhd->bkhd" (weights transposed) got out = izisindo @
+    amanani, which cannot multiply its (b, n, h, d) values and replaced okuphumayo, its own name; the
+    five rounds after it went round that. Now its einsum line with the letters swapped; then its
+    mask.logical_not_() (the caller's mask flipped) gets mask = mask.logical_not()."""
+    def load(i, text):
+        return _load(tmp_path, f"zulu{i}", text).MHA
+    _until_it_passes(check_multi_head, load, ZULU_MODULE, [
+        ('okuphumayo = torch.einsum("bhqk,bkhd->bqhd", izisindo, amanani)   # in place of your line',
+         "okuphumayo = "),
+        ("mask = mask.logical_not()   # in place of your line", "mask.logical_not_()"),
+    ])

@@ -421,19 +421,37 @@ def _full_precision_cache(obj, result, renamed) -> str | None:
 def _out_of_place(obj, result, renamed) -> str | None:
     """For a function that changes its inputs in place: its one line that calls an in-place method
     (``q.div_(s)``, ``mask.masked_fill_(...)``) on one of its parameters, calling the method that
-    returns a new tensor instead; else None."""
-    code = getattr(obj, "__code__", None)
-    given = set(code.co_varnames[:code.co_argcount]) if type(obj) is types.FunctionType else set()
+    returns a new tensor instead (kept under the parameter's name when the call is the whole line:
+    ``mask = mask.logical_not()``); else None."""
+    given = {a.arg for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+             for a in f.args.args} - {"self"}
     found = []
     for source, node in _lines(obj):
+        line = ast.get_source_segment(source, node)
+        if isinstance(node, ast.Expr) and (chain := _in_place_chain(node.value, given)):
+            for at in sorted((f.end_col_offset - node.col_offset for f in chain[1]), reverse=True):
+                line = line[:at - 1] + line[at:]                    # unsqueeze_( -> unsqueeze(
+            found.append(f"{chain[0]} = {line}")                     # the whole line: keep what it gives
+            continue
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__") \
                     and isinstance(func.value, ast.Name) and func.value.id in given:
-                line, at = ast.get_source_segment(source, node), func.end_col_offset - node.col_offset
+                at = func.end_col_offset - node.col_offset
                 found.append(line[:at - 1] + line[at:])          # div_( -> div(
     line = the_one(found)
     return line + "   # in place of your line: a new tensor, your input left as it was" if line else None
+
+
+def _in_place_chain(node, given: set) -> tuple | None:
+    """``(name, [attributes])`` for a chain of calls on one of ``given`` with in-place methods in it
+    (``mask.unsqueeze_(0).unsqueeze_(0)``, ``mask.logical_not_()``); else None."""
+    methods = []
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr.endswith("_") and not node.func.attr.endswith("__"):
+            methods.append(node.func)
+        node = node.func.value
+    return (node.id, methods) if isinstance(node, ast.Name) and node.id in given and methods else None
 
 
 def _weights_times_values(obj, result, renamed) -> str | None:
@@ -774,6 +792,35 @@ def _out_of_place_to_grow(obj, result, renamed) -> str | None:
         if line else None
 
 
+def _blend_over_the_keys(obj, result, renamed) -> str | None:
+    """For weights transposed in an einsum blend (``"bhqk,bqhd->bkhd"``: the values indexed by the query
+    letter, the output by the key's): the learner's one einsum line whose weights' last two letters are
+    (query, key) and whose values carry the query's letter, the two letters swapped in the values and
+    the output (``"bhqk,bkhd->bqhd"``); else None."""
+    found = []
+    for source, node in _lines(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            given = call.args[0] if isinstance(func, ast.Attribute) and func.attr == "einsum" and call.args \
+                else None
+            if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+                continue
+            terms, _, out = given.value.replace(" ", "").partition("->")
+            weights, _, values = terms.partition(",")
+            if len(weights) < 2 or "." in weights + values:
+                continue
+            query, key = weights[-2:]
+            if query in values and key not in values and key in out and query not in out:
+                swap = str.maketrans({query: key, key: query})
+                equation = f"{weights},{values.translate(swap)}->{out.translate(swap)}"
+                line, at = ast.get_source_segment(source, node), given.col_offset - node.col_offset
+                found.append(line[:at] + repr(equation).replace("'", '"') + line[given.end_col_offset -
+                                                                                 node.col_offset:])
+    line = the_one(found)
+    return line + "   # in place of your line: each query's row of weights blends the values over the keys" \
+        if line else None
+
+
 def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
     is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
@@ -1097,6 +1144,7 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
+    (_bug("weights_transposed"), _blend_over_the_keys),
     (lambda result: any("doesn't match the broadcast shape" in line for line in result.observed),
      _out_of_place_to_grow),
     (lambda result: result.headline.endswith("and wrong (or raised) whenever their numbers differ."),
