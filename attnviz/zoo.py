@@ -1296,6 +1296,35 @@ class StepCacheLayerMixedUp(DecodeStep):
         return past_keys, past_values
 
 
+class StepCacheReadAtWrongIndex(DecodeStep):
+    def cached(self, cache, layer):
+        past_keys, past_values = cache[0][layer], cache[1][layer]            # BUG: cache[layer]
+        return past_keys, past_values
+
+
+class StepNoBlockWithoutCache(DecodeStep):
+    """The recipe's steps, the loop over the blocks zipped with the cache's entries."""
+
+    def __call__(self, model, tokens, cache):
+        past = self.count(cache)                                     # positions already cached
+        x = self.embed(model, tokens, past)                          # (batch, n_new, d_model)
+        new_cache = self.start_cache(cache)
+        for (layer, block), _ in zip(enumerate(model.blocks), cache or [], strict=False):  # BUG
+            attention, block_input = block.attention, x
+            normed = self.norm_attention(block, x)
+            query = self.split(attention.W_q(normed), model.n_heads)           # (batch, h, n_new, d)
+            key = self.split(attention.W_k(normed), model.n_kv_heads)          # (batch, h_kv, n_new, d)
+            value = self.split(attention.W_v(normed), model.n_kv_heads)
+            kept = None if cache is None else self.cached(cache, layer)        # what was cached
+            key, value = self.append(kept, key, value)                         # (batch, h_kv, n_all, d)
+            self.keep(new_cache, layer, kept, key, value)
+            key, value = self.share(key, value, model.n_heads // model.n_kv_heads)
+            heads = self.attend(model, query, key, value)                      # (batch, h, n_new, d)
+            x = self.add_attention(x, attention, self.merge(heads))
+            x = self.add_mlp(x, block, block_input)
+        return self.unembed(model, x), new_cache
+
+
 class StepCacheLayerNotAdvanced(DecodeStep):
     """The recipe's steps, with the layer index set once and never advanced."""
 
@@ -1433,6 +1462,8 @@ DECODING_BUGS = {
     "values_from_cached_keys": StepValuesFromCachedKeys(),
     "cache_low_precision": StepCacheLowPrecision(),
     "cache_layer_mixed_up": StepCacheLayerMixedUp(),
+    "cache_read_at_wrong_index": StepCacheReadAtWrongIndex(),
+    "no_block_without_cache": StepNoBlockWithoutCache(),
     "cache_layer_not_advanced": StepCacheLayerNotAdvanced(),
     "cache_prepended": StepCachePrepended(),
     "last_position_only": StepLastPositionOnly(),

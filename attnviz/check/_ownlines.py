@@ -658,9 +658,15 @@ def _every_block(obj, result, renamed) -> str | None:
             if not (isinstance(either, ast.BoolOp) and isinstance(either.op, ast.Or)
                     and ast.unparse(either.values[-1]) in ("[]", "()")):
                 continue
+            blocks = call.args[0]
+            if isinstance(blocks, ast.Call) and getattr(blocks.func, "id", None) == "enumerate" \
+                    and blocks.args:
+                blocks = blocks.args[0]                              # zip(enumerate(model.blocks), ...)
+            if not ast.unparse(blocks).endswith("blocks"):
+                continue
             empty, head = either.values[-1], ast.get_source_segment(source, loop).splitlines()[0]
             at = empty.col_offset - loop.col_offset
-            blocks = f"[None] * len({ast.get_source_segment(source, call.args[0])})"
+            blocks = f"[None] * len({ast.get_source_segment(source, blocks)})"
             found.append(head[:at] + blocks + head[at + len(ast.get_source_segment(source, empty)):])
     line = the_one(found)
     return line + "   # in place of your loop's first line: with no cache, one empty entry per block, so " \
@@ -1078,9 +1084,12 @@ def _entries_read_right(obj, result, renamed) -> str | None:
     layer's keys or values, as the Fix says (``kv[i, 0]``, ``cache[2 * i + 1]``); else None."""
     var = your_names(obj).get("layer")
     try:
-        fix = ast.parse(renamed.split("   #")[0]).body[0].value.elts
+        fix = ast.parse(renamed.split("   #")[0]).body[0].value
     except (SyntaxError, AttributeError, IndexError):
         return None
+    # cache[layer]: its keys at [0] and its values at [1]; else the two the Fix names
+    fix = [ast.Subscript(fix, ast.Constant(kind)) for kind in (0, 1)] if isinstance(fix, ast.Subscript) else \
+        getattr(fix, "elts", [])
     if not var or type(obj) is not types.FunctionType or obj.__code__.co_argcount < 3 or len(fix) != 2:
         return None
     right = [_at_layers(_chain(expr), var) if _chain(expr) else None for expr in fix]

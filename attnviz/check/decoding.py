@@ -1052,7 +1052,7 @@ def _read_at_wrong_index(t):
     probe, ans = t.first_wrong()
     keys, values = (_layer_path(paths[(0, kind)], paths[(1, kind)]) for kind in (0, 1))
     fix = (f"past_keys, past_values = {keys}, {values}   # where your prefill put this layer's keys and "
-           "values" if keys and values else None)
+           "values" if keys and values and (keys, values) != ("cache[layer][0]", "cache[layer][1]") else None)
     return t.bug(
         "cache_read_at_wrong_index", t.happened(probe, ans),
         [t.describe(probe, ans),

@@ -2316,6 +2316,84 @@ def first_layers_cache_everywhere(model, tokens, cache):
     return model.unembed(x), new
 
 
+def flat_cache_read_at_i(model, tokens, cache):
+    """The cache a flat list [k0, v0, k1, v1]; layer i reads cache[i] and cache[i + 1] (replay 11's 08P1)."""
+    past = 0 if cache is None else cache[0].shape[-2]
+    x = model.embed(tokens, past)
+    flat = []
+    for i, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if cache is not None:
+            k, v = torch.cat([cache[i], k], -2), torch.cat([cache[i + 1], v], -2)
+        flat += [k, v]
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), flat
+
+
+def stacked_cache_read_kind_first(model, tokens, cache):
+    """One (layers, 2, ...) tensor, read as (2, layers, ...): cache[0, layer], cache[1, layer] (replay 12's
+    08Q1)."""
+    past = 0 if cache is None else cache.shape[-2]
+    x = model.embed(tokens, past)
+    kept = []
+    for layer, block in enumerate(model.blocks):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        kept.append(torch.stack([k, v]))
+        if cache is not None:
+            k, v = torch.cat([cache[0, layer], k], -2), torch.cat([cache[1, layer], v], -2)
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    new = torch.stack(kept)
+    return model.unembed(x), new if cache is None else torch.cat([cache, new], dim=-2)
+
+
+def blocks_zipped_with_cache(model, tokens, cache):
+    """for block, entry in zip(model.blocks, cache or []): with no cache no block runs (replay 13's 08R4)."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for block, entry in zip(model.blocks, cache or [], strict=False):
+        y, a = block.norm_attention(x), block.attention
+        k, v = split_heads(a.W_k(y), model.n_kv_heads), split_heads(a.W_v(y), model.n_kv_heads)
+        if entry is not None:
+            k, v = torch.cat([entry[0], k], -2), torch.cat([entry[1], v], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
+def blocks_from_cache_entries(model, tokens, cache):
+    """Loops over the cache's entries, each with its block: with no cache yet, no block runs."""
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, past)
+    new = []
+    for i, (pk, pv) in enumerate(cache or []):
+        block = model.blocks[i]
+        y, a = block.norm_attention(x), block.attention
+        k = torch.cat([pk, split_heads(a.W_k(y), model.n_kv_heads)], -2)
+        v = torch.cat([pv, split_heads(a.W_v(y), model.n_kv_heads)], -2)
+        new.append((k, v))
+        g = model.n_heads // model.n_kv_heads
+        o = _sdpa(split_heads(a.W_q(y), model.n_heads), k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                  tokens.shape[1], k.shape[-2], model)
+        x = x + a.W_o(merge_heads(o))
+        x = x + block.mlp(block.norm_mlp(x))
+    return model.unembed(x), new
+
+
 def last_position_only(model, tokens, cache):
     """Returns the logits of the last new position only (what generation needs, not what is asked)."""
     logits, new = _generic(model, tokens, cache, _sdpa)
@@ -3116,6 +3194,10 @@ CASES = [
     Case("block_attention_for_prompt", block_attention_for_prompt, FAIL),
     Case("skips_the_mlp", skips_the_mlp, FAIL),
     Case("first_layers_cache_everywhere", first_layers_cache_everywhere, "cache_layer_mixed_up"),
+    Case("flat_cache_read_at_i", flat_cache_read_at_i, "cache_read_at_wrong_index"),
+    Case("stacked_cache_read_kind_first", stacked_cache_read_kind_first, "cache_read_at_wrong_index"),
+    Case("blocks_zipped_with_cache", blocks_zipped_with_cache, "no_block_without_cache"),
+    Case("blocks_from_cache_entries", blocks_from_cache_entries, "no_block_without_cache"),
     Case("last_position_only", last_position_only, "last_position_only"),
     Case("shares_heads_before_caching", shares_heads_before_caching, "cache_holds_repeated_heads"),
     Case("expanded_dict_cache", expanded_dict_cache, "cache_holds_repeated_heads"),
