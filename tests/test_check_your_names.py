@@ -2060,3 +2060,22 @@ def test_an_einsum_blend_over_the_queries_and_a_mask_flipped_in_place_get_their_
          "okuphumayo = "),
         ("mask = mask.logical_not()   # in place of your line", "mask.logical_not_()"),
     ])
+
+
+def test_a_scale_rounded_to_a_whole_number_is_not_called_a_constant(tmp_path):
+    """Replay 13's 02R4: math.isqrt(q.shape[-1]) was told 'it is 2 on every input, whatever their sizes: a
+    constant', though it was right where d_k is 9 and 16."""
+    source = """
+def my_attention(q, k, v, mask=None):
+    neurria = math.isqrt(q.shape[-1])
+    puntuak = q @ k.transpose(-2, -1) / neurria
+    if mask is not None:
+        puntuak = puntuak.masked_fill(~mask, torch.finfo(puntuak.dtype).min)
+    pisuak = puntuak.softmax(dim=-1)
+    return pisuak @ v, pisuak
+"""
+    result = check_attention(_load(tmp_path, "isqrt", source).my_attention)
+    assert result.bug == "wrong_scale", repr(result)
+    assert not any("a constant" in line for line in result.observed), result.observed
+    assert any("rounded down to a whole number" in line and "right where d_k is 9, 16" in line
+               for line in result.observed), result.observed

@@ -7,6 +7,7 @@ without a mask may still name one of two mistakes); everything else is the share
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 import torch
@@ -454,7 +455,18 @@ def _any_scale(t):
     if everywhere:
         seen.append(f"On every one of these it is {everywhere[0]}, where the scale is "
                     "math.sqrt(q.shape[-1]).")
-    elif max(divisors) - min(divisors) <= 1e-3 * divisors[0]:
+        return t.bug("wrong_scale", t.happened(*wrong[0]), seen)
+    constant = max(divisors) - min(divisors) <= 1e-3 * divisors[0]
+    rounded = all(abs(divisor - math.isqrt(probe.args["q"].shape[-1])) <= 1e-3 * divisor
+                  for divisor, (probe, _) in zip(divisors, wrong, strict=True))
+    # right where d_k is a square whose root is not that one number: √d_k rounded, not a constant
+    squares = sorted({d_k for p, a in t.main if t.right(p, a) and (d_k := p.args["q"].shape[-1])
+                      and math.isqrt(d_k) ** 2 == d_k and abs(math.sqrt(d_k) - divisors[0]) > 1e-3})
+    if rounded and (squares or not constant):
+        where = f", and right where d_k is {', '.join(map(str, squares))} (squares)" if squares else ""
+        seen.append(f"It is √d_k rounded down to a whole number on every input it gets wrong{where}: "
+                    "math.isqrt (or int(math.sqrt(...))), where the scale is math.sqrt(q.shape[-1]).")
+    elif constant:
         seen.append(f"It is {divisors[0]:.4g} on every input, whatever their sizes: a constant, where the "
                     "scale is math.sqrt(q.shape[-1]), this input's own d_k.")
     probe, ans = wrong[0]
