@@ -2079,3 +2079,73 @@ def my_attention(q, k, v, mask=None):
     assert not any("a constant" in line for line in result.observed), result.observed
     assert any("rounded down to a whole number" in line and "right where d_k is 9, 16" in line
                for line in result.observed), result.observed
+
+
+
+# Replay 15's 05S4: JAX-style functions at module level (split, merge, attention), Albanian names
+ALBANIAN_MODULE = """
+def _ndaj(t, koka):                         # (b, n, d_model) -> (b, koka, n, d)
+    b, n, gjeresi = t.shape
+    return t.reshape(b, n, koka, gjeresi // koka).permute(0, 2, 1, 3)
+
+def _bashko(t):                             # (b, koka, n, d) -> (b, n, koka * d)
+    b, koka, n, d = t.shape
+    return t.permute(0, 2, 1, 3).reshape(b, n, koka * d)
+
+def _vemendje(pyetje, celes, vlera, maska=None):
+    piket = pyetje @ celes.mT / math.sqrt(pyetje.shape[-1])
+    if maska is not None:
+        piket = torch.where(maska.mT, piket, torch.finfo(piket.dtype).min)
+    return piket.softmax(dim=-1) @ vlera
+
+class MHA(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        pyetje, celes, vlera = (_ndaj(f(x), self.n_heads) for f in (self.W_q, self.W_k, self.W_v))
+        koket = _vemendje(pyetje, celes, vlera, mask)
+        return self.W_o(_bashko(koket))
+"""
+
+
+def test_a_mask_transposed_in_a_helper_gets_the_helpers_own_line(tmp_path):
+    """Replay 15's 05S4 (stuck): torch.where(maska.mT, piket, ...) in a helper got scores =
+    scores.masked_fill(~mask, ...) (its names are piket and maska, in the helper), then 'run the cell
+    that defines mask'. The Fix is now the helper's own line without the transpose."""
+    def load(i, text):
+        return _load(tmp_path, f"albanian{i}", text).MHA
+    _until_it_passes(check_multi_head, load, ALBANIAN_MODULE, [
+        ("piket = torch.where(maska, piket, torch.finfo(piket.dtype).min)   # in place of your line",
+         "piket = torch.where")])
+
+
+def test_log_softmax_handed_to_a_factory_beside_the_def_gets_that_line(tmp_path):
+    """Replay 15's 02S3: torch.log_softmax handed to a closure factory (_atencion = ruray(torch.log_softmax,
+    ...)) got weights = torch.softmax(scores, dim=-1), names the learner's code has not (pasted, it read
+    the notebook's scores). The Fix is now the factory line with softmax."""
+    source = """
+def ruray(hunt_achiy, pakay_chani):
+    def atencion(q, k, v, mask=None):
+        yupay = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        if mask is not None:
+            yupay = yupay.masked_fill(~mask, pakay_chani(yupay.dtype))
+        llasay = hunt_achiy(yupay, dim=-1)
+        return llasay @ v, llasay
+    return atencion
+
+_atencion = ruray(torch.log_softmax, lambda tipo: torch.finfo(tipo).min)
+
+def my_attention(q, k, v, mask=None):
+    return _atencion(q, k, v, mask)
+"""
+    def load(i, text):
+        return _load(tmp_path, f"quechua{i}", text).my_attention
+    _until_it_passes(check_attention, load, source, [
+        ("_atencion = ruray(torch.softmax, lambda tipo: torch.finfo(tipo).min)   # in place of your line",
+         "_atencion = ")])

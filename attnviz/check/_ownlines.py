@@ -17,6 +17,7 @@ import types
 
 from ._readers import (
     assigned,
+    cell_lines,
     embed_line,
     names_a,
     one_line_statements,
@@ -827,6 +828,50 @@ def _blend_over_the_keys(obj, result, renamed) -> str | None:
         if line else None
 
 
+def _mask_as_given(obj, result, renamed) -> str | None:
+    """For a mask transposed: the learner's one line (in their function or a helper) that hands a mask
+    transposed (``maska.mT``, ``mask.T``, ``mask.transpose(-2, -1)``) to ``masked_fill``, ``torch.where``
+    or ``attn_mask=``, the transpose left out; else None."""
+    found = {}
+    for source, _, node in one_line_statements(obj, with_helpers=True):
+        line = ast.get_source_segment(source, node)
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            name = getattr(func, "attr", getattr(func, "id", ""))
+            handed = [k.value for k in getattr(call, "keywords", []) if k.arg == "attn_mask"]
+            handed += call.args[:1] if name in ("masked_fill", "masked_fill_", "where") and call.args else []
+            for mask in handed:
+                mask = mask.operand if isinstance(mask, ast.UnaryOp) else mask
+                inner = _untransposed(mask)
+                if isinstance(inner, ast.Name) and "mask" in inner.id.lower():
+                    start, end = inner.end_col_offset - node.col_offset, mask.end_col_offset - node.col_offset
+                    found[(source, node.lineno)] = line[:start] + line[end:]
+    line = the_one(list(found.values()))
+    return line + "   # in place of your line: the mask as it is given, rows = queries" if line else None
+
+
+def _untransposed(node):
+    """What ``node`` transposes (``m`` of ``m.mT``, ``m.T``, ``m.transpose(-2, -1)``), else None."""
+    if isinstance(node, ast.Attribute) and node.attr in ("mT", "T"):
+        return node.value
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "transpose" \
+            and sorted(ast.unparse(a) for a in node.args) in (["-1", "-2"], ["0", "1"]):
+        return node.func.value
+    return None
+
+
+def _softmax_not_its_log(obj, result, renamed) -> str | None:
+    """For weights that are not normalised: the learner's one line that names ``log_softmax`` (called, or
+    handed to a factory beside the def: ``_atencion = ruray(torch.log_softmax, ...)``), with ``softmax``;
+    else None."""
+    lines = [*_lines(obj, with_helpers=True), *cell_lines(obj)]
+    found = {ast.get_source_segment(source, node) for source, node in lines
+             if any(isinstance(n, ast.Attribute) and n.attr == "log_softmax" for n in ast.walk(node))}
+    line = the_one(sorted(found))
+    why = "softmax gives weights that sum to 1; log_softmax gives their logarithms"
+    return line.replace("log_softmax", "softmax") + f"   # in place of your line: {why}" if line else None
+
+
 def _deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
     is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
@@ -1153,6 +1198,8 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      _joined_along_positions),
     (_bug("values_from_cached_keys"), _keys_stored_twice),
+    (_bug("weights_not_normalised"), _softmax_not_its_log),
+    (_bug("mask_transposed"), _mask_as_given),
     (_bug("weights_transposed"), _blend_over_the_keys),
     (lambda result: any("doesn't match the broadcast shape" in line for line in result.observed),
      _out_of_place_to_grow),
