@@ -1,0 +1,189 @@
+"""Own-line rules for heads (notebook 05, and a decoding step's heads): how they are split, joined,
+merged and blended, each rewritten in one of the learner's own lines (see :mod:`._ownlines`, whose
+table ``RULES`` says when each applies)."""
+
+from __future__ import annotations
+
+import ast
+
+from ._learner_lines import statements, your_lines
+from ._readers import (
+    assigned,
+    operands,
+    parsed,
+    the_one,
+    your_names,
+)
+
+__all__ = ["blend_over_the_keys", "heads_side_by_side", "heads_transposed_back", "split_into_heads_of_d_k",
+           "stacked_heads_kept_whole", "whole_width"]
+
+
+def whole_width(obj, result, renamed) -> str | None:
+    """For a head width that is a float (``self.d_k = d_model / n_heads``): the learner's one line that
+    divides by the heads, with ``//``; else None (the catalog's line named forward's x, which __init__
+    does not have: a replay's learner pasted it there and read the notebook's x)."""
+    found = []
+    for source, node in statements(obj):
+        if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for inner in ast.walk(node):
+                divides = isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div) \
+                    and isinstance(inner.right, (ast.Name, ast.Attribute))     # by n_heads, not by a root
+                if divides and "head" in ast.unparse(inner.right):
+                    line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, inner)
+                    found.append(line.replace(text, f"{ast.get_source_segment(source, inner.left)} // "
+                                                    f"{ast.get_source_segment(source, inner.right)}"))
+    line = the_one(found)
+    return line + "   # in place of your line: // divides to a whole number" if line else None
+
+
+def stacked_heads_kept_whole(obj, result, renamed) -> str | None:
+    """For heads merged interleaved by stacking each head's output on a new last axis and flattening
+    (``torch.stack(outs, dim=-1).flatten(2)``): that line of the learner's, stacked before the features
+    (``dim=-2``), so that each head's features stay side by side; else None."""
+    found = []
+    for source, node in statements(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "stack" and call.args):
+                continue
+            given = call.args[1] if len(call.args) > 1 else None
+            axis = next((k.value for k in call.keywords if k.arg == "dim"), given)
+            if axis is not None and ast.unparse(axis) in ("-1", "3"):
+                line, at = ast.get_source_segment(source, node), axis.col_offset - node.col_offset
+                found.append(line[:at] + "-2" + line[at + len(ast.unparse(axis)):])
+    line = the_one(found)
+    return line + "   # in place of your line: each head's outputs stacked before their features, so that " \
+                  "flattening keeps each head whole" if line else None
+
+
+def _joined_heads(node) -> ast.AST | None:
+    """The axis node of ``torch.cat(heads, dim=1)`` (a list joined along an axis before the features:
+    0, 1, -2 or -3), else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and func.attr in ("cat", "concat", "concatenate") and node.args):
+        return None
+    axis = next((k.value for k in node.keywords if k.arg in ("dim", "axis")), None)
+    axis = axis if axis is not None else node.args[1] if len(node.args) == 2 else None
+    return axis if axis is not None and ast.unparse(axis) in ("0", "1", "-2", "-3") else None
+
+
+def heads_side_by_side(obj, result, renamed) -> str | None:
+    """For W_o fed pieces one head wide: the learner's one line that joins a list of heads along another
+    axis than the features, inside the W_o call or in the name handed to it (``self.W_o(torch.cat(hlavy,
+    dim=1))``), joined along the features (``dim=-1``); else None."""
+    lines = list(statements(obj))
+    joined = {assigned(node): (source, node) for source, node in lines
+              if assigned(node) and _joined_heads(node.value) is not None}      # merged = torch.cat(...)
+    found = []
+    for source, node in lines:
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "W_o" and len(call.args) == 1):
+                continue
+            at_line, given = (source, node), call.args[0]
+            if isinstance(given, ast.Name) and given.id in joined:
+                at_line = joined[given.id]
+                given = at_line[1].value
+            if (axis := _joined_heads(given)) is not None:
+                line = ast.get_source_segment(*at_line)
+                at = axis.col_offset - at_line[1].col_offset
+                found.append(line[:at] + "-1" + line[at + len(ast.unparse(axis)):])
+    line = the_one(found)
+    return line + "   # in place of your line: the heads side by side along the features (dim=-1), " \
+                  "(batch, n, n_heads * d_k); along another axis they lie one after another" if line else None
+
+
+def heads_transposed_back(obj, result, renamed) -> str | None:
+    """For heads merged without the transpose: the learner's one line that reshapes their heads straight
+    (``upoko.reshape(x.shape)``, ``heads.contiguous().view(...)``; in a helper whose name says it merges,
+    its first parameter), with ``.transpose(1, 2)`` after the heads and ``reshape`` for a ``view``; else
+    None."""
+    heads, found = your_names(obj).get("heads"), {}
+    for source, tree in parsed(obj, with_helpers=True):
+        for function in (f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)):
+            merging = "merge" in function.name.lower() and function.args.args
+            names = {heads, function.args.args[0].arg if merging else None} - {None}
+            lines = (n for n in ast.walk(function) if isinstance(n, ast.stmt) and n.lineno == n.end_lineno)
+            for node in lines:
+                if line := _transposed_back(source, node, names):
+                    found[(source, node.lineno)] = line
+    line = the_one(list(found.values()))
+    return line + "   # in place of your line: each position's heads side by side before the reshape" \
+        if line else None
+
+
+def _transposed_back(source, node, heads: set) -> str | None:
+    """``node``'s line with ``.transpose(1, 2).reshape`` where it reshapes or views one of ``heads``, or a
+    product (``(w @ v).view(...)``), as they are or transposed on other axes (``.transpose(-2, -1)``), after
+    a ``.contiguous()`` or not; else None."""
+    line = ast.get_source_segment(source, node)
+    for call in ast.walk(node):
+        func = call.func if isinstance(call, ast.Call) else None
+        if not (isinstance(func, ast.Attribute) and func.attr in ("reshape", "view")):
+            continue
+        first, inner = func, func.value                     # first: the attribute the change starts at
+        if isinstance(inner, ast.Call) and isinstance(inner.func, ast.Attribute) and \
+                inner.func.attr == "contiguous":
+            first, inner = inner.func, inner.func.value
+        axes = [ast.unparse(a) for a in inner.args] if isinstance(inner, ast.Call) else []
+        if isinstance(inner.func if axes else None, ast.Attribute) and inner.func.attr == "transpose" and \
+                axes in (["-2", "-1"], ["2", "3"]):                 # features and positions swapped
+            first, inner = inner.func, inner.func.value
+        named = isinstance(inner, ast.Name) and inner.id in heads
+        start = first.end_col_offset - len(first.attr) - 1 - node.col_offset
+        if (named or operands(inner, calls=("matmul",))) and func.end_lineno == node.lineno and \
+                line[start:start + 1] == ".":
+            return line[:start] + ".transpose(1, 2).reshape" + line[func.end_col_offset - node.col_offset:]
+    return None
+
+
+_SPLIT_SWAP = {"split": ("n_heads", "d_k"), "chunk": ("d_k", "n_heads")}
+
+
+def split_into_heads_of_d_k(obj, result, renamed) -> str | None:
+    """For heads of n_heads features each (d_k heads): the learner's lines that cut the projections with
+    ``torch.split(t, self.n_heads, dim=-1)`` (the size of a piece taken for their number) or
+    ``t.chunk(self.d_k, -1)``, with the other size; one line for them all; else None."""
+    found = []
+    for source, node in statements(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            swap = _SPLIT_SWAP.get(getattr(func, "attr", ""))
+            module = isinstance(getattr(func, "value", None), ast.Name) and func.value.id == "torch"
+            size = call.args[1 if module else 0] if swap and len(call.args) > (1 if module else 0) else None
+            text = ast.unparse(size) if size is not None else ""
+            if swap and text.endswith(swap[0]) and not text.endswith("n_kv_heads"):
+                line, at = ast.get_source_segment(source, node), size.end_col_offset - node.col_offset
+                found.append(line[:at - len(swap[0])] + swap[1] + line[at:])
+                break
+    return your_lines(found, "split takes each piece's size, d_k; chunk takes how many, n_heads")
+
+
+def blend_over_the_keys(obj, result, renamed) -> str | None:
+    """For weights transposed in an einsum blend (``"bhqk,bqhd->bkhd"``: the values indexed by the query
+    letter, the output by the key's): the learner's one einsum line whose weights' last two letters are
+    (query, key) and whose values carry the query's letter, the two letters swapped in the values and
+    the output (``"bhqk,bkhd->bqhd"``); else None."""
+    found = []
+    for source, node in statements(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            given = call.args[0] if isinstance(func, ast.Attribute) and func.attr == "einsum" and call.args \
+                else None
+            if not (isinstance(given, ast.Constant) and isinstance(given.value, str)):
+                continue
+            terms, _, out = given.value.replace(" ", "").partition("->")
+            weights, _, values = terms.partition(",")
+            if len(weights) < 2 or "." in weights + values:
+                continue
+            query, key = weights[-2:]
+            if query in values and key not in values and key in out and query not in out:
+                swap = str.maketrans({query: key, key: query})
+                equation = f"{weights},{values.translate(swap)}->{out.translate(swap)}"
+                line, at = ast.get_source_segment(source, node), given.col_offset - node.col_offset
+                found.append(line[:at] + repr(equation).replace("'", '"') + line[given.end_col_offset -
+                                                                                 node.col_offset:])
+    line = the_one(found)
+    return line + "   # in place of your line: each query's row of weights blends the values over the keys" \
+        if line else None

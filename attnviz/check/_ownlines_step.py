@@ -1,0 +1,404 @@
+"""Own-line rules for a decoding step (notebook 08): the step's cache, its loop over the blocks, its
+embedding and its stream, each rewritten in one of the learner's own lines (see :mod:`._ownlines`,
+whose table ``RULES`` says when each applies)."""
+
+from __future__ import annotations
+
+import ast
+import re
+import types
+
+from ._learner_lines import statements, your_lines
+from ._readers import (
+    assigned,
+    embed_line,
+    parsed,
+    the_one,
+    trees,
+    your_names,
+)
+
+__all__ = ["cached_first", "deep_copy_of_the_cache", "each_token_at_its_position", "entries_read_right",
+           "every_block", "full_precision_cache", "joined_along_positions", "joined_values_kept",
+           "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projections_of_the_normed",
+           "returns_its_own_cache"]
+
+
+def returns_its_own_cache(obj, result, renamed) -> str | None:
+    """For a step that makes a cache, appends to it and returns the one it was given instead: its
+    return line with its own cache (``return model.unembed(x), kv``); else None."""
+    names = your_names(obj)
+    if not {"given_back", "made_cache", "logits"} <= names.keys():
+        return None
+    return (f"return {names['logits']}, {names['made_cache']}   # the cache you made and appended to, not "
+            f"{names['given_back']}, the one you were given")
+
+
+def pointer_moved_on(obj, result, renamed) -> str | None:
+    """For a step whose returned cache holds its position as it came (``{'k': kbuf, 'v': vbuf, 'pos':
+    pos}``, ``pos`` what it embeds at): its return line with the position moved on by the new tokens
+    (``end`` when the step names ``pos + ...`` so, else ``pos + tokens.shape[1]``); else None (the
+    catalog's list line, which a buffer cache has no place for)."""
+    code = getattr(obj, "__code__", None)
+    embed = embed_line(obj) if type(obj) is types.FunctionType and code.co_argcount >= 2 else None
+    if not (embed and embed[2]):
+        return None
+    position, moved, found = embed[1], f"{embed[1]} + {code.co_varnames[1]}.shape[1]", []
+    for _, tree in parsed(obj):
+        for node in ast.walk(tree):
+            value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+            if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add) and isinstance(node.targets[0],
+                    ast.Name) and isinstance(value.left, ast.Name) and value.left.id == position:
+                moved = node.targets[0].id                              # end = pos + n_new
+    for source, node in statements(obj):
+        value = node.value if isinstance(node, ast.Return) else None
+        cache = value.elts[1] if isinstance(value, ast.Tuple) and len(value.elts) == 2 else None
+        kept = cache.values if isinstance(cache, ast.Dict) else getattr(cache, "elts", [])
+        same = [e for e in kept if isinstance(e, ast.Name) and e.id == position]
+        if len(same) == 1:
+            line, at = ast.get_source_segment(source, node), same[0].col_offset - node.col_offset
+            found.append(line[:at] + moved + line[at + len(position):])
+    line = the_one(found)
+    return line + f"   # in place of your return line: the position moves on past the new tokens " \
+                  f"({position} is where this call wrote them)" if line else None
+
+
+def joined_along_positions(obj, result, renamed) -> str | None:
+    """For a step whose logits hold the right rows in another arrangement (pieces joined on the batch
+    axis, say): its one line that joins with ``torch.cat(..., dim=0)`` (or ``0``), joining along the
+    positions (``dim=1``); else None."""
+    if result.checked != "check_decoding_step":
+        return None
+    found = []
+    for source, node in statements(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr in ("cat", "concat", "concatenate")):
+                continue
+            axis = next((k.value for k in call.keywords if k.arg in ("dim", "axis")), None)
+            axis = axis if axis is not None else call.args[1] if len(call.args) == 2 else None
+            if isinstance(axis, ast.Constant) and axis.value == 0:
+                line, at = ast.get_source_segment(source, node), axis.col_offset - node.col_offset
+                found.append(line[:at] + "1" + line[at + 1:])
+    line = the_one(found)
+    return line + "   # in place of your line: the new positions side by side (dim=1), each batch row " \
+                  "apart (dim=0 stacked them as extra rows of the batch)" if line else None
+
+
+def keys_stored_twice(obj, result, renamed) -> str | None:
+    """The learner's one line that caches one tensor as both keys and values (``present.append((pk,
+    pk))``), with their values in the second place; else None (or when their values have no one name)."""
+    values = your_names(obj).get("v")
+    found = []
+    for source, node in statements(obj):
+        call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+        if not (call and isinstance(call.func, ast.Attribute) and call.func.attr == "append"
+                and len(call.args) == 1 and isinstance(call.args[0], (ast.Tuple, ast.List))):
+            continue
+        pair = call.args[0].elts
+        if len(pair) == 2 and all(isinstance(e, ast.Name) for e in pair) and pair[0].id == pair[1].id:
+            line, second = ast.get_source_segment(source, node), ast.get_source_segment(source, call.args[0])
+            brackets = "()" if isinstance(call.args[0], ast.Tuple) else "[]"
+            found.append(line.replace(second, f"{brackets[0]}{pair[0].id}, {values}{brackets[1]}"))
+    line = the_one(found) if values and values.isidentifier() else None
+    return line + "   # in place of your line: the keys, then the values; the keys twice stored the keys " \
+                  "in the values' place" if line else None
+
+
+_HALF = {"torch.float16", "torch.half", "torch.bfloat16"}
+
+
+def _without_half(source, node) -> str | None:
+    """``node``'s line without what makes a tensor half precision: each ``dtype=torch.float16`` (or
+    bfloat16) keyword dropped, each ``.half()``, ``.bfloat16()`` or ``.to(torch.float16)`` call taken off;
+    else None."""
+    line, changes = ast.get_source_segment(source, node), []
+    for call in ast.walk(node):
+        if not isinstance(call, ast.Call):
+            continue
+        func, text = call.func, ast.get_source_segment(source, call)
+        half = [k for k in call.keywords if k.arg == "dtype" and ast.unparse(k.value) in _HALF]
+        if half:
+            kept = [ast.get_source_segment(source, a) for a in call.args] + [
+                ast.get_source_segment(source, k) for k in call.keywords if k is not half[0]]
+            changes.append((text, f"{ast.get_source_segment(source, func)}({', '.join(kept)})"))
+        elif isinstance(func, ast.Attribute) and (
+                func.attr in ("half", "bfloat16") and not call.args and not call.keywords
+                or func.attr == "to" and len(call.args) == 1 and ast.unparse(call.args[0]) in _HALF):
+            changes.append((text, ast.get_source_segment(source, func.value)))
+    for text, replacement in changes:         # outermost first (ast.walk): an inner one is then gone or kept
+        line = line.replace(text, replacement, 1)
+    return line if changes else None
+
+
+def full_precision_cache(obj, result, renamed) -> str | None:
+    """For a cache kept in float16 or bfloat16: the learner's line (or two lines, keys and values) that
+    makes it so (``kbuf = torch.zeros(shape, dtype=torch.bfloat16)``, ``K = K.to(torch.bfloat16)``),
+    without it; else None."""
+    found = [line for source, node in statements(obj) if (line := _without_half(source, node))]
+    return your_lines(found, "the model's float32, kept as it was made", most=2)
+
+
+def each_token_at_its_position(obj, result, renamed) -> str | None:
+    """For a step that embeds token by token in a loop (``for t in range(...): y = model.embed(tokens[:, t:t
+    + 1], start)``) at one position for all: its embed line at ``start + t``; else None (the catalog's
+    ``x = model.embed(tokens, past)`` embeds the whole chunk, which a loop over the tokens does not)."""
+    found = []
+    for source, tree in parsed(obj):
+        for loop in (n for n in ast.walk(tree) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)):
+            index = loop.target.id
+            for node in (n for n in ast.walk(loop) if isinstance(n, ast.Assign) and n.lineno == n.end_lineno):
+                call = node.value
+                embeds = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
+                    and call.func.attr == "embed" and len(call.args) == 2
+                uses = [embeds and any(isinstance(n, ast.Name) and n.id == index for n in ast.walk(arg))
+                        for arg in (call.args if embeds else ())]
+                if uses == [True, False]:                 # the token at t, embedded at a position without t
+                    line = ast.get_source_segment(source, node)
+                    position = ast.get_source_segment(source, call.args[1])
+                    found.append(line[::-1].replace(position[::-1], f"{position} + {index}"[::-1], 1)[::-1])
+    line = the_one(found)
+    return line + "   # in place of your line: each token at its own position" if line else None
+
+
+def joined_values_kept(obj, result, renamed) -> str | None:
+    """For a step that joins its values to the cached ones but keeps only the new ones: its one line that
+    stores its joined keys beside its new values (``out[name] = KV(K, v_new)``), with the joined values
+    (``KV(K, V)``); else None (then the joining line is what is missing, the catalog's line)."""
+    names = your_names(obj)
+    keys, joined, new = names.get("k"), names.get("v"), names.get("new_v")
+    if not (keys and joined and new) or joined == new:
+        return None
+    found = []
+    for source, node in statements(obj):
+        read = [n for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)]
+        ids = [n.id for n in read]
+        if keys in ids and ids.count(new) == 1 and joined not in ids and not isinstance(node, ast.Return):
+            at = next(n for n in read if n.id == new)
+            line, start = ast.get_source_segment(source, node), at.col_offset - node.col_offset
+            found.append(line[:start] + joined + line[start + len(new):])
+    line = the_one(found)
+    return line + f"   # in place of your line: {joined}, the values joined to the cached ones, not " \
+                  f"this call's {new} alone" if line else None
+
+
+def every_block(obj, result, renamed) -> str | None:
+    """For a step that runs no block without a cache: its loop line over ``zip(model.blocks, cache or
+    [])``, with one empty entry per block in place of ``[]``; else None."""
+    found = []
+    for source, tree in parsed(obj):
+        for loop in ast.walk(tree):
+            call = loop.iter if isinstance(loop, ast.For) else None
+            zipped = isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id == "zip"
+            either = call.args[-1] if zipped and len(call.args) == 2 else None
+            if not (isinstance(either, ast.BoolOp) and isinstance(either.op, ast.Or)
+                    and ast.unparse(either.values[-1]) in ("[]", "()")):
+                continue
+            blocks = call.args[0]
+            if isinstance(blocks, ast.Call) and getattr(blocks.func, "id", None) == "enumerate" \
+                    and blocks.args:
+                blocks = blocks.args[0]                              # zip(enumerate(model.blocks), ...)
+            if not ast.unparse(blocks).endswith("blocks"):
+                continue
+            empty, head = either.values[-1], ast.get_source_segment(source, loop).splitlines()[0]
+            at = empty.col_offset - loop.col_offset
+            blocks = f"[None] * len({ast.get_source_segment(source, blocks)})"
+            found.append(head[:at] + blocks + head[at + len(ast.get_source_segment(source, empty)):])
+    line = the_one(found)
+    return line + "   # in place of your loop's first line: with no cache, one empty entry per block, so " \
+                  "that every block runs" if line else None
+
+
+def mlp_after_attention(obj, result, renamed) -> str | None:
+    """For an MLP that reads the block's input where the stream attention wrote to belongs: the
+    learner's one line ``x = po_dem + block.mlp(block.norm_mlp(x))``, the norm reading what the line
+    adds to (``po_dem``); else None."""
+    found = []
+    for source, node in statements(obj):
+        value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        added = isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)
+        if not (added and isinstance(value.left, ast.Name)):
+            continue
+        for call in ast.walk(value.right):
+            func = call.func if isinstance(call, ast.Call) else None
+            read = call.args[0] if isinstance(func, ast.Attribute) and func.attr == "norm_mlp" and \
+                len(call.args) == 1 else None
+            if isinstance(read, ast.Name) and read.id != value.left.id:
+                line, at = ast.get_source_segment(source, node), read.col_offset - node.col_offset
+                found.append(line[:at] + value.left.id + line[at + len(read.id):])
+    line = the_one(found)
+    return line + "   # in place of your line: the MLP reads the stream attention wrote to" if line else None
+
+
+def cached_first(obj, result, renamed) -> str | None:
+    """For a step that puts its new keys and values before the cached ones: its lines that join them so
+    (``clavis = torch.cat([clavis, prius[0]], dim=-2)``), the two pieces swapped; else None."""
+    found = []
+    for source, node in statements(obj):
+        target = assigned(node)
+        call = node.value if target and isinstance(node.value, ast.Call) else None
+        func = getattr(call, "func", None)
+        pieces = call.args[0] if isinstance(func, ast.Attribute) and func.attr in ("cat", "concat") and \
+            call.args and isinstance(call.args[0], (ast.List, ast.Tuple)) else None
+        if pieces is None or len(pieces.elts) != 2 or ast.unparse(pieces.elts[0]) != target:
+            continue
+        line, (new, old) = ast.get_source_segment(source, node), (ast.get_source_segment(source, e)
+                                                                  for e in pieces.elts)
+        at, end = pieces.elts[0].col_offset - node.col_offset, pieces.elts[1].end_col_offset - node.col_offset
+        found.append(line[:at] + f"{old}, {new}" + line[end:])
+    return your_lines(found, "the cached positions first, the new ones after them", most=2)
+
+
+def deep_copy_of_the_cache(obj, result, renamed) -> str | None:
+    """For a step whose cache is changed in place by later calls: its one line that copies the cache it
+    is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
+    ones), with ``copy.deepcopy(cache)``; else None."""
+    code = getattr(obj, "__code__", None)
+    if type(obj) is not types.FunctionType or code.co_argcount < 3:
+        return None
+    given, found = code.co_varnames[2], []
+    for source, node in statements(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            name = ast.unparse(func) if func is not None else ""
+            if name in ("replace", "dataclasses.replace", "copy.copy", "copy") and call.args \
+                    and ast.unparse(call.args[0]) == given:
+                line = ast.get_source_segment(source, node)
+                found.append(line.replace(ast.get_source_segment(source, call), f"copy.deepcopy({given})", 1))
+    line = the_one(found)
+    if not line:
+        return None
+    imported = isinstance(obj.__globals__.get("copy"), types.ModuleType)
+    return ("" if imported else "import copy; ") + line + "   # in place of your line: a copy whose lists " \
+        "are new too, so the cache you were given stays as it was"
+
+
+def projections_of_the_normed(obj, result, renamed) -> str | None:
+    """For a step that projects the stream itself where the normed stream belongs: its lines that hand
+    the stream to W_q, W_k or W_v (``W_k(stato)``), handing them the normed one (``W_k(normita)``), one
+    line for them all; else None."""
+    names = your_names(obj)
+    stream, normed = names.get("x"), names.get("normed")
+    if not (stream and normed) or stream == normed:
+        return None
+    found = []
+    for source, node in statements(obj):
+        calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and getattr(c.func, "attr", "") in (
+            "W_q", "W_k", "W_v") and len(c.args) == 1 and ast.unparse(c.args[0]) == stream]
+        if calls:
+            line = ast.get_source_segment(source, node)
+            for call in calls:
+                text = ast.get_source_segment(source, call)
+                line = line.replace(text, text[: -len(stream) - 1] + normed + ")", 1)
+            found.append(line)
+    return your_lines(found, f"W_q, W_k and W_v read {normed}, the normed stream; {stream} itself is for "
+                              "the residual")
+
+
+def _chain(node):
+    """``(base, parts, tupled)`` for an index chain of the learner's (``cache[i][0]``, ``kv[0, i]``,
+    ``cache.keys[i]``): its base name, each index's node or ``('a', attribute)``, and whether it indexes
+    with a tuple; else None."""
+    parts, tupled = [], False
+    while isinstance(node, (ast.Subscript, ast.Attribute)):
+        if isinstance(node, ast.Attribute):
+            parts.append(("a", node.attr))
+        elif isinstance(node.slice, ast.Tuple):
+            parts += reversed(node.slice.elts)
+            tupled = True
+        else:
+            parts.append(node.slice)
+        node = node.value
+    return (node.id, parts[::-1], tupled) if isinstance(node, ast.Name) and parts else None
+
+
+def _index_at(node, var: str, value: int):
+    """An index of the learner's with ``var = value``: a number or a string (numbers, ``var``, + - *)."""
+    if isinstance(node, tuple):                                   # an attribute
+        return node
+    if isinstance(node, ast.Constant) and type(node.value) in (int, str):
+        return ("k", node.value) if isinstance(node.value, str) else ("i", node.value)
+    if isinstance(node, ast.Name) and node.id == var:
+        return ("i", value)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub, ast.Mult)):
+        a, b = _index_at(node.left, var, value), _index_at(node.right, var, value)
+        if a and b and a[0] == b[0] == "i":
+            return ("i", {ast.Add: a[1] + b[1], ast.Sub: a[1] - b[1], ast.Mult: a[1] * b[1]}[type(node.op)])
+    return None
+
+
+def _at_layers(chain, var: str) -> tuple | None:
+    """The entry ``chain`` reads in layers 0 and 1 (``var``, the learner's layer index), or None."""
+    at = tuple(tuple(_index_at(part, var, layer) for part in chain[1]) for layer in (0, 1))
+    return None if any(None in parts for parts in at) else at
+
+
+def _written(base: str, at: tuple, tupled: bool, var: str) -> str | None:
+    """``base`` indexed as ``at`` gives layers 0 and 1, in the learner's style: ``kv[var, 0]``, ``cache[2 *
+    var + 1]``; None when an index is not ``step * var + start``."""
+    items = []
+    for (kind, first), (_, second) in zip(*at, strict=True):
+        if kind != "i" or first == second:
+            items.append(("a", f".{first}") if kind == "a" else ("i", repr(first)))
+            continue
+        step = second - first
+        if step <= 0:
+            return None
+        term = var if step == 1 else f"{step} * {var}"
+        items.append(("i", term if first == 0 else f"{term} + {first}"))
+    if tupled and all(kind == "i" for kind, _ in items):
+        return f"{base}[{', '.join(text for _, text in items)}]"
+    return base + "".join(text if kind == "a" else f"[{text}]" for kind, text in items)
+
+
+_PART = re.compile(r"\[(-?\d+)\]|\[('[^']*'|\"[^\"]*\")\]|\.(\w+)")
+
+
+_MISREAD = re.compile(r"layer (\d+) reads its cached (keys|values) from layer \d+'s (?:keys|values) "
+                      r"\(([^)]*)\)")
+
+
+def _path_parts(path: str) -> tuple:
+    """A cache path as the decoding checker writes it (``cache[0][1]``, ``cache['k'][1]``) as indices."""
+    return tuple(("i", int(i)) if i else ("k", ast.literal_eval(k)) if k else ("a", a)
+                 for i, k, a in _PART.findall(path))
+
+
+def entries_read_right(obj, result, renamed) -> str | None:
+    """For a cache read at the wrong index: the learner's lines that read the prefill's cache where
+    another entry is (``kv[0, i]``, ``cache[i + 1]``), each index changed to where their prefill put that
+    layer's keys or values, as the Fix says (``kv[i, 0]``, ``cache[2 * i + 1]``); else None."""
+    var = your_names(obj).get("layer")
+    try:
+        fix = ast.parse(renamed.split("   #")[0]).body[0].value
+    except (SyntaxError, AttributeError, IndexError):
+        return None
+    # cache[layer]: its keys at [0] and its values at [1]; else the two the Fix names
+    fix = [ast.Subscript(fix, ast.Constant(kind)) for kind in (0, 1)] if isinstance(fix, ast.Subscript) else \
+        getattr(fix, "elts", [])
+    if not var or type(obj) is not types.FunctionType or obj.__code__.co_argcount < 3 or len(fix) != 2:
+        return None
+    right = [_at_layers(_chain(expr), var) if _chain(expr) else None for expr in fix]
+    if None in right:
+        return None
+    misread = {(int(layer), ("keys", "values").index(kind)): _path_parts(path)
+               for layer, kind, path in _MISREAD.findall(" ".join(result.observed))}
+    read = [tuple(misread.get((layer, kind), right[kind][layer]) for layer in (0, 1)) for kind in (0, 1)]
+    cache = {obj.__code__.co_varnames[2]}
+    cache |= {n.targets[0].id for tree in trees(obj) for n in ast.walk(tree)     # kv = cache
+              if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name)
+              and isinstance(n.value, ast.Name) and n.value.id in cache}
+    found = []
+    for source, node in statements(obj):
+        line, inner = ast.get_source_segment(source, node), set()
+        for expr in sorted(ast.walk(node), key=lambda n: -getattr(n, "col_offset", 0)):
+            chain = _chain(expr) if isinstance(expr, ast.Subscript) and expr not in inner else None
+            inner |= {n for n in ast.walk(expr) if n is not expr} if chain else set()
+            at = _at_layers(chain, var) if chain and chain[0] in cache else None
+            kind = next((k for k in (0, 1) if at and at == read[k] != right[k]), None)
+            if kind is not None and (text := _written(chain[0], right[kind], chain[2], var)):
+                start = expr.col_offset - node.col_offset
+                line = line[:start] + text + line[start + len(ast.get_source_segment(source, expr)):]
+        if line != ast.get_source_segment(source, node):
+            found.append(line)
+    return your_lines(found, "each layer reads its own keys and values, where your prefill put them")
