@@ -2149,3 +2149,54 @@ def my_attention(q, k, v, mask=None):
     _until_it_passes(check_attention, load, source, [
         ("_atencion = ruray(torch.softmax, lambda tipo: torch.finfo(tipo).min)   # in place of your line",
          "_atencion = ")])
+
+
+
+# Replay 15's 08S1: a typing.NamedTuple per layer (fields kilt, man), attention by hand, Kazakh names
+KAZAKH_STEP = """
+from typing import NamedTuple
+
+class Qabat(NamedTuple):
+    kilt: torch.Tensor
+    man: torch.Tensor
+
+def decode_step(model, tokens, cache):
+    burin = 0 if cache is None else cache[0].kilt.shape[-2]
+    jana = tokens.shape[1]
+    top = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, burin)
+    jana_cache = []
+    for qabat_no, blok in enumerate(model.blocks):
+        norm, nazar = blok.norm_attention(x), blok.attention
+        suraq = split_heads(nazar.W_q(norm), model.n_heads)
+        kilt = split_heads(nazar.W_k(norm), model.n_kv_heads)
+        man = split_heads(nazar.W_v(norm), model.n_kv_heads)
+        if cache is not None:
+            kilt = torch.cat([cache[qabat_no].kilt, kilt], dim=-2)
+            man = torch.cat([cache[qabat_no].man, man], dim=-2)
+        jana_cache.append(Qabat(man, kilt))
+        barlygy = kilt.shape[-2]
+        ruqsat = torch.ones(jana, barlygy, dtype=torch.bool).tril(barlygy - jana)
+        upai = suraq @ kilt.repeat_interleave(top, dim=1).transpose(-2, -1) / math.sqrt(model.d_head)
+        upai = upai.masked_fill(~ruqsat, torch.finfo(upai.dtype).min)
+        basy = upai.softmax(dim=-1) @ man.repeat_interleave(top, dim=1)
+        x = x + nazar.W_o(merge_heads(basy))
+        x = x + blok.mlp(blok.norm_mlp(x))
+    return model.unembed(model.norm_final(x)), jana_cache
+"""
+
+
+def test_a_named_tuple_cache_in_values_first_order_and_a_second_final_norm_get_their_own_lines(tmp_path):
+    """Replay 15's 08S1 (stuck): model.unembed(model.norm_final(x)) got logits = model.unembed(x) (pasted
+    over its return line: no return), then 'return logits' (no cache), then names it had not; its
+    Qabat(man, kilt), values first, would have got a plain (kilt, man) tuple that its next call cannot
+    read as .kilt. Each Fix is now its own line."""
+    def load(i, source):
+        return _step(tmp_path, f"kazakh{i}", source)
+    _until_it_passes(check_decoding_step, load, KAZAKH_STEP, [
+        ("return model.unembed(x), jana_cache   # in place of your line", "return model.unembed"),
+        ("jana_cache.append(Qabat(kilt, man))   # in place of your line", "jana_cache.append"),
+    ])
+    unreturned = KAZAKH_STEP.replace("    return model.unembed(model.norm_final(x)), jana_cache",
+                                     "    logits = model.unembed(x)")
+    assert check_decoding_step(load(9, unreturned)).fix.startswith("return logits, jana_cache   # at the end")

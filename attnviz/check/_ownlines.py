@@ -35,11 +35,13 @@ from ._ownlines_step import (
     full_precision_cache,
     joined_along_positions,
     joined_values_kept,
+    keys_first,
     keys_stored_twice,
     mlp_after_attention,
     pointer_moved_on,
     projections_of_the_normed,
     returns_its_own_cache,
+    unembedded_once,
 )
 from ._readers import (
     assigned,
@@ -78,6 +80,9 @@ def unreturned_fix(obj, result, renamed: str = "") -> str | None:
             continue
         if returns_a_value(function.body) or not (name := assigned(function.body[-1])):
             return None
+        cache = your_names(obj).get("new_cache") or your_names(obj).get("made_cache")
+        if result.checked == "check_decoding_step" and cache and cache != name:    # a step: (logits, cache)
+            name = f"{name}, {cache}"
         return f"return {name}   # at the end of your function: without a return, it gives None"
     return None
 
@@ -658,6 +663,8 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      joined_along_positions),
     (_bug("values_from_cached_keys"), keys_stored_twice),
+    (_bug("final_norm_twice"), unembedded_once),
+    (_bug("cache_keys_values_swapped"), keys_first),
     (_bug("weights_not_normalised"), _softmax_not_its_log),
     (_bug("mask_transposed"), _mask_as_given),
     (_bug("weights_transposed"), blend_over_the_keys),

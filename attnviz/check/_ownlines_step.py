@@ -20,8 +20,8 @@ from ._readers import (
 
 __all__ = ["cached_first", "deep_copy_of_the_cache", "each_token_at_its_position", "entries_read_right",
            "every_block", "full_precision_cache", "joined_along_positions", "joined_values_kept",
-           "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projections_of_the_normed",
-           "returns_its_own_cache"]
+           "keys_first", "keys_stored_twice", "mlp_after_attention", "pointer_moved_on",
+           "projections_of_the_normed", "returns_its_own_cache", "unembedded_once"]
 
 
 def returns_its_own_cache(obj, result, renamed) -> str | None:
@@ -402,3 +402,38 @@ def entries_read_right(obj, result, renamed) -> str | None:
         if line != ast.get_source_segment(source, node):
             found.append(line)
     return your_lines(found, "each layer reads its own keys and values, where your prefill put them")
+
+
+def unembedded_once(obj, result, renamed) -> str | None:
+    """For a final norm applied twice: the learner's one line that hands ``model.unembed`` the normed
+    stream (``model.unembed(model.norm_final(x))``), handing it the stream itself; else None."""
+    found = []
+    for source, node in statements(obj):
+        line = ast.get_source_segment(source, node)
+        for call in ast.walk(node):
+            unembedding = isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "unembed"
+            given = call.args[0] if unembedding and len(call.args) == 1 else None
+            if isinstance(given, ast.Call) and getattr(given.func, "attr", "") == "norm_final" and given.args:
+                start, end = given.col_offset - node.col_offset, given.end_col_offset - node.col_offset
+                found.append(line[:start] + ast.get_source_segment(source, given.args[0]) + line[end:])
+    line = the_one(found)
+    return line + "   # in place of your line: model.unembed applies norm_final itself" if line else None
+
+
+def keys_first(obj, result, renamed) -> str | None:
+    """For a cache that keeps each layer's values first: the learner's one line that makes an entry of
+    their values and keys in that order (``Qabat(man, kilt)``, ``append((v, k))``), keys first; else
+    None."""
+    names = your_names(obj)
+    keys, values = names.get("k"), names.get("v")
+    found = []
+    for source, node in statements(obj):
+        line = ast.get_source_segment(source, node)
+        for pair in ast.walk(node):
+            given = pair.args if isinstance(pair, ast.Call) else getattr(pair, "elts", None) or []
+            if [getattr(e, "id", None) for e in given] == [values, keys] and keys and values:
+                start, end = given[0].col_offset - node.col_offset, given[1].end_col_offset - node.col_offset
+                found.append(line[:start] + f"{keys}, {values}" + line[end:])
+    line = the_one(found)
+    return line + "   # in place of your line: keys first, the order the next step reads them back in" \
+        if line else None
