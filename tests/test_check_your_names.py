@@ -2200,3 +2200,49 @@ def test_a_named_tuple_cache_in_values_first_order_and_a_second_final_norm_get_t
     unreturned = KAZAKH_STEP.replace("    return model.unembed(model.norm_final(x)), jana_cache",
                                      "    logits = model.unembed(x)")
     assert check_decoding_step(load(9, unreturned)).fix.startswith("return logits, jana_cache   # at the end")
+
+
+
+# Replay 15's 08S4: each layer's cache one stacked tensor, masks memoised on the function, Ukrainian names
+UKRAINIAN_STEP = """
+def decode_step(model, tokens, cache):
+    # each layer's cache: torch.stack((keys, values)), shape (2, batch, n_kv_heads, positions, d_head)
+    mynule = 0 if cache is None else cache[0].shape[-2]
+    novi = tokens.shape[1]
+    hrupa = model.n_heads // model.n_kv_heads
+    vsogo = mynule + novi
+    if not hasattr(decode_step, "maski"):
+        decode_step.maski = {}
+    if novi not in decode_step.maski:
+        decode_step.maski[novi] = gpt.decoding_mask(novi, vsogo)
+    dozvil = decode_step.maski[novi]
+    x = model.embed(tokens, mynule)
+    novyi_kesh = []
+    for shar, blok in enumerate(model.blocks):
+        norm, uvaha = blok.norm_attention(x), blok.attention
+        zapyt = split_heads(uvaha.W_q(norm), model.n_heads)
+        kv = torch.stack((split_heads(uvaha.W_k(norm), model.n_kv_heads),
+                          split_heads(uvaha.W_v(norm), model.n_kv_heads)))
+        if cache is not None:
+            kv = torch.cat([cache[shar], kv], dim=2)
+        novyi_kesh.append(kv)
+        kluchi, znachennia = kv.unbind(0)
+        holovy = F.scaled_dot_product_attention(zapyt, kluchi.repeat_interleave(hrupa, dim=1),
+                                                znachennia.repeat_interleave(hrupa, dim=1), attn_mask=dozvil)
+        x = x + uvaha.W_o(merge_heads(holovy))
+        x = x + blok.mlp(blok.norm_mlp(x))
+    return model.unembed(x), novyi_kesh
+"""
+
+
+def test_a_stacked_cache_on_the_wrong_axis_and_masks_kept_on_the_function_get_their_own_lines(tmp_path):
+    """Replay 15's 08S4 (stuck): torch.cat([cache[shar], kv], dim=2) on its stacked (2, batch, heads,
+    positions, d) entries got a Fix for a (keys, values) cache in names it had not; its masks memoised in
+    decode_step.maski by the number of new tokens were never named. Now its own cat line along dim=-2,
+    then the line that reads the kept mask, made anew."""
+    def load(i, source):
+        return _step(tmp_path, f"ukrainian{i}", source)
+    _until_it_passes(check_decoding_step, load, UKRAINIAN_STEP, [
+        ("kv = torch.cat([cache[shar], kv], dim=-2)   # in place of your line", "kv = torch.cat"),
+        ("dozvil = gpt.decoding_mask(novi, vsogo)   # in place of your line", "dozvil = "),
+    ])

@@ -27,6 +27,7 @@ from ._ownlines_heads import (
     whole_width,
 )
 from ._ownlines_step import (
+    along_the_positions,
     cached_first,
     deep_copy_of_the_cache,
     each_token_at_its_position,
@@ -664,6 +665,7 @@ RULES = (
      joined_along_positions),
     (_bug("values_from_cached_keys"), keys_stored_twice),
     (_bug("final_norm_twice"), unembedded_once),
+    (_bug("cache_wrong_axis"), along_the_positions),
     (_bug("cache_keys_values_swapped"), keys_first),
     (_bug("weights_not_normalised"), _softmax_not_its_log),
     (_bug("mask_transposed"), _mask_as_given),

@@ -18,10 +18,10 @@ from ._readers import (
     your_names,
 )
 
-__all__ = ["cached_first", "deep_copy_of_the_cache", "each_token_at_its_position", "entries_read_right",
-           "every_block", "full_precision_cache", "joined_along_positions", "joined_values_kept",
-           "keys_first", "keys_stored_twice", "mlp_after_attention", "pointer_moved_on",
-           "projections_of_the_normed", "returns_its_own_cache", "unembedded_once"]
+__all__ = ["along_the_positions", "cached_first", "deep_copy_of_the_cache", "each_token_at_its_position",
+           "entries_read_right", "every_block", "full_precision_cache", "joined_along_positions",
+           "joined_values_kept", "keys_first", "keys_stored_twice", "mlp_after_attention",
+           "pointer_moved_on", "projections_of_the_normed", "returns_its_own_cache", "unembedded_once"]
 
 
 def returns_its_own_cache(obj, result, renamed) -> str | None:
@@ -437,3 +437,29 @@ def keys_first(obj, result, renamed) -> str | None:
     line = the_one(found)
     return line + "   # in place of your line: keys first, the order the next step reads them back in" \
         if line else None
+
+
+def along_the_positions(obj, result, renamed) -> str | None:
+    """For a cache joined along another axis than the positions, where the catalog's line names cached keys
+    and values the learner's code does not (a stacked entry, ``kv``): their lines (two at most) that join
+    something read from the cache they are given (``torch.cat([cache[shar], kv], dim=2)``), along dim=-2,
+    the positions in every layout the course uses; else None."""
+    code = getattr(obj, "__code__", None)
+    if type(obj) is not types.FunctionType or code.co_argcount < 3 or "past_" not in renamed:
+        return None
+    given, found = code.co_varnames[2], []
+    for source, node in statements(obj):
+        line, axes = ast.get_source_segment(source, node), []
+        for call in ast.walk(node):
+            joining = isinstance(call, ast.Call) and getattr(call.func, "attr", "") in ("cat", "concat") \
+                and call.args and isinstance(call.args[0], (ast.List, ast.Tuple))
+            keywords = call.keywords if joining else []
+            axis = next((k.value for k in keywords if k.arg in ("dim", "axis")), None)
+            axis = axis or (call.args[1] if joining and len(call.args) == 2 else None)
+            read = joining and any(isinstance(n, ast.Name) and n.id == given for n in ast.walk(call.args[0]))
+            axes += [axis] if read and axis is not None and ast.unparse(axis) != "-2" else []
+        for axis in sorted(axes, key=lambda a: -a.col_offset):                # from the right
+            start, end = axis.col_offset - node.col_offset, axis.end_col_offset - node.col_offset
+            line = line[:start] + "-2" + line[end:]
+        found += [line] if axes else []
+    return your_lines(found, "along the positions, dim=-2", most=2)

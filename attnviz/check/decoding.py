@@ -31,10 +31,12 @@ the sizes; see :mod:`attnviz.gpt`). Torch only.
 
 from __future__ import annotations
 
+import ast
 import copy
 import inspect
 import itertools
 import re
+import textwrap
 import types
 from dataclasses import replace
 
@@ -1215,6 +1217,45 @@ def _with_shared_class_default(fn, result):
         "it, and two calls that should agree do not.", *result.observed], fix=fix)
 
 
+def _with_state_on_itself(fn, result):
+    """A failed step that keeps something on its own function object between calls (``decode_step.maski[
+    novi] = gpt.decoding_mask(novi, vsogo)``, read back as ``dozvil = decode_step.maski[novi]``): what one
+    call made, for its sizes, a later call with other sizes reads. Said first when no known bug was named
+    (a known bug is fixed first); the Fix is the line that reads it back, making the value anew (when the
+    code shows both lines)."""
+    sizes = "raised RuntimeError" in result.headline or "returned the wrong logits" in result.headline
+    if result.passed or result.bug is not None or not sizes or type(fn) is not types.FunctionType:
+        return result
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return result
+    own = fn.__name__
+    stored, read = {}, []
+    for node in ast.walk(tree):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if isinstance(target, ast.Subscript) and _on_itself(target.value, own):
+            stored[ast.unparse(target)] = ast.unparse(node.value)          # decode_step.maski[novi] = ...
+        elif target is not None and isinstance(node.value, ast.Subscript) and \
+                _on_itself(node.value.value, own):
+            read.append((ast.unparse(target), ast.unparse(node.value)))    # dozvil = decode_step.maski[novi]
+    if not stored:
+        return result
+    kept = next(iter(stored))
+    made = [f"{name} = {stored[value]}" for name, value in read if value in stored]
+    result.observed.insert(0, f"Your step keeps {kept.split('[')[0]} on the function itself, between calls: "
+                              f"what one call made there for that call's sizes ({kept} = {stored[kept]}), "
+                              "later calls read back, whatever their sizes. Make it anew on every call.")
+    if len(made) == 1:
+        result.fix = f"{made[0]}   # in place of your line: made on every call, for this call's sizes"
+    return result
+
+
+def _on_itself(node, own: str) -> bool:
+    """Whether ``node`` is an attribute of the function named ``own`` (``decode_step.maski``)."""
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == own
+
+
 def _lines_of(function) -> list:
     """The stripped lines of ``function``'s text, or none when it has no text to read."""
     try:
@@ -1323,4 +1364,4 @@ def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     spec = replace(SPEC, hypotheses=setup["prefill"])
     result = run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")
     result = _causal_mask_words(fn, _with_shared_default(fn, _with_models_read(fn, result)))
-    return _library_note(fn, fix_in_your_names(fn, result))
+    return _with_state_on_itself(fn, _library_note(fn, fix_in_your_names(fn, result)))
