@@ -2246,3 +2246,25 @@ def test_a_stacked_cache_on_the_wrong_axis_and_masks_kept_on_the_function_get_th
         ("kv = torch.cat([cache[shar], kv], dim=-2)   # in place of your line", "kv = torch.cat"),
         ("dozvil = gpt.decoding_mask(novi, vsogo)   # in place of your line", "dozvil = "),
     ])
+
+
+@pytest.mark.parametrize("blend", ["vazn.mul(v)", "torch.mul(vazn, v)", "vazn * v"])
+def test_weights_multiplied_entry_by_entry_are_said_so_with_the_learners_line_as_a_product(tmp_path, blend):
+    """Replay 15's 02S4: vazn.mul(arzesh) (.mul for .matmul) raised where the shapes do not broadcast and
+    was told 'missing key transpose' (its keys were transposed) three rounds running."""
+    source = f"""
+def my_attention(q, k, v, mask=None):
+    emtiaz = q.matmul(k.transpose(-2, -1)) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        emtiaz = emtiaz.masked_fill(mask.logical_not(), torch.finfo(emtiaz.dtype).min)
+    vazn = emtiaz.softmax(dim=-1)
+    khoruji = {blend}
+    return khoruji, vazn
+"""
+    result = check_attention(_load(tmp_path, "mul", source).my_attention)
+    assert result.bug is None and "entry by entry" in result.headline, repr(result)
+    product = {"vazn.mul(v)": "vazn.matmul(v)", "torch.mul(vazn, v)": "torch.matmul(vazn, v)",
+               "vazn * v": "vazn @ v"}[blend]
+    assert result.fix.startswith(f"khoruji = {product}   # in place of your line"), result.fix
+    fixed = _pasted(source, "khoruji = ", result.fix)
+    assert check_attention(_load(tmp_path, "mul_fixed", fixed).my_attention).passed

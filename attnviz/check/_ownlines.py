@@ -57,7 +57,7 @@ from ._readers import (
     your_names,
 )
 
-__all__ = ["own_line_fix", "swapped_unpack", "unreturned_fix", "lengths_as_a_column"]
+__all__ = ["own_line_fix", "swapped_unpack", "unreturned_fix", "lengths_as_a_column", "elementwise_blend"]
 
 
 def own_line_fix(obj, result, renamed: str) -> str | None:
@@ -86,6 +86,32 @@ def unreturned_fix(obj, result, renamed: str = "") -> str | None:
             name = f"{name}, {cache}"
         return f"return {name}   # at the end of your function: without a return, it gives None"
     return None
+
+
+def elementwise_blend(obj) -> str | None:
+    """The learner's one line that multiplies their weights by a tensor entry by entry
+    (``vazn.mul(arzesh)``, ``torch.mul(w, v)``, ``w * v``), as a matrix product (``vazn.matmul(arzesh)``,
+    ``w @ v``); else None."""
+    weights = your_names(obj).get("weights")
+    found = []
+    for source, node in statements(obj) if weights else ():
+        line = ast.get_source_segment(source, node)
+        for part in ast.walk(node):
+            start = end = None
+            if isinstance(part, ast.Call) and getattr(part.func, "attr", None) == "mul":
+                first = part.func.value if part.args and len(part.args) == 1 else (part.args or [None])[0]
+                if getattr(first, "id", None) == weights:
+                    start = part.func.end_col_offset - len("mul") - node.col_offset
+                    end, text = start + len("mul"), "matmul"
+            elif isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mult) and \
+                    getattr(part.left, "id", None) == weights:
+                gap = ast.get_source_segment(source, node)[part.left.end_col_offset - node.col_offset:
+                                                            part.right.col_offset - node.col_offset]
+                start = part.left.end_col_offset - node.col_offset + gap.index("*")
+                end, text = start + 1, "@"
+            if start is not None:
+                found.append(line[:start] + text + line[end:])
+    return the_one(found)
 
 
 def lengths_as_a_column(obj, result) -> str | None:

@@ -42,12 +42,17 @@ def _transposed(node) -> str | None:
 
 
 def operands(node, calls=("matmul", "bmm")) -> tuple | None:
-    """The two operand nodes of ``A @ B`` or ``torch.matmul(A, B)`` (a function of ``calls``); else None."""
+    """The two operand nodes of ``A @ B``, ``torch.matmul(A, B)`` (a function of ``calls``) or
+    ``A.matmul(B)``; else None."""
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult):
         return node.left, node.right
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in calls \
             and len(node.args) == 2:
         return tuple(node.args)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in calls \
+            and len(node.args) == 1 and not node.keywords and not (
+                isinstance(node.func.value, ast.Name) and node.func.value.id == "torch"):
+        return node.func.value, node.args[0]                                    # A.matmul(B)
     return None
 
 

@@ -17,6 +17,7 @@ from ._catalog import ATTENTION_FIX_NAMES, BUGS
 from ._compare import agrees
 from ._diagnose import Hypotheses, matching_bug
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, right_but_transposed, run_check
+from ._ownlines import elementwise_blend
 from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
@@ -614,4 +615,24 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     probes = cache["probes"]
     result = run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit)
     result = code_notes(fn, _built_in_note(fn, globals_note(fn, result, "q.shape[-1], k.shape[-2]")))
-    return fix_in_your_names(fn, result)
+    return _entry_by_entry(fn, fix_in_your_names(fn, result))
+
+
+def _entry_by_entry(fn, result):
+    """A function that raised where tensors fail to broadcast, told "missing key transpose", whose code
+    multiplies its weights by the values entry by entry (``vazn.mul(arzesh)``, ``torch.mul(w, v)``,
+    ``w * v``): said so, with its line as a matrix product. (Broadcasting's error, "the size of tensor a
+    must match", also comes from a product whose shapes do not line up, which is why the bug is told apart
+    by the code.)"""
+    if result.bug != "missing_key_transpose" or not any("must match the size of tensor b" in line
+                                                         for line in result.observed):
+        return result
+    line = elementwise_blend(fn)
+    if line is None:
+        return result
+    return _verdict.problem(NAME, "your function multiplies its weights by the values entry by entry, where "
+                            "a matrix product belongs, and raised where their shapes do not broadcast.",
+                            [*result.observed[:1], "The output is weights @ values: each query's row of "
+                             "weights blends the rows of the values, (.., n_q, n_k) @ (.., n_k, d_v). An "
+                             "entry-by-entry product (mul, *) needs the same shapes and blends nothing."],
+                            fix=f"{line}   # in place of your line: a matrix product, weights @ values")
