@@ -7,7 +7,7 @@ import ast
 
 from ._readers import one_line_statements
 
-__all__ = ["statements", "your_lines"]
+__all__ = ["joined_axis", "statements", "your_lines"]
 
 
 def statements(obj, with_helpers: bool = False):
@@ -27,3 +27,13 @@ def your_lines(found: list, why: str, most: int = 3) -> str | None:
         return None
     which = "line" if len(found) == 1 else f"{('two', 'three')[len(found) - 2]} lines"
     return "; ".join(found) + f"   # in place of your {which}: {why}"
+
+
+def joined_axis(node) -> ast.AST | None:
+    """The axis node of a ``torch.cat`` (``concat``, ``concatenate``) call: its ``dim=`` or ``axis=``, or its
+    second positional argument; None for any other node, or a join that names no axis."""
+    func = node.func if isinstance(node, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and func.attr in ("cat", "concat", "concatenate")):
+        return None
+    axis = next((k.value for k in node.keywords if k.arg in ("dim", "axis")), None)
+    return axis if axis is not None else node.args[1] if len(node.args) == 2 else None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import ast
 
-from ._learner_lines import statements, your_lines
+from ._learner_lines import joined_axis, statements, your_lines
 from ._readers import (
     assigned,
     operands,
@@ -60,11 +60,7 @@ def stacked_heads_kept_whole(obj, result, renamed) -> str | None:
 def _joined_heads(node) -> ast.AST | None:
     """The axis node of ``torch.cat(heads, dim=1)`` (a list joined along an axis before the features:
     0, 1, -2 or -3), else None."""
-    func = node.func if isinstance(node, ast.Call) else None
-    if not (isinstance(func, ast.Attribute) and func.attr in ("cat", "concat", "concatenate") and node.args):
-        return None
-    axis = next((k.value for k in node.keywords if k.arg in ("dim", "axis")), None)
-    axis = axis if axis is not None else node.args[1] if len(node.args) == 2 else None
+    axis = joined_axis(node) if isinstance(node, ast.Call) and node.args else None
     return axis if axis is not None and ast.unparse(axis) in ("0", "1", "-2", "-3") else None
 
 

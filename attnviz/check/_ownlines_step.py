@@ -8,7 +8,7 @@ import ast
 import re
 import types
 
-from ._learner_lines import statements, your_lines
+from ._learner_lines import joined_axis, statements, your_lines
 from ._readers import (
     assigned,
     embed_line,
@@ -72,11 +72,7 @@ def joined_along_positions(obj, result, renamed) -> str | None:
     found = []
     for source, node in statements(obj):
         for call in ast.walk(node):
-            func = call.func if isinstance(call, ast.Call) else None
-            if not (isinstance(func, ast.Attribute) and func.attr in ("cat", "concat", "concatenate")):
-                continue
-            axis = next((k.value for k in call.keywords if k.arg in ("dim", "axis")), None)
-            axis = axis if axis is not None else call.args[1] if len(call.args) == 2 else None
+            axis = joined_axis(call)
             if isinstance(axis, ast.Constant) and axis.value == 0:
                 line, at = ast.get_source_segment(source, node), axis.col_offset - node.col_offset
                 found.append(line[:at] + "1" + line[at + 1:])
@@ -451,11 +447,8 @@ def along_the_positions(obj, result, renamed) -> str | None:
     for source, node in statements(obj):
         line, axes = ast.get_source_segment(source, node), []
         for call in ast.walk(node):
-            joining = isinstance(call, ast.Call) and getattr(call.func, "attr", "") in ("cat", "concat") \
-                and call.args and isinstance(call.args[0], (ast.List, ast.Tuple))
-            keywords = call.keywords if joining else []
-            axis = next((k.value for k in keywords if k.arg in ("dim", "axis")), None)
-            axis = axis or (call.args[1] if joining and len(call.args) == 2 else None)
+            axis = joined_axis(call)
+            joining = axis is not None and call.args and isinstance(call.args[0], (ast.List, ast.Tuple))
             read = joining and any(isinstance(n, ast.Name) and n.id == given for n in ast.walk(call.args[0]))
             axes += [axis] if read and axis is not None and ast.unparse(axis) != "-2" else []
         for axis in sorted(axes, key=lambda a: -a.col_offset):                # from the right
