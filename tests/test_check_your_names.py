@@ -2268,3 +2268,192 @@ def my_attention(q, k, v, mask=None):
     assert result.fix.startswith(f"khoruji = {product}   # in place of your line"), result.fix
     fixed = _pasted(source, "khoruji = ", result.fix)
     assert check_attention(_load(tmp_path, "mul_fixed", fixed).my_attention).passed
+
+
+SWAHILI = """
+def pata_alama(swali, ufunguo):
+    return (swali @ ufunguo.transpose(-2, -1)) / math.sqrt(swali.shape[-1])
+
+
+def funika(alama, kinyago):
+    if kinyago is None:
+        return alama
+    kidogo_kabisa = torch.finfo(alama.dtype).min
+    return alama.masked_fill(kinyago, kidogo_kabisa)
+
+
+def my_attention(q, k, v, mask=None):
+    alama = pata_alama(q, k)
+    alama = funika(alama, mask)
+    uzito = torch.softmax(alama, dim=-1)
+    return uzito @ v, uzito
+"""
+
+
+def test_a_mask_used_the_wrong_way_round_in_a_helper_gets_the_helpers_own_line(tmp_path):
+    """Replay 16's 02T1: the mask handed to masked_fill as it is, in a helper (funika) where neither
+    scores nor mask exist, got scores = scores.masked_fill(~mask, ...); pasted, it led to 'run the cell
+    that defines q'. The Fix is now the helper's own line with the mask turned."""
+    def load(i, text):
+        return _load(tmp_path, f"swahili{i}", text).my_attention
+    _until_it_passes(check_attention, load, SWAHILI, [
+        ("return alama.masked_fill(~kinyago, kidogo_kabisa)   # in place of your line",
+         "return alama.masked")])
+
+
+ESTONIAN = MODULE + """
+    def forward(self, x, mask=None):
+        paringud, votmed, vaartused = self.W_q(x), self.W_k(x), self.W_v(x)
+        vastused = []
+        for pea in range(self.n_heads):
+            veerud = slice(pea * self.d_k, (pea + 1) * self.d_k)
+            skoorid = paringud[..., veerud] @ votmed[..., veerud].transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                skoorid = skoorid.masked_fill(mask, torch.finfo(skoorid.dtype).min)
+            vastused.append(F.softmax(skoorid, dim=-1) @ vaartused[..., veerud])
+        return self.W_o(torch.cat(vastused, dim=-1))
+"""
+
+
+def test_a_heads_scores_from_sliced_projections_are_read_as_its_scores(tmp_path):
+    """Replay 16's 05T3: scores of one head sliced from the projections (paringud[..., veerud] @ ...) were
+    not read as the scores, so the mask's Fix named scores, which the code has not (UnboundLocalError,
+    a round lost). The Fix is now in the learner's name, skoorid."""
+    def load(i, text):
+        return _load(tmp_path, f"estonian{i}", text).MHA
+    _until_it_passes(check_multi_head, load, ESTONIAN, [
+        ("skoorid = skoorid.masked_fill(~mask, torch.finfo(skoorid.dtype).min)", "skoorid = skoorid.masked")])
+
+
+ARMENIAN = """
+def _glukhner(x, qanak):
+    b, n, _ = x.shape
+    return x.view(b, n, qanak, -1).transpose(1, 2)
+
+
+def decode_step(model, tokens, cache):
+    if cache is None:
+        cache = gpt.KVCache()
+    nakhord = cache.length
+    x = model.embed(tokens)
+    nor_qanak = tokens.shape[1]
+    khumb = model.n_heads // model.n_kv_heads
+    for shert, blok in enumerate(model.blocks):
+        ush = blok.attention
+        h = blok.norm_attention(x)
+        harts = _glukhner(ush.W_q(h), model.n_heads)
+        banali = _glukhner(ush.W_k(h), model.n_kv_heads)
+        arjek = _glukhner(ush.W_v(h), model.n_kv_heads)
+        bolor_banali, bolor_arjek = cache.append(shert, banali, arjek)
+        bolor_banali = bolor_banali.repeat_interleave(khumb, dim=1)
+        bolor_arjek = bolor_arjek.repeat_interleave(khumb, dim=1)
+        dimak = gpt.decoding_mask(nor_qanak, nakhord + nor_qanak)
+        gnahatakan = harts @ bolor_banali.transpose(-2, -1) / math.sqrt(harts.shape[-1])
+        gnahatakan = gnahatakan.masked_fill(~dimak, float("-inf"))
+        x = x + ush.W_o(merge_heads(gnahatakan.softmax(dim=-1) @ bolor_arjek))
+        x = x + blok.mlp(blok.norm_mlp(x))
+    return model.unembed(x), cache
+"""
+
+
+def test_a_steps_count_of_cached_positions_is_the_one_its_embed_fix_names(tmp_path):
+    """Replay 16's 08T1: a step that counts the cached positions (nakhord = cache.length) and embeds from
+    0 got x = model.embed(tokens, past), then, after the NameError, past = ... cache[0][0].shape[-2] for
+    its gpt.KVCache (a TypeError). The Fix now embeds at nakhord; the next one, a copy of the cache it
+    was given, makes it pass."""
+    def load(i, text):
+        return _step(tmp_path, f"armenian{i}", text)
+    _until_it_passes(check_decoding_step, load, ARMENIAN, [
+        ("x = model.embed(tokens, nakhord)   # nakhord = positions already cached", "x = model.embed"),
+        ("cache = gpt.KVCache() if cache is None else cache.copy()", ("if cache is None", "cache = gpt.KV"))])
+    pasted = _pasted(ARMENIAN, "x = model.embed", "x = model.embed(tokens, past)")
+    result = check_decoding_step(_step(tmp_path, "armenian_past", pasted))
+    assert result.fix.startswith("past = 0 if cache is None else cache.length"), result.fix   # a KVCache's
+
+
+INDONESIAN = """
+def my_causal_mask(n):
+    baris = torch.arange(n).view(n, 1)
+    kolom = torch.arange(n).view(1, n)
+    return (kolom < baris).unsqueeze(0)
+"""
+
+TAGALOG = """
+class GumawaNgMaskara:
+    saklaw = None
+
+    def __call__(self, haba, n):
+        if GumawaNgMaskara.saklaw is None:
+            GumawaNgMaskara.saklaw = torch.arange(n)
+        maskara = GumawaNgMaskara.saklaw[None, :] >= haba[:, None]
+        return maskara[:, None, :]
+
+
+_gumawa = GumawaNgMaskara()
+
+
+def my_padding_mask(lengths, n):
+    return _gumawa(lengths, n)
+"""
+
+
+def test_a_masks_wrong_values_are_said_with_its_wrong_shape(tmp_path):
+    """Replay 16's 04T2 and 04T4: a (1, n, n) causal mask that also leaves out the diagonal, and a padding
+    mask inverted and built over an arange kept from the first call, were told their shape only; the
+    values (and the kept arange) went unsaid. Both are said now, and the Fix names which return line
+    it replaces when the cell has others (a class's)."""
+    causal = check_causal_mask(_load(tmp_path, "indonesian", INDONESIAN).my_causal_mask)
+    assert "returned shape (1, 4, 4)" in causal.headline, repr(causal)
+    assert any('values are wrong as well: the known bug "causal excludes self"' in line
+               for line in causal.observed), causal.observed
+    fixed = _load(tmp_path, "indonesian_fixed", _pasted(INDONESIAN, "return", causal.fix)).my_causal_mask
+    assert check_causal_mask(fixed).passed
+    padding = check_padding_mask(_load(tmp_path, "tagalog", TAGALOG).my_padding_mask)
+    observed = " ".join(padding.observed)
+    assert "Its last dimension is 5, the n of an earlier call (lengths=[3], n=5)" in observed, observed
+    assert 'its values are wrong as well: the known bug "mask inverted"' in observed, observed
+    assert "in place of your return line in my_padding_mask" in padding.fix, padding.fix
+    fixed = _load(tmp_path, "tagalog_fixed", _pasted(TAGALOG, "return _gumawa", padding.fix)).my_padding_mask
+    assert check_padding_mask(fixed).passed
+
+
+ROMANIAN = """
+class Atentie:
+    def __init__(self):
+        self.scala = None
+
+    def __call__(self, q, k, v, mask=None):
+        if q.dim() == 2:
+            m = None if mask is None else mask.unsqueeze(0)
+            o, p = self(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0), m)
+            return o[0], p[0]
+        if self.scala is None:
+            self.scala = 1.0 / math.sqrt(q.shape[-1])
+        iesiri, ponderi = [], []
+        for b in range(q.shape[0]):
+            scoruri = q[b] @ k[b].transpose(-2, -1) * self.scala
+            if mask is not None:
+                scoruri = scoruri.masked_fill(~mask[b], torch.finfo(scoruri.dtype).min)
+            p = torch.softmax(scoruri, dim=-1)
+            ponderi.append(p)
+            iesiri.append(p @ v[b])
+        return torch.stack(iesiri), torch.stack(ponderi)
+
+
+_atentie = Atentie()
+
+
+def my_attention(q, k, v, mask=None):
+    return _atentie(q, k, v, mask)
+"""
+
+
+def test_inputs_wrong_by_their_width_too_are_not_put_down_to_the_mask_alone(tmp_path):
+    """Replay 16's 02T4: a scale computed on the first call and kept, and a mask indexed by the batch; the
+    inputs of other widths (d_k = 9 and 5) all carry masks, so the verdict sent the learner to the mask
+    alone for three rounds. It now says that every input of another width is wrong too."""
+    result = check_attention(_load(tmp_path, "romanian", ROMANIAN).my_attention)
+    observed = " ".join(result.observed)
+    assert "only inputs with one go wrong: look at how the mask is applied" in observed, repr(result)
+    assert "But every input with d_k = 5 and 9 is wrong too, where each right one has d_k = 16: look at " \
+           "the scale as well" in observed, observed

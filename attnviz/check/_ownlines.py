@@ -515,6 +515,36 @@ def _mask_as_given(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: the mask as it is given, rows = queries" if line else None
 
 
+def _mask_turned(obj, result, renamed) -> str | None:
+    """For a mask used the wrong way round, where the catalog's line names scores the learner's function
+    does not have (their masking in a helper: ``return alama.masked_fill(kinyago, fill)``): their one line
+    that hands a mask to ``masked_fill`` or ``attn_mask=``, the mask turned (``~kinyago``; ``m`` for
+    ``~m``); else None."""
+    target = renamed.split(" = ", 1)[0]
+    if not target.isidentifier() or names_a(target, obj):
+        return None
+    found = {}
+    for source, _, node in one_line_statements(obj, with_helpers=True):
+        line = ast.get_source_segment(source, node)
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            name = getattr(func, "attr", getattr(func, "id", ""))
+            handed = [k.value for k in getattr(call, "keywords", []) if k.arg == "attn_mask"]
+            handed += call.args[:1] if name in ("masked_fill", "masked_fill_") and call.args else []
+            for mask in handed:
+                if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert):
+                    turned = ast.get_source_segment(source, mask.operand)
+                elif isinstance(mask, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+                    turned = "~" + ast.get_source_segment(source, mask)
+                else:
+                    continue
+                start, end = mask.col_offset - node.col_offset, mask.end_col_offset - node.col_offset
+                found[(source, node.lineno)] = line[:start] + turned + line[end:]
+    line = the_one(list(found.values()))
+    return line + "   # in place of your line: True = may attend, so block where the mask is False" if line \
+        else None
+
+
 def _untransposed(node):
     """What ``node`` transposes (``m`` of ``m.mT``, ``m.T``, ``m.transpose(-2, -1)``), else None."""
     if isinstance(node, ast.Attribute) and node.attr in ("mT", "T"):
@@ -695,6 +725,7 @@ RULES = (
     (_bug("cache_keys_values_swapped"), keys_first),
     (_bug("weights_not_normalised"), _softmax_not_its_log),
     (_bug("mask_transposed"), _mask_as_given),
+    (_bug("mask_inverted"), _mask_turned),
     (_bug("weights_transposed"), blend_over_the_keys),
     (lambda result: any("doesn't match the broadcast shape" in line for line in result.observed),
      _out_of_place_to_grow),

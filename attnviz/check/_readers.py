@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import inspect
 import linecache
+import re
 import textwrap
 import types
 
@@ -95,6 +96,23 @@ def scores_of(value) -> tuple[str, str] | None:
     return _product(value)
 
 
+def sliced_scores(value) -> bool:
+    """Whether ``value`` is the scores of one head sliced from the projections (``Q[..., s] @ K[...,
+    s].transpose(-2, -1) / math.sqrt(d)``): a product of two subscripted names, the second transposed,
+    scaled or not. Its queries and keys have no names of their own."""
+    if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Div, ast.Mult)):
+        return sliced_scores(value.left) or isinstance(value.op, ast.Mult) and sliced_scores(value.right)
+    left, right = operands(value) or (None, None)
+    if isinstance(right, ast.Attribute) and right.attr in _TRANSPOSED:
+        right = right.value
+    elif isinstance(right, ast.Call) and isinstance(right.func, ast.Attribute) \
+            and right.func.attr in _TRANSPOSES:
+        right = right.func.value
+    else:
+        return False
+    return all(isinstance(side, ast.Subscript) and isinstance(side.value, ast.Name) for side in (left, right))
+
+
 _SAME_ROWS = {"repeat_interleave", "repeat", "expand", "contiguous", "to", "float", "double", "half", "clone",
               "detach"}
 """Tensor methods that leave a tensor's last two axes as they were: ``K.repeat_interleave(group, dim=1)``
@@ -168,6 +186,17 @@ def cell_lines(obj) -> list:
     except (SyntaxError, ValueError):
         return []
     return [(text, node) for node in tree.body if node.lineno == node.end_lineno]
+
+
+def cell_returns(obj) -> int:
+    """How many return statements with a value the cell (or file) of the learner's function holds, its
+    helpers' and classes' among them: more than one, and "your return line" does not say which."""
+    own = own_functions(obj)
+    try:
+        tree = ast.parse("".join(linecache.getlines(own[0].__code__.co_filename)) if own else "")
+    except (SyntaxError, ValueError):
+        return 0
+    return sum(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(tree))
 
 
 def trees(obj) -> list:
@@ -302,6 +331,8 @@ def your_names(obj) -> dict:
         if target and (pair := scores_of(node.value)):
             for role, name in zip(("scores", "q", "k"), (target, *pair), strict=True):
                 seen[role].add(name)
+        elif target and sliced_scores(node.value):          # s = Q[..., h] @ K[..., h].mT / r: a head's
+            seen["scores"].add(target)
         if target and _softmax_of(node.value):
             seen["weights"].add(target)
         if (inline := softmaxed(node)) is not None:        # att = (Q @ K.mT / s).softmax(-1)
@@ -479,12 +510,13 @@ def returns_a_value(body) -> bool:
 
 
 _STEP_ROLES = ("new_q", "new_k", "new_v", "past_k", "past_v", "attention", "normed", "logits", "block",
-               "given_back", "made_cache", "k_rep", "v_rep", "group", "n_new", "n_all", "mask")
+               "given_back", "made_cache", "k_rep", "v_rep", "group", "n_new", "n_all", "mask", "past")
 """A decoding step's own names (and a module's split heads): its new queries, keys and values (split
 from W_q, W_k and W_v, before joining the cache), the cached ones it joins them to, the attention
 layer and the normed stream it projects, the block its loop is at, the logits it returns, the cache
 it makes (a new list, a KVCache or a copy) and, when it returns the cache it was given instead, that
-one; the names it repeats its keys and values under for the query heads (k_rep, v_rep)."""
+one; the names it repeats its keys and values under for the query heads (k_rep, v_rep); the positions
+already cached, read from the cache it is given (past: ``cache.length``, ``cache[0][0].shape[-2]``)."""
 
 
 def _projection(node) -> tuple | None:
@@ -603,6 +635,19 @@ def _step_names(node, target, seen: dict) -> None:
         seen["logits"].add(ast.unparse(value.elts[0]))
     if target and _group_of(node.value):                      # grp = model.n_heads // model.n_kv_heads
         seen["group"].add(target)
+    if target and _cached_count(node.value):                  # nakhord = cache.length
+        seen["past"].add(target)
+
+
+def _cached_count(value) -> bool:
+    """Whether ``value`` reads how many positions a cache holds: ``C.length``, ``C[0][0].shape[-2]`` (or
+    ``[2]``, ``.size(-2)``), either after ``0 if C is None else``; C a name."""
+    if isinstance(value, ast.IfExp) and isinstance(value.body, ast.Constant) and value.body.value == 0:
+        value = value.orelse
+    if isinstance(value, ast.Attribute) and value.attr == "length":
+        return isinstance(value.value, ast.Name)
+    text = ast.unparse(value)
+    return bool(re.fullmatch(r"\w+(\[\w+\])+\.(shape\[(-2|2)\]|size\((-2|2)\))", text))
 
 
 def _group_of(value) -> bool:

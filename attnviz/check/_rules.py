@@ -742,7 +742,7 @@ def no_known_bug(t):
     fix = t.spec.fix
     if _only_masked_wrong(t) and "mask_fix" in t.spec.words:
         detail.append("Every input without a mask is right, and only inputs with one go wrong: look at how "
-                      "the mask is applied.")
+                      "the mask is applied." + _other_widths(t))
         fix = t.spec.words["mask_fix"]
     if not all(_dead_finite(p, a) for p, a in t.main):
         detail.append("A fully masked query row comes out as NaN.")
@@ -754,6 +754,24 @@ def no_known_bug(t):
             "0 (0 * -inf, (1 - mask) * -inf) or a softmax over scores that are all -inf."
         )
     return t.problem(f"{t.happened(probe, ans)}, and it matches no known bug.", detail, fix=fix)
+
+
+def _other_widths(t) -> str:
+    """Where every input whose queries are of a width no right input has is wrong (d_k = 9 and 5, the
+    right ones all 16), words that say so: a scale kept from an earlier call, or a width read from
+    elsewhere, fails there too, whatever the mask does (a replay's scale, computed once and kept)."""
+    def width(probe):
+        q = probe.args.get("q")
+        return q.shape[-1] if isinstance(q, torch.Tensor) and q.dim() else None
+
+    right = {width(p) for p, a in t.main if t.right(p, a)} - {None}
+    others = sorted({width(p) for p, a in t.main} - right - {None})
+    if not right or not others or any(t.right(p, a) for p, a in t.main if width(p) in others):
+        return ""
+    said = " and ".join(str(w) for w in others)
+    each = " or ".join(str(w) for w in sorted(right))
+    return (f" But every input with d_k = {said} is wrong too, where each right one has d_k = {each}: look "
+            "at the scale as well (√d_k is each input's own q.shape[-1], read anew each call).")
 
 
 def _only_masked_wrong(t) -> bool:

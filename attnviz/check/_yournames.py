@@ -24,6 +24,7 @@ import tokenize
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
 from ._ownlines import lengths_as_a_column, own_line_fix, swapped_unpack, unreturned_fix
 from ._readers import (
+    cell_returns,
     embed_line,
     fused,
     inline_scores,
@@ -46,7 +47,7 @@ ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": 
          "d_model": "d_model", "new_cache": "new_cache", "layer": "layer", "new_key": "new_k",
          "new_value": "new_v", "past_keys": "past_k", "past_values": "past_v", "attention": "attention",
          "normed": "normed", "logits": "logits", "block": "block", "lengths": "lengths", "group": "group",
-         "n_new": "n_new", "n_all": "n_all", "mask": "mask"}
+         "n_new": "n_new", "n_all": "n_all", "mask": "mask", "past": "past"}
 """The names Fix lines use, and what each stands for (new_key and new_value: a step's keys and values
 before it joins the cache's to them, written ``key`` and ``value`` in the catalog's lines)."""
 
@@ -128,6 +129,8 @@ def in_your_names(obj, fix: str) -> str:
     line of Python and not a line that defines a name a NameError was about; else as it is. A line
     the learner's code already holds says so before its comment, which holds the change."""
     code, hash_, comment = fix.partition("   #")
+    if fix in _DEFINING and "KVCache" in names_used(obj):      # in a gpt.KVCache's own forms
+        return _kv_forms(code) + hash_ + comment
     if not code or "\n" in code or fix in _DEFINING:
         return fix
     try:
@@ -138,8 +141,7 @@ def in_your_names(obj, fix: str) -> str:
     for written, (new, role) in _NEW_FORMS.items():
         code = code.replace(written, new) if role in found else code
     if "KVCache" in names_used(obj):          # a step whose cache is a gpt.KVCache: its own forms
-        for listed, kv_form in _KV_FORMS.items():
-            code = code.replace(listed, kv_form)
+        code = _kv_forms(code)
         if code.startswith(_KV_APPEND):
             hash_, comment = "   #", (" append keeps the new keys and values in the cache and returns this "
                                       "layer's, cached and new")
@@ -159,6 +161,8 @@ def in_your_names(obj, fix: str) -> str:
     for new, role, written in (("new_k", "k", "key"), ("new_v", "v", "value")):   # where only one is known,
         names.setdefault(new, names.get(role, written))                          # new and joined alike
     code = _renamed(code, names) if names else code
+    if names.get("past", "past").isidentifier() and comment.startswith(" past = "):      # the comment's too
+        comment = re.sub(r"\bpast\b", names.get("past", "past"), comment)
     if code != _renamed(plain, names) and _squeezed(code) in _squeezed("\n".join(sources(obj))):
         code = _renamed(plain, names)     # their repeat line already: the catalog's, repeating in place
     if code.startswith("past = ") and (embedding := embed_line(obj)):
@@ -261,6 +265,12 @@ _KV_FORMS = {
 """A list cache's forms in Fix lines, and a gpt.KVCache's (not subscriptable: a replay's step got a
 TypeError, then a verdict with no Fix)."""
 
+def _kv_forms(code: str) -> str:
+    for listed, kv_form in _KV_FORMS.items():
+        code = code.replace(listed, kv_form)
+    return code
+
+
 _MEANS = re.compile(r"^(\w+) in a Fix line means your ")
 
 
@@ -314,6 +324,8 @@ def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
     result.fix = _in_your_parameters(obj, result.fix, parameters)
     code, hash_, comment = result.fix.partition("   #")
     expression, where = returned(obj), "your return line"
+    if expression is not None and cell_returns(obj) > 1 and getattr(obj, "__name__", "").isidentifier():
+        where = f"your return line in {obj.__name__}"       # a helper's or a class's return beside it
     if expression is None and (expression := last_returned(obj)):     # case 0: ..., case 1: ..., then this
         where = f"your line return {expression}"
     if code.startswith("mask = ") and expression and expression.isidentifier():

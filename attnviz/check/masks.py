@@ -18,7 +18,8 @@ import torch
 
 from .._validate import broadcast_shape
 from . import _verdict
-from ._diagnose import Answer, Hypotheses
+from ._catalog import BUGS
+from ._diagnose import Answer, Hypotheses, matching_bug
 from ._engine import Probe, Rule, Spec, dtype_name, run_check
 from ._reference import causal, in_neutral, padding
 from ._rules import missing_torch_name, rules
@@ -362,9 +363,38 @@ def _complaint(t):
         if probe.kind == "rectangle" and t.all_right:
             return t.bug("causal_not_rectangular", f"your function returned a mask of the wrong shape for "
                          f"(n_q, n_k) = {tuple(probe.args.values())}", [f"{probe.where}: {ans.complaint}"])
-        notes = t.spec.words["complaint_notes"](probe, ans) + _kept_from(t, probe, ans)
+        notes = t.spec.words["complaint_notes"](probe, ans) + _kept_from(t, probe, ans) + _values_too(t)
         return t.problem(f"your function {ans.complaint}", notes, fix=t.spec.complaint_fix)
     return None
+
+
+def _as_asked(probe, out):
+    """A mask's values as the scores read them, extra leading dimensions of size 1 taken away; None where
+    they cannot be read so."""
+    if not isinstance(out, torch.Tensor):
+        return None
+    shape = tuple(probe.expected.shape)
+    while out.dim() > len(shape) and out.shape[0] == 1:
+        out = out[0]
+    return out if broadcast_shape(tuple(out.shape), shape) == shape else None
+
+
+def _values_too(t):
+    """A note for a verdict on a mask's shape when its values, read as the asked shape, are a known bug
+    as well (a strict < in a (1, n, n) mask; True on the padding where the shape was right): said with
+    the shape, not left for the next round."""
+    read = [(p, a, Answer(output=v)) for p, a in t.main if (v := _as_asked(p, a.output)) is not None]
+    if not read or all(t.right(p, v) for p, _, v in read):
+        return []
+    bug = matching_bug([v for _, _, v in read], t.spec.hypotheses, [p for p, _, _ in read],
+                       compare=t.spec.compare)
+    if bug is None:
+        return []
+    squeezed = any(a.complaint for _, a, _ in read)
+    where = ("Read without its extra dimensions of size 1, its values" if squeezed else
+             f"Where its shape is right ({read[0][0].where.removeprefix('For ')}"
+             + (f" and {len(read) - 1} more calls" if len(read) > 1 else "") + "), its values")
+    return [f"{where} are wrong as well: the known bug \"{bug.replace('_', ' ')}\". {BUGS[bug].what}"]
 
 
 def _kept_from(t, probe, ans):
@@ -373,13 +403,32 @@ def _kept_from(t, probe, ans):
     out = ans.output
     for before, _ in t.pairs():
         if before is probe:
-            return []
+            return _width_kept(t, probe, ans)
         if isinstance(out, torch.Tensor) and out.dtype == torch.bool \
                 and _same_mask(before, Answer(output=out), before.expected):
             said = before.where.removeprefix("For ").rstrip(":")
             return [f"It is the mask of an earlier call ({said}): a mask kept from before (a global set on "
                     "the first call, a cache keyed by nothing) and handed out again: build it anew each "
                     "call."]
+    return []
+
+
+def _width_kept(t, probe, ans):
+    """A note when a wrong-shaped mask is as wide as an earlier call's n, not this call's: something
+    built on an earlier call (an arange kept on a class or in a global) and used again."""
+    n = probe.args.get("n", probe.args.get("n_k"))
+    out = ans.output
+    if not isinstance(out, torch.Tensor) or out.dim() == 0 or n is None or out.shape[-1] == n:
+        return []
+    for before, _ in t.pairs():
+        if before is probe:
+            return []
+        if before.args.get("n", before.args.get("n_k")) == out.shape[-1]:
+            said = before.where.removeprefix("For ").rstrip(":")
+            return [f"Its last dimension is {out.shape[-1]}, the n of an earlier call ({said}), not this "
+                    f"call's n = {n}: something built on an earlier call (an arange or a mask kept on a "
+                    "class, an object or a global) is used again. Build it from this call's arguments each "
+                    "time."]
     return []
 
 
