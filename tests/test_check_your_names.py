@@ -2457,3 +2457,17 @@ def test_inputs_wrong_by_their_width_too_are_not_put_down_to_the_mask_alone(tmp_
     assert "only inputs with one go wrong: look at how the mask is applied" in observed, repr(result)
     assert "But every input with d_k = 5 and 9 is wrong too, where each right one has d_k = 16: look at " \
            "the scale as well" in observed, observed
+
+
+def test_a_scale_set_once_and_kept_gets_its_line_set_on_each_call(tmp_path):
+    """Replay 16's 02T4 r5: a scale set on the first call and kept on an object (if self.scala is None:
+    self.scala = ...), in the __call__ of the object my_attention calls, got scores = q @ k... (the whole
+    batch, where the learner's loop took q[b]): pasted, every output had an axis too many. The Fix is now
+    the learner's own line without its guard."""
+    fixed_mask = ROMANIAN.replace("~mask[b]", "~(mask[b] if mask.dim() == q.dim() else mask)")
+
+    def load(i, text):
+        return _load(tmp_path, f"romanian{i}", text).my_attention
+    _until_it_passes(check_attention, load, fixed_mask, [
+        ("self.scala = 1.0 / math.sqrt(q.shape[-1])   # in place of your lines 'if self.scala is None:'",
+         ("if self.scala is None", "self.scala = 1.0"))])

@@ -243,6 +243,27 @@ def _own_root(obj, result, renamed: str) -> str | None:
     return line.replace(size, right) + f"   # in place of your line: the root of {right}, not {size}"
 
 
+def _root_kept(obj, result, renamed: str) -> str | None:
+    """For a scale of the wrong size where the learner's scale is set once and kept (``if self.scala is
+    None: self.scala = 1.0 / math.sqrt(q.shape[-1])``, in their function or an object's method it calls):
+    that line alone, in place of the guard and it, so each call takes its own d_k; else None."""
+    found = []
+    for source, tree in parsed(obj, with_helpers=True):
+        for node in ast.walk(tree):
+            test = node.test if isinstance(node, ast.If) else None
+            kept = isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+                and ast.unparse(test.comparators[0]) == "None"
+            body = node.body[0] if kept and len(node.body) == 1 and not node.orelse else None
+            if isinstance(body, ast.Assign) and len(body.targets) == 1 and _roots(body) \
+                    and ast.unparse(body.targets[0]) == ast.unparse(test.left):
+                found.append((ast.get_source_segment(source, test), ast.get_source_segment(source, body)))
+    if not (one := the_one(found)):
+        return None
+    guard, line = one
+    return (f"{line}   # in place of your lines 'if {guard}:' and the one under it: set anew on each call, "
+            "from its own d_k (kept, it stays the first call's)")
+
+
 def _scaled_once(obj, found: list) -> str | None:
     """For queries and keys each divided by a root (``q = ... / math.sqrt(d)``, ``k = ... / math.sqrt(d)``:
     the scores divided by d): the keys' line without its division; else None."""
@@ -706,6 +727,7 @@ RULES = (
     (lambda result: "a head width that is a float" in result.headline, whole_width),
     (lambda result: any("cannot be multiplied" in line or "Expected size for first two dimensions" in line
                         for line in result.observed), _keys_transposed),
+    (_bug("scale_by_d_model", "wrong_scale"), _root_kept),
     (_bug("scale_by_d_model", "wrong_scale"), _own_root),
     (_bug("cache_not_appended"), returns_its_own_cache),
     (_bug("cache_not_appended"), pointer_moved_on),

@@ -138,13 +138,21 @@ def fused(node) -> tuple | None:
 
 def helpers(fn) -> list:
     """The plain functions ``fn`` calls by a global name that were written where fn was, in the same
-    cell or file: a learner's helpers (``_compare``, ``attend``), and the forward of a module class of
-    theirs it names (a ``Head`` of Karpathy's lecture); read, never called."""
+    cell or file: a learner's helpers (``_compare``, ``attend``), the forward of a module class of
+    theirs it names (a ``Head`` of Karpathy's lecture), and the methods of an object of their own class
+    it calls (``_atentie(q, k, v)``: ``__call__``; ``_koracnik.korak(...)``); read, never called."""
     if type(fn) is not types.FunctionType:
         return []
     names = sorted({name for code in code_objects(fn.__code__) for name in code.co_names})
-    found = [fn.__globals__.get(name) for name in names]
-    found = [vars(value).get("forward") if isinstance(value, type) else value for value in found]
+    found = []
+    for value in (fn.__globals__.get(name) for name in names):
+        if isinstance(value, type):
+            found.append(vars(value).get("forward"))
+        elif isinstance(value, types.FunctionType | types.ModuleType) or value is None:
+            found.append(value)
+        else:                           # an object: its class's methods it calls, where that class is theirs
+            methods = vars(type(value))
+            found += [methods.get(name) for name in ("__call__", *names)]
     return [value for value in found if type(value) is types.FunctionType and value is not fn
             and value.__code__.co_filename == fn.__code__.co_filename]
 
