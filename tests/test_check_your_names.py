@@ -2471,3 +2471,36 @@ def test_a_scale_set_once_and_kept_gets_its_line_set_on_each_call(tmp_path):
     _until_it_passes(check_attention, load, fixed_mask, [
         ("self.scala = 1.0 / math.sqrt(q.shape[-1])   # in place of your lines 'if self.scala is None:'",
          ("if self.scala is None", "self.scala = 1.0"))])
+
+
+SLOVAK = """
+class MHA(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.pocet_hlav = n_heads
+        self.rozmer_hlavy = d_model // n_heads
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False) for _ in range(4))
+
+    def forward(self, x, mask=None):
+        b, dlzka, d = x.shape
+        q = self.W_q(x).view(b, self.pocet_hlav, dlzka, self.rozmer_hlavy)
+        k = self.W_k(x).view(b, dlzka, self.pocet_hlav, self.rozmer_hlavy).transpose(1, 2)
+        v = self.W_v(x).view(b, dlzka, self.pocet_hlav, self.rozmer_hlavy).transpose(1, 2)
+        skore = q @ k.transpose(-2, -1) / self.rozmer_hlavy ** 0.5
+        if mask is not None:
+            skore = skore.masked_fill(~mask, torch.finfo(skore.dtype).min)
+        vystup = (skore.softmax(dim=-1) @ v).transpose(1, 2).reshape(b, dlzka, d)
+        return self.W_o(vystup)
+"""
+
+
+def test_a_modules_own_names_for_its_head_count_and_width_are_the_fixs(tmp_path):
+    """Replay 16's 05T2: a module that keeps its head count and width as self.pocet_hlav and
+    self.rozmer_hlavy got Fix lines with self.n_heads and self.d_k (an AttributeError when pasted). The
+    Fix now reads them under the module's own names."""
+    result = check_multi_head(_load(tmp_path, "slovak", SLOVAK).MHA)
+    assert "self.pocet_hlav" in result.fix and "self.n_heads" not in result.fix, repr(result)
+    assert "self.rozmer_hlavy" in result.fix and "self.d_k" not in result.fix, result.fix
+    # the Fix is what the queries are (the catalog's form for this bug): put after their q =
+    fixed = _load(tmp_path, "slovak_fixed", _pasted(SLOVAK, "q = self.W_q", "q = " + result.fix)).MHA
+    assert check_multi_head(fixed).passed, result.fix

@@ -17,8 +17,10 @@ the lines.
 from __future__ import annotations
 
 import ast
+import inspect
 import io
 import re
+import textwrap
 import tokenize
 
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
@@ -275,6 +277,57 @@ _MEANS = re.compile(r"^(\w+) in a Fix line means your ")
 
 
 def fix_in_your_names(obj, result):
+    """:func:`_fix_in_your_names`, then the module's own attribute names for its head count and width
+    (:func:`_own_attributes`)."""
+    result = _fix_in_your_names(obj, result)
+    if not result.passed and result.fix:
+        result.fix = _own_attributes(obj, result.fix)
+    return result
+
+
+def _own_attributes(obj, fix: str) -> str:
+    """``fix`` with ``self.n_heads`` and ``self.d_k`` under the names the learner's module class keeps
+    them as (``self.pocet_hlav = n_heads``, ``self.rozmer_hlavy = d_model // n_heads`` in its __init__),
+    where it has no attribute of the Fix's name; a Fix line that sets them is left as it is (a replay's
+    module got view(batch, n, self.n_heads, self.d_k): an AttributeError)."""
+    init = vars(obj).get("__init__") if type(obj) is type else None
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+    except (TypeError, OSError, SyntaxError):
+        return fix
+    function = tree.body[0]
+    given = [a.arg for a in function.args.args]
+    if len(given) < 3:
+        return fix
+    d_model, n_heads = given[1], given[2]
+    kept, own = {}, set()
+    for node in ast.walk(function):
+        if not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target, value = node.targets[0], node.value
+        pairs = zip(target.elts, value.elts, strict=False) if isinstance(target, ast.Tuple) \
+            and isinstance(value, ast.Tuple) else [(target, value)]
+        for name, made in pairs:
+            if not (isinstance(name, ast.Attribute) and isinstance(name.value, ast.Name)
+                    and name.value.id == "self"):
+                continue
+            own.add(name.attr)
+            if ast.unparse(made) == n_heads:
+                kept["n_heads"] = name.attr
+            elif ast.unparse(made) == f"{d_model} // {n_heads}":
+                kept["d_k"] = name.attr
+    try:
+        stored = {n.attr for n in ast.walk(ast.parse(fix.partition("   #")[0]))
+                  if isinstance(n, ast.Attribute) and isinstance(n.ctx, ast.Store)}
+    except SyntaxError:                       # words and code: "split each: .view(batch, n, self.n_heads..."
+        stored = set()
+    for ours, theirs in kept.items():
+        if ours not in own and ours not in stored:
+            fix = re.sub(rf"\bself\.{ours}\b", f"self.{theirs}", fix)
+    return fix
+
+
+def _fix_in_your_names(obj, result):
     """``result`` with its Fix line in the learner's names (:func:`in_your_names`) when it failed; a
     Fix that says what a name of an earlier Fix line stands for ("scores in a Fix line means your
     scores ...") also says which of the learner's names that is, when their code shows it."""

@@ -738,8 +738,8 @@ def _refine(t, verdict):
             verdict.observed.insert(1, f"Only the {tensor} skip the transpose: they are viewed straight as "
                                        f"(batch, n_heads, n, d_k), so their heads hold pieces of several "
                                        f"positions, while the other two are split right.")
-            verdict.fix = (f"self.{weight}(x).view(batch, n, n_heads, d_k).transpose(1, 2)   # the {tensor}, "
-                           "split like the other two")
+            verdict.fix = (f"self.{weight}(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)   # the "
+                           f"{tensor}, split like the other two")
             break
     return verdict
 
