@@ -2504,3 +2504,17 @@ def test_a_modules_own_names_for_its_head_count_and_width_are_the_fixs(tmp_path)
     # the Fix is what the queries are (the catalog's form for this bug): put after their q =
     fixed = _load(tmp_path, "slovak_fixed", _pasted(SLOVAK, "q = self.W_q", "q = " + result.fix)).MHA
     assert check_multi_head(fixed).passed, result.fix
+
+
+def test_a_size_mismatch_raised_by_a_reversed_transpose_gets_the_line_with_the_last_two_axes(tmp_path):
+    """Replay 16's 02T1 r1: keys transposed with .T in a helper (swali @ ufunguo.T) raised on every batched
+    input, and the Fix said to call the function by hand and read the error the verdict had printed. The
+    Fix is now that line with .transpose(-2, -1); the next, the helper's mask line turned, and it passes."""
+    source = SWAHILI.replace("ufunguo.transpose(-2, -1)", "ufunguo.T")
+
+    def load(i, text):
+        return _load(tmp_path, f"swahili_t{i}", text).my_attention
+    _until_it_passes(check_attention, load, source, [
+        ("return (swali @ ufunguo.transpose(-2, -1)) / math.sqrt(swali.shape[-1])   # in place of your line",
+         "return (swali @"),
+        ("return alama.masked_fill(~kinyago, kidogo_kabisa)", "return alama.masked")])

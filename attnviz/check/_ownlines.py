@@ -678,6 +678,28 @@ def _keys_transposed_from_the_end(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: the last two dimensions, whatever is before" if line else None
 
 
+def _raised_on_a_reversed_transpose(obj, result, renamed) -> str | None:
+    """For code that raised a size mismatch on inputs with more than two dimensions and was told only to
+    call it by hand: the learner's one line that transposes with ``.T``, ``.t()`` or ``.transpose(0, 1)``
+    (which on a (2, 3, 6, 16) tensor reverses or swaps the wrong axes), transposing the last two
+    dimensions; else None."""
+    sizes = ("must match the size of tensor", "cannot be multiplied", "Expected size for first two")
+    if not any(said in line for line in result.observed for said in sizes):
+        return None
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        inner = next((n for n in ast.walk(node) if _transposes_first_two(n)), None)
+        if inner is not None:
+            tensor = inner.value if isinstance(inner, ast.Attribute) else inner.func.value
+            new = f"{ast.get_source_segment(source, tensor)}.transpose(-2, -1)"
+            text = ast.get_source_segment(source, node)
+            found.append(text.replace(ast.get_source_segment(source, inner), new, 1))
+    line = the_one(found)
+    why = (".T reverses every axis of a tensor with more than two (a batch, heads); transpose(-2, -1) swaps "
+           "the last two, whatever is before")
+    return f"{line}   # in place of your line: {why}" if line else None
+
+
 _SOFTMAX = ("softmax", "log_softmax")
 _FUNCTIONAL = ("F", "torch", "nn.functional", "torch.nn.functional", "functional")
 
@@ -732,6 +754,7 @@ RULES = (
     (_bug("cache_not_appended"), returns_its_own_cache),
     (_bug("cache_not_appended"), pointer_moved_on),
     (_bug("batch_one_only"), _keys_transposed_from_the_end),
+    (lambda result: result.fix.startswith("run your function by hand"), _raised_on_a_reversed_transpose),
     (_bug("softmax_sum_not_kept"), _sum_kept),
     (_bug("values_not_appended"), joined_values_kept),
     (_bug("heads_merged_interleaved"), stacked_heads_kept_whole),
