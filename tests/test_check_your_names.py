@@ -2518,3 +2518,57 @@ def test_a_size_mismatch_raised_by_a_reversed_transpose_gets_the_line_with_the_l
         ("return (swali @ ufunguo.transpose(-2, -1)) / math.sqrt(swali.shape[-1])   # in place of your line",
          "return (swali @"),
         ("return alama.masked_fill(~kinyago, kidogo_kabisa)", "return alama.masked")])
+
+
+SLOVENIAN = """
+from dataclasses import dataclass
+
+@dataclass
+class Koracnik:
+    polozaj: int = 0
+
+    def korak(self, model, zetoni, predpomnilnik):
+        if predpomnilnik is None:
+            predpomnilnik = gpt.KVCache()
+            self.polozaj = 0
+        nov = predpomnilnik.copy()
+        st_novih = zetoni.shape[1]
+        x = model.embed(zetoni, start=self.polozaj)
+        skupina = model.n_heads // model.n_kv_heads
+        for i, sloj in enumerate(model.blocks):
+            pozornost = sloj.attention
+            h = sloj.norm_attention(x)
+            poizvedbe = split_heads(pozornost.W_q(h), model.n_heads)
+            kljuci, vrednosti = nov.append(i, split_heads(pozornost.W_k(h), model.n_kv_heads),
+                                           split_heads(pozornost.W_v(h), model.n_kv_heads))
+            kljuci = kljuci.repeat_interleave(skupina, dim=1)
+            vrednosti = vrednosti.repeat_interleave(skupina, dim=1)
+            ocene = poizvedbe @ kljuci.transpose(-1, -2)
+            ocene /= model.d_head ** 0.5
+            maska = gpt.decoding_mask(st_novih, kljuci.shape[-2])
+            ocene.masked_fill_(~maska, float("-inf"))
+            x += pozornost.W_o(merge_heads(torch.softmax(ocene, dim=-1) @ vrednosti))
+            x += sloj.mlp(sloj.norm_mlp(x))
+        self.polozaj += st_novih
+        return model.unembed(x), nov
+
+
+_koracnik = Koracnik()
+
+
+def decode_step(model, tokens, cache):
+    return _koracnik.korak(model, tokens, cache)
+"""
+
+
+def test_a_position_kept_on_an_object_is_embedded_from_the_cache_the_method_is_given(tmp_path):
+    """Replay 16's 08T4 r2: a step that hands its work to a method of a dataclass of its own, which embeds
+    at self.polozaj (a count kept between calls), got past = 0 if cache is None else cache[0][0]..., a
+    cache the method does not name (its own is predpomnilnik): pasted, it read the notebook's global cache
+    (a TypeError, then an IndexError). The Fix is now the method's embed line, at the positions its own
+    cache holds."""
+    def load(i, text):
+        return _step(tmp_path, f"slovenian{i}", text)
+    _until_it_passes(check_decoding_step, load, SLOVENIAN, [
+        ("x = model.embed(zetoni, start=(0 if predpomnilnik is None else predpomnilnik.length))",
+         "x = model.embed")])

@@ -12,6 +12,7 @@ from ._learner_lines import joined_axis, statements, your_lines
 from ._readers import (
     assigned,
     embed_line,
+    embedded,
     parsed,
     the_one,
     trees,
@@ -19,9 +20,10 @@ from ._readers import (
 )
 
 __all__ = ["along_the_positions", "cached_first", "deep_copy_of_the_cache", "each_token_at_its_position",
-           "entries_read_right", "every_block", "full_precision_cache", "joined_along_positions",
-           "joined_values_kept", "keys_first", "keys_stored_twice", "mlp_after_attention",
-           "pointer_moved_on", "projections_of_the_normed", "returns_its_own_cache", "unembedded_once"]
+           "embedded_at_the_caches_length", "entries_read_right", "every_block", "full_precision_cache",
+           "joined_along_positions", "joined_values_kept", "keys_first", "keys_stored_twice",
+           "mlp_after_attention", "pointer_moved_on", "projections_of_the_normed", "returns_its_own_cache",
+           "unembedded_once"]
 
 
 def returns_its_own_cache(obj, result, renamed) -> str | None:
@@ -456,3 +458,37 @@ def along_the_positions(obj, result, renamed) -> str | None:
             line = line[:start] + "-2" + line[end:]
         found += [line] if axes else []
     return your_lines(found, "along the positions, dim=-2", most=2)
+
+
+def embedded_at_the_caches_length(obj, result, renamed) -> str | None:
+    """For a count of positions kept outside the cache: the learner's one line (in the step or a method
+    of theirs it calls) that embeds at an attribute (``start=self.polozaj``) or a global, embedding at
+    the positions the cache it is given holds (``predpomnilnik.length`` for a gpt.KVCache, else its
+    first layer's keys' length), the cache read under the name of that function's own parameter; else
+    None. The catalog's ``past = ... cache ...`` named a cache a replay's method did not (it read the
+    notebook's global ``cache`` instead)."""
+    found = []
+    for source, tree in parsed(obj, with_helpers=True):
+        function = tree.body[0] if len(tree.body) == 1 and isinstance(tree.body[0], ast.FunctionDef) else None
+        given = [a.arg for a in function.args.args if a.arg != "self"] if function else []
+        if len(given) != 3:
+            continue
+        stored = {n.id for n in ast.walk(function)
+                  if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        cache = given[2]
+        count = f"{cache}.length" if "KVCache" in source else f"{cache}[0][0].shape[-2]"
+        for node in ast.walk(function):
+            calls = [c for c in ast.walk(node) if embedded(c)] if isinstance(node, ast.Assign) else []
+            if len(calls) != 1 or node.lineno != node.end_lineno:
+                continue
+            position = calls[0].args[1] if len(calls[0].args) == 2 else next(
+                (k.value for k in calls[0].keywords if k.arg == "start"), None)
+            kept = isinstance(position, ast.Attribute) and ast.unparse(position.value) == "self" \
+                or isinstance(position, ast.Name) and position.id not in stored | set(given)
+            if kept:
+                line = ast.get_source_segment(source, node)
+                at = ast.get_source_segment(source, position)
+                found.append(line.replace(at, f"(0 if {cache} is None else {count})", 1))
+    line = the_one(found)
+    return (f"{line}   # in place of your line: the positions the cache you are given holds, read anew each "
+            "call, not a count kept between calls") if line else None
