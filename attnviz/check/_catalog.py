@@ -256,7 +256,8 @@ _ENTRIES = [
     ),
     Bug(
         "scale_by_d_model",
-        "Each head's scores are divided by √d_model instead of √d_k.",
+        "Each head's scores are divided by √d_model instead of √d_k, the width of one head (model.d_head "
+        "in notebook 08's model).",
         "The weights are too flat: the scores are √n_heads times smaller than they should be. "
         "It is the per-head size d_k that sets the spread of a head's dot products.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)   # d_k = d_model // n_heads",
