@@ -256,12 +256,14 @@ _ENTRIES = [
     ),
     Bug(
         "scale_by_d_model",
-        "Each head's scores are divided by √d_model instead of √d_k, the width of one head (model.d_head "
-        "in notebook 08's model).",
+        "Each head's scores are divided by √d_model instead of √d_k.",
         "The weights are too flat: the scores are √n_heads times smaller than they should be. "
         "It is the per-head size d_k that sets the spread of a head's dot products.",
         "scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)   # d_k = d_model // n_heads",
         fixes={DECODING: _SCORES + "   # per head: d_head, not d_model"},
+        shown={DECODING: "The weights are too flat: the scores are √n_heads times smaller than they should "
+                         "be. It is the width of one head, d_k (model.d_head in this model), that sets the "
+                         "spread of a head's dot products."},
     ),
     Bug(
         "missing_output_projection",

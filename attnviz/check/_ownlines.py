@@ -661,12 +661,9 @@ def _transposes_first_two(node) -> bool:
     return func.attr == "t" and not args or func.attr == "transpose" and args in (["0", "1"], ["1", "0"])
 
 
-def _keys_transposed_from_the_end(obj, result, renamed) -> str | None:
-    """For code right on 2-D inputs only, when the catalog's line names what the code does not have: the
-    learner's one line that transposes with ``.T``, ``.t()`` or ``.transpose(0, 1)``, transposing the last
-    two dimensions; else None."""
-    if not _names_missing(obj, renamed):
-        return None
+def _transposed_from_the_end(obj) -> str | None:
+    """The learner's one line (in their function or a helper) that transposes with ``.T``, ``.t()`` or
+    ``.transpose(0, 1)``, transposing the last two dimensions instead; else None."""
     found = []
     for source, node in statements(obj, with_helpers=True):
         inner = next((n for n in ast.walk(node) if _transposes_first_two(n)), None)
@@ -675,27 +672,23 @@ def _keys_transposed_from_the_end(obj, result, renamed) -> str | None:
             new = f"{ast.get_source_segment(source, tensor)}.transpose(-2, -1)"
             text = ast.get_source_segment(source, node)
             found.append(text.replace(ast.get_source_segment(source, inner), new, 1))
-    line = the_one(found)
+    return the_one(found)
+
+
+def _keys_transposed_from_the_end(obj, result, renamed) -> str | None:
+    """For code right on 2-D inputs only, when the catalog's line names what the code does not have: its
+    line that transposes the first two dimensions, transposing the last two; else None."""
+    line = _transposed_from_the_end(obj) if _names_missing(obj, renamed) else None
     return line + "   # in place of your line: the last two dimensions, whatever is before" if line else None
 
 
 def _raised_on_a_reversed_transpose(obj, result, renamed) -> str | None:
-    """For code that raised a size mismatch on inputs with more than two dimensions and was told only to
-    call it by hand: the learner's one line that transposes with ``.T``, ``.t()`` or ``.transpose(0, 1)``
-    (which on a (2, 3, 6, 16) tensor reverses or swaps the wrong axes), transposing the last two
-    dimensions; else None."""
+    """For code that raised a size mismatch and was told only to call it by hand: its line that transposes
+    with ``.T`` (on a (2, 3, 6, 16) tensor it reverses every axis), transposing the last two; else None."""
     sizes = ("must match the size of tensor", "cannot be multiplied", "Expected size for first two")
     if not any(said in line for line in result.observed for said in sizes):
         return None
-    found = []
-    for source, node in statements(obj, with_helpers=True):
-        inner = next((n for n in ast.walk(node) if _transposes_first_two(n)), None)
-        if inner is not None:
-            tensor = inner.value if isinstance(inner, ast.Attribute) else inner.func.value
-            new = f"{ast.get_source_segment(source, tensor)}.transpose(-2, -1)"
-            text = ast.get_source_segment(source, node)
-            found.append(text.replace(ast.get_source_segment(source, inner), new, 1))
-    line = the_one(found)
+    line = _transposed_from_the_end(obj)
     why = (".T reverses every axis of a tensor with more than two (a batch, heads); transpose(-2, -1) swaps "
            "the last two, whatever is before")
     return f"{line}   # in place of your line: {why}" if line else None
