@@ -2572,3 +2572,33 @@ def test_a_position_kept_on_an_object_is_embedded_from_the_cache_the_method_is_g
     _until_it_passes(check_decoding_step, load, SLOVENIAN, [
         ("x = model.embed(zetoni, start=(0 if predpomnilnik is None else predpomnilnik.length))",
          "x = model.embed")])
+
+
+def test_a_mask_indexed_by_the_loops_batch_index_is_broadcast_above_the_loop(tmp_path):
+    """Replay 17's 02T4 (stuck in replays 16 and 17): a loop over the batch reads mask[b], and a mask that
+    broadcasts ((4, 6) over batch 2 x 3 heads, or (3, 1, 5)) has no batch axis there; the Fix named the
+    masked_fill line (then one it had, then 'mask ignored'). The Fix is now a line above the loop that
+    expands the mask to the scores' shape; pasted there, the next verdict is the kept scale, and with
+    that Fix pasted it passes."""
+    result = check_attention(_load(tmp_path, "romanian_b0", ROMANIAN).my_attention)
+    assert result.fix.startswith("if mask is not None: mask = mask.expand(*q.shape[:-1], k.shape[-2])   # "
+                                 "above your loop"), repr(result)
+    lines = ROMANIAN.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("for b in range"))
+    lines.insert(at, lines[at][: len(lines[at]) - len(lines[at].lstrip())] + result.fix.split("   #")[0])
+    source = "\n".join(lines) + "\n"
+
+    def load(i, text):
+        return _load(tmp_path, f"romanian_b{i + 1}", text).my_attention
+    _until_it_passes(check_attention, load, source, [
+        ("self.scala = 1.0 / math.sqrt(q.shape[-1])   # in place of your lines 'if self.scala is None:'",
+         ("if self.scala is None", "self.scala = 1.0"))])
+
+
+def test_a_function_that_only_hands_its_work_to_an_object_of_its_own_is_read_through_it(tmp_path):
+    """Replay 16 and 17's 02T4: my_attention only returns _atentie(q, k, v, mask), the work in the
+    __call__ of a class of the learner's, with the same parameters; its names (scoruri) were not read, so
+    Fix lines named scores (an UnboundLocalError when pasted, a round lost). A helper of other parameter
+    names is not read so: a Fix line reads the function's own (lengths, not haba)."""
+    assert your_names(_load(tmp_path, "romanian_n", ROMANIAN).my_attention).get("scores") == "scoruri"
+    assert "scores" not in your_names(_load(tmp_path, "tagalog_n", TAGALOG).my_padding_mask)

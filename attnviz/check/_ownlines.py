@@ -661,6 +661,32 @@ def _transposes_first_two(node) -> bool:
     return func.attr == "t" and not args or func.attr == "transpose" and args in (["0", "1"], ["1", "0"])
 
 
+def _mask_broadcast_before_the_loop(obj, result, renamed) -> str | None:
+    """For code wrong only on inputs with a mask, that indexes the mask by its loop's batch index
+    (``for b in range(q.shape[0]): ... mask[b]``): a line to put before that loop, broadcasting the
+    mask to the scores' shape, so that ``mask[b]`` reads a batch axis a mask that broadcasts ((n_q, n_k),
+    or (batch, 1, 1, n_k) over the heads) does not have; else None."""
+    found = set()
+    for _, tree in parsed(obj, with_helpers=True):
+        function = tree.body[0] if len(tree.body) == 1 and isinstance(tree.body[0], ast.FunctionDef) else None
+        given = [a.arg for a in function.args.args if a.arg != "self"] if function else []
+        if len(given) != 4:
+            continue
+        q, k, _, mask = given
+        loops = [n for n in ast.walk(function) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)]
+        for loop in loops:
+            index = loop.target.id
+            if any(isinstance(n, ast.Subscript) and ast.unparse(n.value) == mask
+                   and ast.unparse(n.slice) == index for n in ast.walk(loop)):
+                found.add((q, k, mask, index))
+    if len(found) != 1:
+        return None
+    q, k, mask, index = found.pop()
+    return (f"if {mask} is not None: {mask} = {mask}.expand(*{q}.shape[:-1], {k}.shape[-2])   # above your "
+            f"loop: {mask}[{index}] reads a batch axis that a mask which broadcasts ((n_q, n_k), or one axis "
+            "of size 1 for the heads) does not have; expanded to the scores' shape, it has it")
+
+
 def _transposed_from_the_end(obj) -> str | None:
     """The learner's one line (in their function or a helper) that transposes with ``.T``, ``.t()`` or
     ``.transpose(0, 1)``, transposing the last two dimensions instead; else None."""
@@ -750,6 +776,8 @@ RULES = (
     (_bug("cache_not_appended"), pointer_moved_on),
     (_bug("batch_one_only"), _keys_transposed_from_the_end),
     (lambda result: result.fix.startswith("run your function by hand"), _raised_on_a_reversed_transpose),
+    (lambda result: any("only inputs with one go wrong" in line for line in result.observed),
+     _mask_broadcast_before_the_loop),
     (_bug("softmax_sum_not_kept"), _sum_kept),
     (_bug("values_not_appended"), joined_values_kept),
     (_bug("heads_merged_interleaved"), stacked_heads_kept_whole),

@@ -157,12 +157,35 @@ def helpers(fn) -> list:
             and value.__code__.co_filename == fn.__code__.co_filename]
 
 
+def delegated_to(fn) -> list:
+    """``[h]`` when ``fn`` only hands its work to one helper of the learner's that takes the same parameters
+    (its body, but a docstring, is ``return h(...)``: ``return _atentie(q, k, v, mask)``, a method of an
+    object of their class), whose names are then the function's own; else []."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    function = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
+    body = function.body if function else []
+    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+        body = body[1:]
+    if len(body) != 1 or not (isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Call)):
+        return []
+    found = helpers(fn)
+    if len(found) != 1:
+        return []
+    theirs = [a for a in found[0].__code__.co_varnames[:found[0].__code__.co_argcount] if a != "self"]
+    # the same parameters only: a Fix line reads the function's (lengths, not the helper's haba)
+    return found if theirs == list(fn.__code__.co_varnames[:fn.__code__.co_argcount]) else []
+
+
 def sources(obj, with_helpers: bool = False) -> list:
     """The text of each of the learner's own functions that has one (not one made by exec, say), and,
     ``with_helpers``, of the helpers they call (:func:`helpers`). Names are read without them: a
     helper's parameters are not the caller's names."""
     sources = []
     own = own_functions(obj)
+    own += delegated_to(own[0]) if len(own) == 1 else []
     called = [helper for function in own for helper in helpers(function) if helper not in own]
     for fn in own + (called if with_helpers else []):
         try:
