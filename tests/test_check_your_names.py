@@ -2602,3 +2602,27 @@ def test_a_function_that_only_hands_its_work_to_an_object_of_its_own_is_read_thr
     names is not read so: a Fix line reads the function's own (lengths, not haba)."""
     assert your_names(_load(tmp_path, "romanian_n", ROMANIAN).my_attention).get("scores") == "scoruri"
     assert "scores" not in your_names(_load(tmp_path, "tagalog_n", TAGALOG).my_padding_mask)
+
+
+TAMIL = """
+def my_attention(q, k, v, mask=None):
+    alavu = q.shape[-1]
+    q /= math.sqrt(alavu)
+    mathippengal = torch.einsum("...qd,...kd->...qk", q, k)
+    if mask is not None:
+        mathippengal = mathippengal.masked_fill(~mask, torch.finfo(torch.float32).min)
+    edaigal = mathippengal.softmax(-1)
+    return torch.einsum("...qk,...kd->...qd", edaigal, v), edaigal
+"""
+
+
+def test_an_input_divided_in_place_by_an_augmented_assignment_gets_its_line_out_of_place(tmp_path):
+    """Replay 17's 02T3: q /= math.sqrt(alavu) changed the caller's q, and the Fix was words ('use
+    out-of-place operations: scores = scores / ...'), naming scores where the line divides q. The Fix
+    is now that line out of place; the next, the float32 minimum in the scores' own dtype, and it passes."""
+    def load(i, text):
+        return _load(tmp_path, f"tamil{i}", text).my_attention
+    _until_it_passes(check_attention, load, TAMIL, [
+        ("q = q / math.sqrt(alavu)   # in place of your line", "q /= math"),
+        ("mathippengal = mathippengal.masked_fill(~mask, torch.finfo(mathippengal.dtype).min)",
+         "mathippengal = mathippengal.masked_fill")])

@@ -349,13 +349,20 @@ def _cast_dropped(obj, result, renamed) -> str | None:
 def _out_of_place(obj, result, renamed) -> str | None:
     """For a function that changes its inputs in place: its one line that calls an in-place method
     (``q.div_(s)``, ``mask.masked_fill_(...)``) on one of its parameters, calling the method that
-    returns a new tensor instead (kept under the parameter's name when the call is the whole line:
+    returns a new tensor instead, or that assigns to one in place (``q /= s``: ``q = q / s``) (kept
+    under the parameter's name when the call is the whole line:
     ``mask = mask.logical_not()``); else None."""
     given = {a.arg for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
              for a in f.args.args} - {"self"}
     found = []
     for source, node in statements(obj):
         line = ast.get_source_segment(source, node)
+        augmented = isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
+        target = node.target.id if augmented else None
+        if target in given and type(node.op) in _OPERATORS:             # q /= s -> q = q / s
+            value = ast.get_source_segment(source, node.value)
+            found.append(f"{target} = {target} {_OPERATORS[type(node.op)]} {value}")
+            continue
         if isinstance(node, ast.Expr) and (chain := _in_place_chain(node.value, given)):
             for at in sorted((f.end_col_offset - node.col_offset for f in chain[1]), reverse=True):
                 line = line[:at - 1] + line[at:]                    # unsqueeze_( -> unsqueeze(
@@ -369,6 +376,9 @@ def _out_of_place(obj, result, renamed) -> str | None:
                 found.append(line[:at - 1] + line[at:])          # div_( -> div(
     line = the_one(found)
     return line + "   # in place of your line: a new tensor, your input left as it was" if line else None
+
+
+_OPERATORS = {ast.Div: "/", ast.Mult: "*", ast.Add: "+", ast.Sub: "-", ast.MatMult: "@"}
 
 
 def _in_place_chain(node, given: set) -> tuple | None:
