@@ -79,7 +79,7 @@ function x(t) {
   }
   return new Uint8Array(t.flags.buffer, t.flags.byteOffset, t.flags.byteLength);
 }
-function T(t, e) {
+function v(t, e) {
   const [n, o] = t.edge_range;
   return Float64Array.from({ length: e + 1 }, (s, r) => n + (o - n) * r / e);
 }
@@ -305,13 +305,13 @@ function ot(t, e) {
 function V(t) {
   return ot(t, [0, 0, 0]) >= ot(t, [255, 255, 255]) ? "#000000" : "#ffffff";
 }
-var v = 1024;
+var T = 1024;
 var D = {};
 function rt(t) {
   if (!D[t]) {
-    const e = new Uint8ClampedArray(v * 4);
-    for (let n = 0; n < v; n++) {
-      const [o, s, r] = B(t, n / (v - 1));
+    const e = new Uint8ClampedArray(T * 4);
+    for (let n = 0; n < T; n++) {
+      const [o, s, r] = B(t, n / (T - 1));
       e.set([o, s, r, 255], n * 4);
     }
     D[t] = e;
@@ -330,13 +330,13 @@ function it(t) {
     themed: Boolean(e.getPropertyValue("--jp-ui-font-color1").trim())
   };
 }
-function b(t, e) {
+function m(t, e) {
   return `${e}px ${t.family}`;
 }
 
 // attnviz/widgets/js/axes.js
 var M = 40;
-function m(t, e = 6) {
+function b(t, e = 6) {
   if (!Number.isFinite(t)) {
     return String(t);
   }
@@ -380,7 +380,7 @@ function Ft(t, e) {
   };
 }
 function z(t, e, n) {
-  t.font = b(e, 12);
+  t.font = m(e, 12);
   if (n.kind === "heatmap") {
     return Ft(t, n);
   }
@@ -397,7 +397,7 @@ function z(t, e, n) {
 }
 function G(t, e, n, o) {
   t.fillStyle = e.fg;
-  t.font = b(e, 12);
+  t.font = m(e, 12);
   t.textAlign = "center";
   t.textBaseline = "bottom";
   if (o.x_title) {
@@ -438,17 +438,17 @@ function P(t, e, n, o, s, r, i, c) {
   t.strokeStyle = e.border;
   t.fillStyle = e.fg2;
   t.lineWidth = 1;
-  t.font = b(e, 12);
+  t.font = m(e, 12);
   t.strokeRect(n.left + 0.5, n.top + 0.5, n.w, n.h);
   t.textAlign = "right";
   t.textBaseline = "middle";
   for (const l of r) {
-    qt(t, n, c(l), m(l, 4));
+    qt(t, n, c(l), b(l, 4));
   }
   t.textAlign = "center";
   t.textBaseline = "top";
   s.forEach((l, a) => {
-    const f = typeof l === "string" ? l : m(l, 4);
+    const f = typeof l === "string" ? l : b(l, 4);
     Rt(t, n, i(l, a), f);
   });
   G(t, e, n, o);
@@ -488,7 +488,7 @@ function Dt(t, e, n) {
     if (t.hover) {
       return t.hover[c.s][c.i];
     }
-    const l = m(n[c.s * s + c.i]);
+    const l = b(n[c.s * s + c.i]);
     return `${t.series[c.s].name}
 ${t.x_labels[c.i]}: ${l}`;
   };
@@ -517,14 +517,14 @@ function at(t, e) {
 }
 function Ut(t, e, n) {
   const o = at(t, n);
-  const s = T(t, o);
+  const s = v(t, o);
   const r = t.y_title ? ` ${t.y_title}` : "";
   return (i, c) => {
     if (i < e.left || i > e.left + e.w || c < e.top || c > e.top + e.h) {
       return null;
     }
     const l = Math.min(o - 1, Math.floor((i - e.left) / e.w * o));
-    const a = `${t.x_title || "bin"} ${m(s[l], 3)} to ${m(s[l + 1], 3)}`;
+    const a = `${t.x_title || "bin"} ${b(s[l], 3)} to ${b(s[l + 1], 3)}`;
     const f = t.series.map((u, d) => `${u.name}: ${n[d * o + l]}${r}`);
     return [a, ...f].join("\n");
   };
@@ -550,7 +550,7 @@ function Kt(t, e, n, o, s) {
 function ft(t, e, n, o) {
   const s = p(o);
   const r = at(o, s);
-  const i = T(o, r);
+  const i = v(o, r);
   const c = i[0];
   const l = i[r];
   const a = (g) => n.left + n.w * (g - c) / (l - c || 1);
@@ -671,7 +671,7 @@ function Yt(t, e, n) {
     } else if (!s) {
       o.set(e[l] > 0.5 ? c : r, l * 4);
     } else {
-      const f = Math.round(Gt(t, e[l]) * (v - 1)) * 4;
+      const f = Math.round(Gt(t, e[l]) * (T - 1)) * 4;
       o.set(s.subarray(f, f + 4), l * 4);
     }
   }
@@ -709,7 +709,7 @@ function Qt(t, e, n, o, s, r) {
   if (l) {
     Zt(t, n, o, s, r);
   }
-  t.font = b(e, Math.min(12, Math.max(8, i / 3.2)));
+  t.font = m(e, Math.min(12, Math.max(8, i / 3.2)));
   t.textAlign = "center";
   t.textBaseline = "middle";
   for (let a = 0; a < o.n_q; a++) {
@@ -736,7 +736,7 @@ function Qt(t, e, n, o, s, r) {
 }
 function te(t, e, n, o) {
   const s = o.cell;
-  t.font = b(e, 12);
+  t.font = m(e, 12);
   t.fillStyle = e.fg2;
   t.textBaseline = "middle";
   t.textAlign = "right";
@@ -774,10 +774,10 @@ function ee(t, e, n, o) {
   t.fillStyle = e.fg2;
   t.textAlign = "left";
   t.textBaseline = "middle";
-  t.font = b(e, 12);
+  t.font = m(e, 12);
   const i = o.vmax - o.vmin || 1;
   for (const c of [o.vmax, (o.vmin + o.vmax) / 2, o.vmin]) {
-    t.fillText(m(c, 3), s + 15, n.top + r * (o.vmax - c) / i);
+    t.fillText(b(c, 3), s + 15, n.top + r * (o.vmax - c) / i);
   }
   t.textBaseline = "top";
   t.fillText(o.value_name, s - 2, n.top + r + 6);
@@ -792,7 +792,7 @@ function ne(t, e, n, o) {
     const l = c * t.n_k + i;
     const a = t.y_labels ? ` '${t.y_labels[c]}'` : "";
     const f = t.x_labels ? ` '${t.x_labels[i]}'` : "";
-    let u = `${t.value_name} ${m(n[l], $(t))}`;
+    let u = `${t.value_name} ${b(n[l], $(t))}`;
     if (o[l] & _) {
       u = "NaN: the softmax of a row of -inf is 0/0";
     } else if (o[l] & O) {
@@ -818,7 +818,7 @@ function gt(t, e, n, o) {
 }
 
 // attnviz/widgets/js/keys.js
-var mt = "data-lm-suppress-shortcuts";
+var bt = "data-lm-suppress-shortcuts";
 var oe = "attnviz-explorer";
 var se = ["ArrowLeft", "ArrowRight", "ArrowUp", "ArrowDown", "Home", "End", "PageUp", "PageDown"];
 function re(t) {
@@ -847,15 +847,15 @@ function ce(t) {
     }
     const r = n.ctrlKey || n.altKey || n.metaKey;
     if (ie(re(o), n.key, r)) {
-      o.setAttribute(mt, "");
+      o.setAttribute(bt, "");
     } else {
-      o.removeAttribute(mt);
+      o.removeAttribute(bt);
     }
   };
   window.addEventListener("keydown", e, true);
   return () => window.removeEventListener("keydown", e, true);
 }
-function bt(t) {
+function mt(t) {
   const e = t.querySelector('[role="slider"]');
   const n = t.querySelector(".widget-label")?.textContent.trim();
   const o = t.querySelector(".widget-readout")?.textContent.trim();
@@ -873,29 +873,36 @@ function pt(t) {
   const e = () => t.closest(`.${oe}`);
   const n = ce(e);
   const o = /* @__PURE__ */ new Map();
-  const s = () => {
-    for (const i of e()?.querySelectorAll(".widget-slider") || []) {
-      if (o.has(i)) {
+  let s = null;
+  const r = () => {
+    const c = e();
+    if (c && !s) {
+      s = new MutationObserver(() => r());
+      s.observe(c, { childList: true, subtree: true });
+    }
+    for (const l of c?.querySelectorAll(".widget-slider") || []) {
+      if (o.has(l)) {
         continue;
       }
-      bt(i);
-      const c = new MutationObserver(() => bt(i));
-      c.observe(i, {
+      mt(l);
+      const a = new MutationObserver(() => mt(l));
+      a.observe(l, {
         subtree: true,
         childList: true,
         characterData: true,
         attributeFilter: ["aria-valuetext", "aria-label"]
       });
-      o.set(i, c);
+      o.set(l, a);
     }
   };
-  const r = () => {
+  const i = () => {
     n();
-    for (const i of o.values()) {
-      i.disconnect();
+    s?.disconnect();
+    for (const c of o.values()) {
+      c.disconnect();
     }
   };
-  return { connect: s, dispose: r };
+  return { connect: r, dispose: i };
 }
 
 // attnviz/widgets/js/points.js
@@ -983,7 +990,7 @@ function he(t, e, n, o) {
   }
 }
 function ge(t, e, n, o, s) {
-  t.font = b(e, 12);
+  t.font = m(e, 12);
   t.textAlign = "center";
   t.textBaseline = "bottom";
   t.lineWidth = 3;
@@ -997,7 +1004,7 @@ function ge(t, e, n, o, s) {
     }
   }
 }
-var me = { circle: ae, line: ue, marker: he };
+var be = { circle: ae, line: ue, marker: he };
 function _t(t, e, n, o) {
   const { X: s, Y: r } = kt(o, n);
   const [i, c] = o.x_range;
@@ -1008,7 +1015,7 @@ function _t(t, e, n, o) {
     t.strokeStyle = d;
     t.fillStyle = d;
     t.lineWidth = u.width || 2;
-    me[u.type](t, u, s, r);
+    be[u.type](t, u, s, r);
   }
   const f = o.shapes.filter((u) => u.type === "marker");
   ge(t, e, f, s, r);
@@ -1017,7 +1024,7 @@ function _t(t, e, n, o) {
 
 // attnviz/widgets/js/table.js
 var wt = 32;
-function be(t) {
+function me(t) {
   const e = p(t);
   const n = x(t);
   const o = Math.min(t.n_q, wt);
@@ -1031,7 +1038,7 @@ function be(t) {
     if (n[u] & O) {
       return "masked";
     }
-    return m(e[u], Math.min(4, $(t)));
+    return b(e[u], Math.min(4, $(t)));
   };
   const l = [];
   for (let u = 0; u < o; u++) {
@@ -1047,19 +1054,19 @@ function pe(t) {
   const n = t.x_labels.length;
   const o = t.x_labels.map((s, r) => [
     s,
-    ...t.series.map((i, c) => m(e[c * n + r]))
+    ...t.series.map((i, c) => b(e[c * n + r]))
   ]);
   return { header: ["", ...t.series.map((s) => s.name)], rows: o, caption: "" };
 }
 function ye(t) {
   const e = p(t);
   const n = e.length / t.series.length;
-  const o = T(t, n);
+  const o = v(t, n);
   const s = [];
   for (let i = 0; i < n; i++) {
     const c = t.series.map((l, a) => e[a * n + i]);
     if (c.some((l) => l)) {
-      s.push([`${m(o[i], 3)} to ${m(o[i + 1], 3)}`, ...c.map(String)]);
+      s.push([`${b(o[i], 3)} to ${b(o[i + 1], 3)}`, ...c.map(String)]);
     }
   }
   const r = [t.x_title || "bin", ...t.series.map((i) => i.name)];
@@ -1067,7 +1074,7 @@ function ye(t) {
 }
 function J(t) {
   if (t.kind === "heatmap") {
-    return be(t);
+    return me(t);
   }
   if (t.kind === "bars") {
     return pe(t);
@@ -1135,7 +1142,7 @@ function we(t) {
 `;
 }
 function Ae(t, e, n, o) {
-  t.font = b(e, Ot);
+  t.font = m(e, Ot);
   const s = [];
   for (const r of (n || "").split(" ").filter(Boolean)) {
     const i = s.length - 1;
@@ -1157,7 +1164,7 @@ function xe(t, e, n, o, s) {
   t.fillStyle = e.bg;
   t.fillRect(0, 0, i, a);
   t.fillStyle = e.fg;
-  t.font = b(e, Ot);
+  t.font = m(e, Ot);
   t.textAlign = "left";
   t.textBaseline = "top";
   c.forEach((f, u) => {
@@ -1191,7 +1198,7 @@ var Oe = [
   ["PNG 2\xD7", "2x", "png", (t, e, n) => St(t, e, n, 2 * (window.devicePixelRatio || 1))],
   ["CSV", "", "csv", (t, e) => new Blob([we(e)], { type: "text/csv" })]
 ];
-function Tt(t, e, n) {
+function vt(t, e, n) {
   const o = h("span", "attnviz-save");
   const s = h("button", "", o, "save");
   const r = h("span", "attnviz-save-as", o);
@@ -1231,7 +1238,7 @@ function L(t) {
     t.frame = requestAnimationFrame(() => Ce(t));
   }
 }
-function Te(t, e, n) {
+function ve(t, e, n) {
   const o = e.canvas.getBoundingClientRect();
   const s = e.hover?.(n.clientX - o.left, n.clientY - o.top);
   t.tip.hidden = !s;
@@ -1241,13 +1248,13 @@ function Te(t, e, n) {
     t.tip.style.top = `${n.clientY + 12}px`;
   }
 }
-function vt(t, e) {
+function Tt(t, e) {
   const n = Y(t).panels[e];
   if (n?.pick) {
     t.model.send({ pick: n.pick });
   }
 }
-function ve(t, e) {
+function Te(t, e) {
   if (t.boxes.has(e)) {
     return t.boxes.get(e);
   }
@@ -1267,20 +1274,20 @@ function ve(t, e) {
     scene: Y(t),
     name: e
   };
-  c.save = Tt(c, l, Mt);
+  c.save = vt(c, l, Mt);
   r.onclick = () => {
     i.hidden = !i.hidden;
     r.setAttribute("aria-expanded", String(!i.hidden));
     L(t);
   };
-  s.onclick = () => vt(t, e);
+  s.onclick = () => Tt(t, e);
   s.onkeydown = (a) => {
     if (a.key === "Enter" || a.key === " ") {
       a.preventDefault();
-      vt(t, e);
+      Tt(t, e);
     }
   };
-  s.onmousemove = (a) => Te(t, c, a);
+  s.onmousemove = (a) => ve(t, c, a);
   s.onmouseleave = () => {
     t.tip.hidden = true;
   };
@@ -1304,7 +1311,7 @@ function Me(t, e) {
       c.style.gridTemplateColumns = `repeat(${s.grid}, max-content)`;
     }
     for (const a of s.panels) {
-      c.appendChild(ve(t, a).figure);
+      c.appendChild(Te(t, a).figure);
     }
     const l = h("div", "attnviz-legend", r);
     t.sections.push({ title: i, legend: l });

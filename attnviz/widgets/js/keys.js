@@ -83,14 +83,21 @@ export function nameSlider(slider) {
 /**
  * The explorer's controls made usable from the keyboard and named. `connect()` is called each
  * frame: it names and watches any slider of the explorer it has not seen yet (ipywidgets draws the
- * controls on its own schedule, before or after the canvas).
+ * controls on its own schedule, before or after the canvas), and, once the explorer's box is there,
+ * watches it for sliders drawn after the last frame (on a busy machine they came after it, unnamed).
  */
 export function createKeys(el) {
   const root = () => el.closest(`.${ROOT}`);
   const release = claimKeys(root);
   const watched = new Map();
+  let added = null;
   const connect = () => {
-    for (const slider of root()?.querySelectorAll(".widget-slider") || []) {
+    const box = root();
+    if (box && !added) {
+      added = new MutationObserver(() => connect());
+      added.observe(box, { childList: true, subtree: true });
+    }
+    for (const slider of box?.querySelectorAll(".widget-slider") || []) {
       if (watched.has(slider)) {
         continue;
       }
@@ -107,6 +114,7 @@ export function createKeys(el) {
   };
   const dispose = () => {
     release();
+    added?.disconnect();
     for (const observer of watched.values()) {
       observer.disconnect();
     }
