@@ -331,6 +331,14 @@ _JS_PROGRESS = """() => {
 _JS_INSPECT = r"""async () => {
   const panel = window.jupyterapp.shell.currentWidget;
   const report = {cells: [], problems: []};
+  // where an element is, for a failure's message: in the document, and in view
+  const view = panel.content.node.getBoundingClientRect();
+  const where = (el) => {
+    const box = el.getBoundingClientRect();
+    const seen = box.bottom > view.top && box.top < view.bottom;
+    return `${el.isConnected ? 'in the document' : 'not in the document'}, ` +
+      `${seen ? 'in view' : Math.round(box.top - view.top) + ' px from the view\'s top'}`;
+  };
   const widgetMime = 'application/vnd.jupyter.widget-view+json';
   const plotlyMime = 'application/vnd.plotly.v1+json';
   for (const [index, cell] of panel.content.widgets.entries()) {
@@ -370,12 +378,17 @@ _JS_INSPECT = r"""async () => {
       }
       for (const quiz of node.querySelectorAll('[data-numquestions]')) {   // jupyterquiz
         if (quiz.querySelector('.Quiz')) entry.quizzes += 1;
-        else entry.problems.push(`quiz in output ${i} was not drawn (no questions in it)`);
+        else entry.problems.push(`quiz in output ${i} was not drawn (no questions in it; ${where(quiz)})`);
       }
       for (const plot of node.querySelectorAll('.js-plotly-plot')) {
         const svg = plot.querySelector('.main-svg');
-        if (!svg || svg.getBoundingClientRect().width < 10) {
-          entry.problems.push(`a plotly plot in output ${i} has no drawn .main-svg`);
+        const width = svg ? svg.getBoundingClientRect().width : 0;
+        if (width < 10) {
+          const container = plot.querySelector('.plot-container');
+          const shown = container ? getComputedStyle(container).display : 'no .plot-container';
+          const drawn = svg ? `${Math.round(width)} px wide, width="${svg.getAttribute('width')}"` : 'none';
+          entry.problems.push(`a plotly plot in output ${i} has no drawn .main-svg (${drawn}; its ` +
+            `container ${shown}, the plot ${plot.offsetWidth} px wide; ${where(plot)})`);
         }
       }
     }
@@ -497,8 +510,14 @@ class NotebookPage:
         last["seconds"] = time.monotonic() - start
         return last
 
-    def inspect(self, settle: float = 20.0) -> dict:
-        """Errors and rendering problems per cell; waits up to `settle` s for widgets to draw."""
+    def inspect(self, settle: float = 60.0) -> dict:
+        """Errors and rendering problems per cell; waits up to `settle` s for widgets to draw.
+
+        It returns as soon as everything is drawn, so the wait costs only a failure's time. 60 s, not
+        20: in a fresh clone's make test on a machine twice as slow as most (2026-12-06), the last
+        figure and the quiz of notebook 06 were not drawn 20 s after its kernel went idle, in one run
+        of six (not seen again, alone or beside four busy loops). A figure or quiz still undrawn says
+        how it stands (its size, in the document or not, in view or not)."""
         deadline = time.monotonic() + settle
         while True:
             report = self.page.evaluate(_JS_INSPECT)

@@ -98,6 +98,8 @@ def _self_check_notebook(path: Path) -> Path:
              "raises"),
         code("from IPython.display import HTML, display\n\n"
              "display(HTML(\"<img alt='planted' src='https://example.com/planted.png'>\"))  # planted: web\n"
+             "display(HTML(\"<div class='js-plotly-plot'></div><div data-numquestions='1'></div>\"))"
+             "  # planted: a figure and a quiz never drawn\n"
              "go.Figure(go.Bar(x=['a', 'b'], y=[1, 2]))"),
         code("from IPython.display import display\n\n"
              "display({'application/vnd.jupyter.widget-view+json':"
@@ -297,7 +299,11 @@ def test_the_browser_check_catches_what_it_should(notebook_page):
     assert any("cell 6" in line and "ValueError: a planted failure" in line for line in failures), failures
     assert any("cell 5" in line and "Error displaying widget" in line for line in failures), failures
     assert any("cells [7]" in line and "not run" in line for line in failures), failures
-    assert len(failures) == 3, failures                  # nothing else flagged: the figures all drew
+    # the planted figure and quiz: said undrawn, with where they are (the real figure beside them drew)
+    assert any("cell 4" in line and "output 1 has no drawn .main-svg (none;" in line
+               and "in the document" in line for line in failures), failures
+    assert any("cell 4" in line and "quiz in output 1 was not drawn" in line for line in failures), failures
+    assert len(failures) == 5, failures                  # nothing else flagged: the real figures drew
     assert sum(cell["plots"] for cell in report["cells"]) == 1
     assert log_entries(page) == 0
 
