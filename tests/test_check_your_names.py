@@ -226,18 +226,61 @@ def test_decoding_group_fix_in_the_learners_names_passes_when_pasted(tmp_path):
     assert check_decoding_step(_load(tmp_path, "g_fixed", "\n".join(lines) + "\n").decode_step).passed
 
 
-def test_a_fix_line_the_code_already_holds_says_so(tmp_path):
-    # the heads repeated before caching: the Fix's append is in the code word for word
-    source = DECODING.replace("        new_cache.append((key, value))",
-                              "        key, value = key.repeat_interleave(group, dim=1), "
-                              "value.repeat_interleave(group, dim=1)\n        new_cache.append((key, value))")
-    source = source.replace(".repeat_interleave(group, dim=1),\n", ",\n").replace(
+def _repeated_before_caching(source: str, repeat: str) -> str:
+    """DECODING with the key/value heads repeated by ``repeat``, a line just above the append, and
+    attending to the keys and values as they are (with the bottom-right mask)."""
+    source = source.replace("        new_cache.append((key, value))",
+                            f"        {repeat}\n        new_cache.append((key, value))")
+    return source.replace(".repeat_interleave(group, dim=1),\n", ",\n").replace(
         "value.repeat_interleave(group, dim=1), is_causal=True", "value, attn_mask=torch.ones("
         "query.shape[-2], key.shape[-2], dtype=torch.bool).tril(diagonal=key.shape[-2] - query.shape[-2])")
+
+
+def test_a_fix_line_the_code_already_holds_says_so(tmp_path):
+    # the heads repeated before caching, on the lines that project them: the Fix's append is in the
+    # code word for word
+    source = _repeated_before_caching(DECODING, "pass").replace(
+        "key = split_heads(attention.W_k(normed), model.n_kv_heads)",
+        "key = split_heads(attention.W_k(normed), model.n_kv_heads).repeat_interleave(group, dim=1)").replace(
+        "value = split_heads(attention.W_v(normed), model.n_kv_heads)",
+        "value = split_heads(attention.W_v(normed), model.n_kv_heads).repeat_interleave(group, dim=1)")
     result = check_decoding_step(_load(tmp_path, "c", source).decode_step)
     assert result.bug == "cache_holds_repeated_heads", repr(result)
     assert result.fix.startswith("new_cache.append((key, value))   # your code has this line already; "
                                  "the change is: "), result.fix
+
+
+@pytest.mark.parametrize("repeat", [
+    "key, value = key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1)",
+    "key = key.repeat_interleave(group, dim=1); value = value.repeat_interleave(group, dim=1)",
+    "key = key.repeat_interleave(group, 1)\n        value = value.repeat_interleave(group, 1)",
+], ids=["one_line", "two_on_one_line", "two_lines"])
+def test_heads_repeated_on_a_line_of_their_own_before_caching_get_that_line_moved(tmp_path, repeat):
+    """Replay 17's 08T2 r2: k, v = k.repeat_interleave(buleg, dim=1), ... above torch.cat and the append was
+    told 'shine_tuukh.append((k, v))   # your code has this line already; the change is: ...' in words.
+    The Fix is now their repeat line, to move to just after the append; moved, the step passes."""
+    source = _repeated_before_caching(DECODING, repeat)
+    result = check_decoding_step(_load(tmp_path, "r", source).decode_step)
+    assert result.bug == "cache_holds_repeated_heads", repr(result)
+    code, comment = result.fix.split("   #", 1)
+    assert comment.startswith(" your line, moved to just after new_cache.append((key, value)):"), result.fix
+    theirs = [line.strip() for line in repeat.split("\n")]
+    lines = [line for line in source.splitlines() if line.strip() not in theirs]
+    at = next(i for i, line in enumerate(lines) if "new_cache.append" in line)
+    lines.insert(at + 1, "        " + code)
+    assert check_decoding_step(_load(tmp_path, "r_moved", "\n".join(lines) + "\n").decode_step).passed
+
+
+def test_heads_repeated_before_caching_and_used_in_between_are_not_told_to_move(tmp_path):
+    # attending between the repeat and the append: moving the repeat below would attend unrepeated
+    source = _repeated_before_caching(DECODING, "key, value = key.repeat_interleave(group, dim=1), "
+                                                "value.repeat_interleave(group, dim=1)")
+    lines = source.splitlines()
+    at = next(i for i, line in enumerate(lines) if "new_cache.append" in line)
+    lines.insert(at, "        scale = key.shape[-1] ** -0.5")
+    result = check_decoding_step(_load(tmp_path, "u", "\n".join(lines) + "\n").decode_step)
+    assert result.bug == "cache_holds_repeated_heads", repr(result)
+    assert "your line, moved" not in result.fix, result.fix
 
 
 def test_two_mistakes_with_is_causal_still_say_it(tmp_path):

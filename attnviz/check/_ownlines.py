@@ -42,6 +42,7 @@ from ._ownlines_step import (
     mlp_after_attention,
     pointer_moved_on,
     projections_of_the_normed,
+    repeated_after_caching,
     returns_its_own_cache,
     unembedded_once,
 )
@@ -798,6 +799,7 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      joined_along_positions),
     (_bug("values_from_cached_keys"), keys_stored_twice),
+    (_bug("cache_holds_repeated_heads"), repeated_after_caching),
     (_bug("final_norm_twice"), unembedded_once),
     (_bug("cache_wrong_axis"), along_the_positions),
     (_bug("cache_keys_values_swapped"), keys_first),

@@ -22,8 +22,8 @@ from ._readers import (
 __all__ = ["along_the_positions", "cached_first", "deep_copy_of_the_cache", "each_token_at_its_position",
            "embedded_at_the_caches_length", "entries_read_right", "every_block", "full_precision_cache",
            "joined_along_positions", "joined_values_kept", "keys_first", "keys_stored_twice",
-           "mlp_after_attention", "pointer_moved_on", "projections_of_the_normed", "returns_its_own_cache",
-           "unembedded_once"]
+           "mlp_after_attention", "pointer_moved_on", "projections_of_the_normed", "repeated_after_caching",
+           "returns_its_own_cache", "unembedded_once"]
 
 
 def returns_its_own_cache(obj, result, renamed) -> str | None:
@@ -492,3 +492,64 @@ def embedded_at_the_caches_length(obj, result, renamed) -> str | None:
     line = the_one(found)
     return (f"{line}   # in place of your line: the positions the cache you are given holds, read anew each "
             "call, not a count kept between calls") if line else None
+
+
+_REPEATS = ("repeat_interleave", "repeat", "expand")
+
+
+def _repeated_names(node) -> list[str]:
+    """The names a statement repeats for the query heads in place (``k, v = k.repeat_interleave(g, dim=1),
+    v.repeat_interleave(g, dim=1)``; ``k = k.repeat(1, g, 1, 1)``): each target the call's own tensor;
+    else []."""
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+        return []
+    target, value = node.targets[0], node.value
+    targets = target.elts if isinstance(target, ast.Tuple) else [target]
+    values = value.elts if isinstance(value, ast.Tuple) and isinstance(target, ast.Tuple) else [value]
+    names = []
+    for name, call in zip(targets, values, strict=False):
+        func = call.func if isinstance(call, ast.Call) else None
+        if not (isinstance(name, ast.Name) and isinstance(func, ast.Attribute) and func.attr in _REPEATS
+                and isinstance(func.value, ast.Name) and func.value.id == name.id):
+            return []
+        names.append(name.id)
+    return names if len(targets) == len(values) else []
+
+
+def _stores(node, names: set) -> bool:
+    """Whether a statement hands the cache what ``names`` hold: an ``append`` of them, or an entry set
+    to them (``out[i] = {"k": k, "v": v}``)."""
+    call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
+    appended = call and isinstance(call.func, ast.Attribute) and call.func.attr == "append" \
+        and len(call.args) == 1
+    entry = isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript)
+    held = call.args[0] if appended else node.value if entry else None
+    return held is not None and names <= {n.id for n in ast.walk(held) if isinstance(n, ast.Name)}
+
+
+def repeated_after_caching(obj, result, renamed) -> str | None:
+    """For key/value heads repeated for the query heads before they are cached, on a line (or two) of
+    their own that repeats a tensor in place: that line, to move to just after the one that caches them
+    (only lines that set the same names, joining them to the cached ones, in between); else None. The
+    catalog's append line is a line such code already has, its change said in words (replay 17's 08T2)."""
+    found = []
+    for source, tree in parsed(obj):
+        body = [n for n in ast.walk(tree) if isinstance(n, ast.stmt) and not isinstance(
+            n, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef))]
+        body.sort(key=lambda n: n.lineno)
+        repeats = [n for n in body if n.lineno == n.end_lineno and _repeated_names(n)]
+        names = {name for n in repeats for name in _repeated_names(n)}
+        last = max((r.lineno for r in repeats), default=0)
+        stores = [n for n in body if names and n.lineno > last and _stores(n, names)]
+        if not repeats or len(repeats) > 2 or len(stores) != 1:
+            continue
+        between = [n for n in body if repeats[0].lineno < n.lineno < stores[0].lineno and n not in repeats]
+        if all(isinstance(n, ast.Assign) and {t.id for t in ast.walk(n.targets[0]) if isinstance(t, ast.Name)}
+               <= names for n in between):
+            found.append(("; ".join(ast.get_source_segment(source, n) for n in repeats),
+                          ast.get_source_segment(source, stores[0]).splitlines()[0]))
+    if len(found) != 1:
+        return None
+    line, store = found[0]
+    return (f"{line}   # your line, moved to just after {store}: the cache keeps the n_kv_heads key/value "
+            "heads, and they are repeated for the query heads only to attend")
