@@ -578,6 +578,45 @@ def _mask_turned(obj, result, renamed) -> str | None:
         else None
 
 
+_TO_ATTEND = ("decoding_mask", "tril")
+"""Calls whose mask is True where a query may attend: ``gpt.decoding_mask(...)``, ``...tril(...)``."""
+
+
+def _made_to_attend(node) -> bool:
+    """Whether ``node`` is a call to one of :data:`_TO_ATTEND` (``gpt.decoding_mask(n, t)``,
+    ``torch.ones(n, n, dtype=torch.bool).tril()``, ``torch.tril(...)``)."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return getattr(func, "attr", getattr(func, "id", None)) in _TO_ATTEND
+
+
+def _attend_mask_filled(obj, result, renamed) -> str | None:
+    """For NaN everywhere and no known bug: the learner's one line that fills where a mask made True = may
+    attend is True (``ocene.masked_fill_(maska, float("-inf"))``, ``maska = gpt.decoding_mask(...)``),
+    the mask turned (``~maska``); else None. With a -inf fill every variant of a turned mask is NaN too,
+    so none matches (replay 17's 08T4: the Fix was the whole recipe)."""
+    made = set()
+    lines = list(one_line_statements(obj, with_helpers=True))
+    for _, _, node in lines:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and _made_to_attend(node.value):
+            made.add(node.targets[0].id)
+    found = set()
+    for source, _, node in lines:
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (getattr(func, "attr", None) in ("masked_fill", "masked_fill_") and call.args):
+                continue
+            mask = call.args[0]
+            if isinstance(mask, ast.Name) and mask.id in made or _made_to_attend(mask):
+                line = ast.get_source_segment(source, node)
+                start, end = mask.col_offset - node.col_offset, mask.end_col_offset - node.col_offset
+                found.add(line[:start] + "~" + ast.get_source_segment(source, mask) + line[end:])
+    line = the_one(list(found))
+    return (f"{line}   # in place of your line: the mask is True where a query may attend, so fill where it "
+            "is False; filling where it is True blocked every key a query may see, and a query that may "
+            "see them all had none left (NaN)") if line else None
+
+
 def _untransposed(node):
     """What ``node`` transposes (``m`` of ``m.mT``, ``m.T``, ``m.transpose(-2, -1)``), else None."""
     if isinstance(node, ast.Attribute) and node.attr in ("mT", "T"):
@@ -806,6 +845,8 @@ RULES = (
     (_bug("weights_not_normalised"), _softmax_not_its_log),
     (_bug("mask_transposed"), _mask_as_given),
     (_bug("mask_inverted"), _mask_turned),
+    (lambda result: result.bug is None and any("Every number it returned is NaN or inf" in line
+                                               for line in result.observed), _attend_mask_filled),
     (_bug("weights_transposed"), blend_over_the_keys),
     (lambda result: any("doesn't match the broadcast shape" in line for line in result.observed),
      _out_of_place_to_grow),
