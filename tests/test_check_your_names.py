@@ -237,17 +237,42 @@ def _repeated_before_caching(source: str, repeat: str) -> str:
 
 
 def test_a_fix_line_the_code_already_holds_says_so(tmp_path):
-    # the heads repeated before caching, on the lines that project them: the Fix's append is in the
-    # code word for word
+    # the heads repeated before caching, by a generator no own-line rule reads: the Fix's append is in
+    # the code word for word
+    source = _repeated_before_caching(
+        DECODING, "key, value = (t.repeat_interleave(group, dim=1) for t in (key, value))")
+    result = check_decoding_step(_load(tmp_path, "c", source).decode_step)
+    assert result.bug == "cache_holds_repeated_heads", repr(result)
+    assert result.fix.startswith("new_cache.append((key, value))   # your code has this line already; "
+                                 "the change is: "), result.fix
+
+
+def test_heads_repeated_on_the_lines_that_project_them_get_those_lines_without_the_repeat(tmp_path):
+    """Replay 18's 08U3 r2: k = split_heads(att.W_k(h), model.n_kv_heads).repeat_interleave(klompok, dim=1)
+    (and v), then cached, was told 'new_cache.append((k, v))   # ...' in names the step does not have.
+    The Fix is now those two lines without the repeat; pasted, the check says where to repeat them (after
+    the append), and pasted there, the step passes."""
     source = _repeated_before_caching(DECODING, "pass").replace(
         "key = split_heads(attention.W_k(normed), model.n_kv_heads)",
         "key = split_heads(attention.W_k(normed), model.n_kv_heads).repeat_interleave(group, dim=1)").replace(
         "value = split_heads(attention.W_v(normed), model.n_kv_heads)",
         "value = split_heads(attention.W_v(normed), model.n_kv_heads).repeat_interleave(group, dim=1)")
-    result = check_decoding_step(_load(tmp_path, "c", source).decode_step)
+    result = check_decoding_step(_load(tmp_path, "p", source).decode_step)
     assert result.bug == "cache_holds_repeated_heads", repr(result)
-    assert result.fix.startswith("new_cache.append((key, value))   # your code has this line already; "
-                                 "the change is: "), result.fix
+    assert result.fix.startswith("key = split_heads(attention.W_k(normed), model.n_kv_heads); value = "
+                                 "split_heads(attention.W_v(normed), model.n_kv_heads)   # in place of your "
+                                 "two lines: "), result.fix
+    lines = source.splitlines()
+    projected = [i for i, line in enumerate(lines) if "split_heads(attention.W_" in line and "repeat" in line]
+    assert len(projected) == 2, projected
+    lines[projected[0]] = "        " + result.fix.split("   #")[0]       # in place of the two lines
+    del lines[projected[1]]
+    then = check_decoding_step(_load(tmp_path, "p2", "\n".join(lines) + "\n").decode_step)
+    assert "6 query heads met 2 key/value heads" in then.headline, repr(then)
+    assert then.fix.startswith("key, value = key.repeat_interleave(group, dim=1), "), then.fix
+    at = next(i for i, line in enumerate(lines) if "new_cache.append" in line)
+    lines.insert(at + 1, "        " + then.fix.split("   #")[0])          # after caching, as it says
+    assert check_decoding_step(_load(tmp_path, "p3", "\n".join(lines) + "\n").decode_step).passed
 
 
 @pytest.mark.parametrize("repeat", [

@@ -22,8 +22,8 @@ from ._readers import (
 __all__ = ["along_the_positions", "cached_first", "deep_copy_of_the_cache", "each_token_at_its_position",
            "embedded_at_the_caches_length", "entries_read_right", "every_block", "full_precision_cache",
            "joined_along_positions", "joined_values_kept", "keys_first", "keys_stored_twice",
-           "mlp_after_attention", "pointer_moved_on", "projections_of_the_normed", "repeated_after_caching",
-           "returns_its_own_cache", "unembedded_once"]
+           "mlp_after_attention", "pointer_moved_on", "projected_without_repeat", "projections_of_the_normed",
+           "repeated_after_caching", "returns_its_own_cache", "unembedded_once"]
 
 
 def returns_its_own_cache(obj, result, renamed) -> str | None:
@@ -553,3 +553,26 @@ def repeated_after_caching(obj, result, renamed) -> str | None:
     line, store = found[0]
     return (f"{line}   # your line, moved to just after {store}: the cache keeps the n_kv_heads key/value "
             "heads, and they are repeated for the query heads only to attend")
+
+
+def projected_without_repeat(obj, result, renamed) -> str | None:
+    """For key/value heads repeated for the query heads on the lines that make them (``k = split_heads(...)
+    .repeat_interleave(g, dim=1)``), then cached: those lines (two at most) without the repeat, to paste in
+    place of them; the check then says where to repeat them (after caching, to attend). Else None (the
+    catalog's append line, a line such code has already: replay 18's 08U3)."""
+    found, names = [], set()
+    for source, node in statements(obj):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        call = node.value if target is not None else None
+        func = call.func if isinstance(call, ast.Call) else None
+        if not (isinstance(target, ast.Name) and isinstance(func, ast.Attribute) and func.attr in _REPEATS) \
+                or isinstance(func.value, ast.Name):
+            continue
+        line = ast.get_source_segment(source, node)
+        start, end = call.col_offset - node.col_offset, call.end_col_offset - node.col_offset
+        found.append(line[:start] + ast.get_source_segment(source, func.value) + line[end:])
+        names.add(target.id)
+    if not names or not any(_stores(node, names) for _, node in statements(obj)):
+        return None
+    return your_lines(found, "the cache keeps the n_kv_heads key/value heads; repeat them for the query "
+                             "heads only after caching, to attend", most=2)
