@@ -2760,3 +2760,89 @@ def test_nan_from_a_mask_made_to_attend_but_not_filled_with_it_is_not_told_to_tu
     result = check_decoding_step(_load(tmp_path, "n", source).decode_step)
     assert result.bug is None and "NaN" in result.headline, repr(result)
     assert "~maska" not in result.fix, result.fix
+
+
+AMHARIC_BMM = """
+def my_attention(q, k, v, mask=None):
+    mejemeria = q.shape[:-2]                       # ye-batch/head lekek (leading dims)
+    n_tiyake, ltet = q.shape[-2], q.shape[-1]      # n_q, d_k
+    n_qulf, ye_eset_ltet = k.shape[-2], v.shape[-1]   # n_k, d_v
+    # hulunim batch and ande lay asmetaw (flatten) le bmm
+    tiyake = q.reshape(-1, n_tiyake, ltet)
+    qulf = k.reshape(-1, n_qulf, ltet)
+    eset = v.reshape(-1, n_qulf, ye_eset_ltet)
+    wutet = torch.bmm(tiyake, qulf.transpose(1, 2)) / math.sqrt(ltet)
+    if mask is not None:
+        gembel = mask.expand(*mejemeria, n_tiyake, n_qulf).reshape(-1, n_tiyake, n_qulf)
+        wutet = wutet.masked_fill(~gembel, torch.finfo(wutet.dtype).min)
+    # float32 le mereget (stability)
+    kebed = F.softmax(wutet, dim=-1, dtype=torch.float32)
+    mels = torch.bmm(kebed, eset)
+    mels = mels.reshape(*mejemeria, n_tiyake, ye_eset_ltet)
+    kebed = kebed.reshape(*mejemeria, n_tiyake, n_qulf)
+    return mels, kebed
+"""
+
+
+LATVIAN_LOOP = '''
+def sadalit_galvas(t, galvas):
+    """(batch, n, d_model) -> (batch, galvas, n, d_k)"""
+    b, n, d = t.shape
+    return t.view(b, n, galvas, d // galvas).permute(0, 2, 1, 3)
+
+
+class MyMultiHeadAttention(nn.Module):
+    """Daudzgalvu uzmanība (multi-head self-attention)."""
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+
+    def forward(self, x, mask=None):
+        b, n, d_model = x.shape
+        vaicajumi = sadalit_galvas(self.W_q(x), self.n_heads)
+        atslegas = sadalit_galvas(self.W_k(x), self.n_heads)
+        vertibas = sadalit_galvas(self.W_v(x), self.n_heads)
+        izeja = torch.zeros(b, n, d_model)              # rezultāts, aizpildām pa piemēriem
+        for i in range(b):                              # cilpa pa batch
+            punkti = vaicajumi[i] @ atslegas[i].transpose(-2, -1)   # (galvas, n, n)
+            punkti /= math.sqrt(self.d_k)
+            if mask is not None:
+                punkti.masked_fill_(~mask, -1e9)        # aizliegtās vietas
+            svari = torch.softmax(punkti, dim=-1)   # over the keys: the last dimension
+            galvu_izeja = svari @ vertibas[i]           # (galvas, n, d_k)
+            izeja[i] = galvu_izeja.permute(1, 0, 2).reshape(n, d_model)
+        return self.W_o(izeja)
+'''
+
+
+def test_a_softmax_made_float32_gets_its_line_without_the_dtype(tmp_path):
+    """Replay 18's 02U2 (stuck): F.softmax(wutet, dim=-1, dtype=torch.float32), then torch.bmm with float64
+    values, raised on float64 inputs: told dtype_changed, 'a tensor built inside your code', and the
+    mask line as the Fix, which put back a mask the learner had flattened for bmm; three times. The Fix
+    is now their softmax without the dtype=; pasted, the function passes."""
+    result = check_attention(_load(tmp_path, "am", AMHARIC_BMM).my_attention)
+    assert result.bug == "dtype_changed", repr(result)
+    assert result.fix.startswith("kebed = F.softmax(wutet, dim=-1)   # in place of your line"), result.fix
+    assert not any("A tensor built inside your code" in line for line in result.observed), repr(result)
+    fixed = _pasted(AMHARIC_BMM, "kebed = F.softmax", result.fix)
+    assert check_attention(_load(tmp_path, "am_fixed", fixed).my_attention).passed
+
+
+def test_an_output_buffer_built_in_float32_gets_the_inputs_dtype(tmp_path):
+    """Replay 18's 05U4 r2 and r3: izeja = torch.zeros(b, n, d_model), filled per batch row, raised on float64
+    inputs; the Fix was the masked_fill line (then 'your code has this line already'). The Fix is now
+    their zeros line with dtype=x.dtype; pasted, the module passes."""
+    source = LATVIAN_LOOP.replace("punkti.masked_fill_(~mask, -1e9)",
+                                  "punkti = punkti.masked_fill(~mask, torch.finfo(punkti.dtype).min)")
+    result = check_multi_head(_load(tmp_path, "lv", source).MyMultiHeadAttention)
+    assert result.bug == "dtype_changed", repr(result)
+    built = "izeja = torch.zeros(b, n, d_model, dtype=x.dtype)   # in place of your line"
+    assert result.fix.startswith(built), result.fix
+    assert any("A tensor built inside your code" in line for line in result.observed), repr(result)
+    fixed = _pasted(source, "izeja = torch.zeros", result.fix)
+    assert check_multi_head(_load(tmp_path, "lv_fixed", fixed).MyMultiHeadAttention).passed

@@ -618,6 +618,62 @@ def _attend_mask_filled(obj, result, renamed) -> str | None:
             "see them all had none left (NaN)") if line else None
 
 
+_FLOAT32 = {"torch.float32", "torch.float", "float32"}
+_BUILDERS = ("zeros", "ones", "empty", "full")
+
+
+def _without(line: str, node, part, before) -> str:
+    """``line`` (``node``'s text) without ``part`` and the comma after ``before``, the argument ahead."""
+    return line[:before.end_col_offset - node.col_offset] + line[part.end_col_offset - node.col_offset:]
+
+
+def _in_their_own_dtype(obj, result, renamed) -> str | None:
+    """For a dtype changed where no line casts (:func:`_cast_dropped`): the learner's one softmax that makes
+    float32 (``dtype=torch.float32``), without it; else their one ``torch.zeros(...)`` (ones, empty, full)
+    with no dtype and no mask in its line, given their first input's (``dtype=x.dtype``). Else None. The
+    catalog's masked_fill line named no line of theirs (replay 18's 02U2: told to mask again; 05U4: an
+    output buffer). An additive mask's line keeps the catalog's."""
+    casts, builds = set(), set()
+    for source, tree in parsed(obj, with_helpers=True):
+        function = tree.body[0] if len(tree.body) == 1 and isinstance(tree.body[0], ast.FunctionDef) else None
+        inputs = [a.arg for a in function.args.args if a.arg != "self"] if function else []
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.stmt) or node.lineno != node.end_lineno or isinstance(
+                    node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
+                continue
+            line = ast.get_source_segment(source, node)
+            for call in ast.walk(node):
+                func = call.func if isinstance(call, ast.Call) else None
+                name = getattr(func, "attr", getattr(func, "id", None))
+                typed = [k for k in getattr(call, "keywords", []) if k.arg == "dtype"]
+                cast = [k for k in typed if ast.unparse(k.value) in _FLOAT32]
+                built = name in _BUILDERS and ast.unparse(getattr(func, "value", func)) == "torch"
+                if cast and name in ("softmax", "log_softmax"):
+                    others = [*call.args, *call.keywords]
+                    at = others.index(cast[0])
+                    if at:
+                        casts.add(_without(line, node, cast[0], others[at - 1]))
+                elif built and call.args and inputs and not typed and not _masking(node):
+                    end = call.end_col_offset - node.col_offset - 1            # before its closing bracket
+                    builds.add(line[:end] + f", dtype={inputs[0]}.dtype" + line[end:])
+    if casts:
+        line = the_one(list(casts))
+        return line + "   # in place of your line: no dtype=, so the softmax keeps the inputs' dtype" \
+            if line else None
+    line = the_one(list(builds)) if result.checked != "check_decoding_step" else None
+    return line + f"   # in place of your line: {_BUILT}, so it meets float64 or float16 work in theirs" \
+        if line else None
+
+
+_BUILT = "built in your input's dtype (float32 by default)"
+
+
+def _masking(node) -> bool:
+    """Whether a statement names a mask (``torch.zeros(mask.shape).masked_fill(...)``): an additive mask,
+    whose Fix is the catalog's, masking the scores in their own dtype."""
+    return any("mask" in (getattr(n, "id", None) or getattr(n, "attr", None) or "") for n in ast.walk(node))
+
+
 def _untransposed(node):
     """What ``node`` transposes (``m`` of ``m.mT``, ``m.T``, ``m.transpose(-2, -1)``), else None."""
     if isinstance(node, ast.Attribute) and node.attr in ("mT", "T"):
@@ -847,6 +903,7 @@ RULES = (
     (_bug("weights_not_normalised"), _softmax_not_its_log),
     (_bug("mask_transposed"), _mask_as_given),
     (_bug("mask_inverted"), _mask_turned),
+    (_bug("dtype_changed"), _in_their_own_dtype),
     (lambda result: result.bug is None and any("Every number it returned is NaN or inf" in line
                                                for line in result.observed), _attend_mask_filled),
     (_bug("weights_transposed"), blend_over_the_keys),

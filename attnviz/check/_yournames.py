@@ -340,7 +340,7 @@ def _fix_in_your_names(obj, result):
             said = (f"Your forward unpacks x.shape as {names}, but x is (batch, n, d_model): the first axis "
                     "is the batch. What else this verdict says may follow from that: fix it first.")
             result.observed.insert(0, said)
-        if result.bug == "dtype_changed":       # the dtype is the cast's, not a tensor built in the code
+        if result.bug == "dtype_changed" and "built in your input's dtype" not in own:   # a cast's dtype
             cast = ("Your code casts to another dtype on the way (the line below): the rest of the work, and "
                     "the output, then leave the inputs' dtype.")
             result.observed = [cast if line.startswith("A tensor built inside your code") else line
