@@ -2846,3 +2846,49 @@ def test_an_output_buffer_built_in_float32_gets_the_inputs_dtype(tmp_path):
     assert any("A tensor built inside your code" in line for line in result.observed), repr(result)
     fixed = _pasted(source, "izeja = torch.zeros", result.fix)
     assert check_multi_head(_load(tmp_path, "lv_fixed", fixed).MyMultiHeadAttention).passed
+
+
+IRISH_FUSED = '''
+
+
+class MyMultiHeadAttention(nn.Module):
+    # Aird ilchinn: x (baisc, n, d_model) -> (baisc, n, d_model)
+
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+        # an scalu mar mhaolán (buffer), 1 / sqrt(d_k)
+        self.register_buffer("scala", torch.tensor(self.d_k ** -0.5))
+
+    def roinn_ina_cinn(self, t):
+        # roinn na gnéithe ina gcinn le torch.chunk, ansin cruach iad
+        pioctai = torch.chunk(t, self.n_heads, dim=-1)   # n_heads x (baisc, n, d_k)
+        return torch.stack(pioctai, dim=2)
+
+    def forward(self, x, mask=None):
+        ceist, eochair, luach = (w(x).view(x.shape[0], x.shape[1], self.n_heads, self.d_k).transpose(1, 2)
+                                for w in (self.W_q, self.W_k, self.W_v))
+        masc = None
+        if mask is not None:
+            masc = ~mask          # mar atá i nn.MultiheadAttention: True = déan neamhaird
+        aschur = F.scaled_dot_product_attention(ceist, eochair, luach, attn_mask=masc,
+                                                scale=float(self.scala))
+        # ceangail na cinn le chéile arís
+        return self.W_o(torch.cat(aschur.unbind(1), dim=-1))
+'''
+
+
+def test_a_mask_turned_into_a_name_for_the_fused_function_gets_that_line_kept_as_given(tmp_path):
+    """Replay 18's 05U3 r3: masc = ~mask (nn.MultiheadAttention's way round), then attn_mask=masc in a call
+    to F.scaled_dot_product_attention over two lines. The Fix was 'F.scaled_dot_product_attention(ceist,
+    eochair, luach, attn_mask=mask)', a call with no name for its result (pasted, the return line's aschur
+    was gone). The Fix is now their line, the mask kept as given; pasted, the module passes."""
+    result = check_multi_head(_load(tmp_path, "ga", IRISH_FUSED).MyMultiHeadAttention)
+    assert result.bug == "mask_inverted", repr(result)
+    assert result.fix.startswith("masc = mask   # in place of your line masc = ~mask:"), result.fix
+    fixed = _pasted(IRISH_FUSED, "masc = ~mask", result.fix)
+    assert check_multi_head(_load(tmp_path, "ga_fixed", fixed).MyMultiHeadAttention).passed

@@ -549,6 +549,38 @@ def _mask_as_given(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: the mask as it is given, rows = queries" if line else None
 
 
+def _turned(node):
+    """What ``node`` turns (``m`` of ``~m``, ``m.logical_not()``, ``torch.logical_not(m)``), else None."""
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Invert):
+        return node.operand
+    func = node.func if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr == "logical_not":
+        return func.value if not node.args else node.args[0] if len(node.args) == 1 else None
+    return None
+
+
+def _mask_kept_as_given(obj, result, renamed) -> str | None:
+    """For a mask used the wrong way round where the learner's code turns it into a name of its own that
+    it hands to F.scaled_dot_product_attention (``masc = ~mask``, then ``attn_mask=masc``, as
+    nn.MultiheadAttention's masks read): that line, the mask kept as given (``masc = mask``); else None
+    (replay 18's 05U3: the Fix was a call to F.scaled_dot_product_attention with no name for its result)."""
+    handed = set()
+    for _, tree in parsed(obj, with_helpers=True):
+        for call in ast.walk(tree):
+            if isinstance(call, ast.Call):
+                given = [k.value for k in call.keywords if k.arg == "attn_mask"]
+                handed |= {g.id for g in given if isinstance(g, ast.Name)}
+    found = set()
+    for source, node in statements(obj, with_helpers=True):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        turned = _turned(node.value) if target is not None else None
+        if isinstance(target, ast.Name) and target.id in handed and isinstance(turned, ast.Name):
+            found.add((f"{target.id} = {turned.id}", ast.get_source_segment(source, node)))
+    line, theirs = the_one(list(found)) or (None, None)
+    return (f"{line}   # in place of your line {theirs}: the mask as given, True = may attend, for "
+            "F.scaled_dot_product_attention as for this course") if line else None
+
+
 def _mask_turned(obj, result, renamed) -> str | None:
     """For a mask used the wrong way round, where the catalog's line names scores the learner's function
     does not have (their masking in a helper: ``return alama.masked_fill(kinyago, fill)``): their one line
@@ -902,6 +934,7 @@ RULES = (
     (_bug("cache_keys_values_swapped"), keys_first),
     (_bug("weights_not_normalised"), _softmax_not_its_log),
     (_bug("mask_transposed"), _mask_as_given),
+    (_bug("mask_inverted"), _mask_kept_as_given),
     (_bug("mask_inverted"), _mask_turned),
     (_bug("dtype_changed"), _in_their_own_dtype),
     (lambda result: result.bug is None and any("Every number it returned is NaN or inf" in line
