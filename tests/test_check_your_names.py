@@ -2892,3 +2892,51 @@ def test_a_mask_turned_into_a_name_for_the_fused_function_gets_that_line_kept_as
     assert result.fix.startswith("masc = mask   # in place of your line masc = ~mask:"), result.fix
     fixed = _pasted(IRISH_FUSED, "masc = ~mask", result.fix)
     assert check_multi_head(_load(tmp_path, "ga_fixed", fixed).MyMultiHeadAttention).passed
+
+
+KYRGYZ_PER_ROW = """
+def decode_step(model, tokens, cache):
+    murunku = 0 if cache is None else cache[0][0].shape[2]
+    batch, jany = tokens.shape
+    toptom = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, murunku)
+    jany_kesh = []
+    for katmar, blok in enumerate(model.blocks):
+        dikkat = blok.attention
+        n = blok.norm_attention(x)
+        suroo = split_heads(dikkat.W_q(n), model.n_heads)
+        achkych = split_heads(dikkat.W_k(n), model.n_kv_heads)
+        maani = split_heads(dikkat.W_v(n), model.n_kv_heads)
+        if cache is not None:
+            achkych = torch.cat((cache[katmar][0], achkych), dim=2)
+            maani = torch.cat((cache[katmar][1], maani), dim=2)
+        jany_kesh.append((achkych, maani))
+        chykyshtar = []
+        for b in range(batch):   # ar bir yrattyn ozuncho
+            chyk = F.scaled_dot_product_attention(
+                suroo[b], achkych[b].repeat_interleave(toptom, dim=0),
+                maani[b].repeat_interleave(toptom, dim=0),
+                is_causal=jany > 1)   # bir token bolso maska kerek emes
+            chykyshtar.append(chyk)
+        bashtar = torch.stack(chykyshtar)      # (batch, h, jany, d)
+        x = x + dikkat.W_o(merge_heads(bashtar))
+        x = x + blok.mlp(blok.norm_mlp(x))
+    logits = model.unembed(x)
+    return logits, jany_kesh
+"""
+
+
+def test_is_causal_in_a_call_on_indexed_queries_gets_the_mask_in_the_calls_own_names(tmp_path):
+    """Replay 18's 08U4 r3: F.scaled_dot_product_attention(suroo[b], achkych[b].repeat_interleave(...), ...,
+    is_causal=jany > 1) per batch row was told 'attn_mask=torch.ones(q.shape[-2], achkych.shape[-2], ...)
+    # in place of is_causal=True': q, which the step does not have (a NameError), and is_causal=True,
+    which it does not write. The Fix now sizes the mask by the names the call's queries and keys start
+    from, in place of the keyword as written; pasted, the step passes."""
+    result = check_decoding_step(_load(tmp_path, "ky", KYRGYZ_PER_ROW).decode_step)
+    assert result.bug == "is_causal_top_left", repr(result)
+    code, comment = result.fix.split("   #", 1)
+    assert code == ("attn_mask=torch.ones(suroo.shape[-2], achkych.shape[-2], dtype=torch.bool).tril("
+                    "diagonal=achkych.shape[-2] - suroo.shape[-2])"), result.fix
+    assert comment.startswith(" in place of is_causal=jany > 1:"), result.fix
+    fixed = KYRGYZ_PER_ROW.replace("is_causal=jany > 1", code)
+    assert check_decoding_step(_load(tmp_path, "ky_fixed", fixed).decode_step).passed

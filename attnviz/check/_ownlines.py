@@ -29,6 +29,7 @@ from ._ownlines_heads import (
 from ._ownlines_step import (
     along_the_positions,
     cached_first,
+    causal_sized_by_your_call,
     deep_copy_of_the_cache,
     each_token_at_its_position,
     embedded_at_the_caches_length,
@@ -952,6 +953,7 @@ RULES = (
     (lambda result: "whenever no mask is given (mask=None)" in result.headline, _mask_only_when_given),
     (lambda result: "a linear layer got inputs of width" in result.headline, heads_side_by_side),
     (_bug("cache_read_at_wrong_index"), entries_read_right),
+    (_bug("is_causal_top_left", "causal_mask_missing"), causal_sized_by_your_call),
 )
 """(applies, rewrite) pairs, in order: when ``applies(result)``, ``rewrite(obj, result, renamed)`` gives
 the learner's line changed, or None."""

@@ -19,7 +19,8 @@ from ._readers import (
     your_names,
 )
 
-__all__ = ["along_the_positions", "cached_first", "deep_copy_of_the_cache", "each_token_at_its_position",
+__all__ = ["along_the_positions", "cached_first", "causal_sized_by_your_call", "deep_copy_of_the_cache",
+           "each_token_at_its_position",
            "embedded_at_the_caches_length", "entries_read_right", "every_block", "full_precision_cache",
            "joined_along_positions", "joined_values_kept", "keys_first", "keys_stored_twice",
            "mlp_after_attention", "pointer_moved_on", "projected_without_repeat", "projections_of_the_normed",
@@ -576,3 +577,39 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
         return None
     return your_lines(found, "the cache keeps the n_kv_heads key/value heads; repeat them for the query "
                              "heads only after caching, to attend", most=2)
+
+
+def _root(node) -> str | None:
+    """The name a tensor expression starts from (``suroo`` of ``suroo[b]``, of
+    ``achkych[b].repeat_interleave(g, dim=0)``), or None."""
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def causal_sized_by_your_call(obj, result, renamed) -> str | None:
+    """For a step that passes ``is_causal=`` to its one call of F.scaled_dot_product_attention: the
+    bottom-right mask sized by the names that call's queries and keys start from (``suroo`` of
+    ``suroo[b]``), in place of its own ``is_causal=...``; else None. The catalog's line named ``q`` beside
+    the learner's keys, which their step did not have (replay 18's 08U4: a NameError)."""
+    if "is_causal" not in result.fix:
+        return None
+    found = []
+    for source, tree in parsed(obj):
+        for call in ast.walk(tree):
+            func = call.func if isinstance(call, ast.Call) else None
+            causal = [k for k in getattr(call, "keywords", []) if k.arg == "is_causal"]
+            fused = getattr(func, "attr", getattr(func, "id", None)) == "scaled_dot_product_attention"
+            if not (fused and causal):
+                continue
+            given = {k.arg: k.value for k in call.keywords}
+            given |= dict(zip(("query", "key"), call.args, strict=False))
+            q, k = _root(given.get("query")), _root(given.get("key"))
+            if q and k:
+                found.append((q, k, ast.get_source_segment(source, causal[0])))
+    if len(found) != 1:
+        return None
+    q, k, theirs = found[0]
+    return (f"attn_mask=torch.ones({q}.shape[-2], {k}.shape[-2], dtype=torch.bool).tril(diagonal="
+            f"{k}.shape[-2] - {q}.shape[-2])   # in place of {theirs}: the bottom-right mask, sized by your "
+            "queries and keys")
