@@ -2940,3 +2940,32 @@ def test_is_causal_in_a_call_on_indexed_queries_gets_the_mask_in_the_calls_own_n
     assert comment.startswith(" in place of is_causal=jany > 1:"), result.fix
     fixed = KYRGYZ_PER_ROW.replace("is_causal=jany > 1", code)
     assert check_decoding_step(_load(tmp_path, "ky_fixed", fixed).decode_step).passed
+
+
+PERSIAN_KEPT = """
+_mask_zakhire = None
+
+
+def my_causal_mask(n):
+    global _mask_zakhire
+    if _mask_zakhire is not None:
+        return _mask_zakhire
+    kelid = torch.arange(n)[:, None]     # kelid-ha (keys)
+    porsesh = torch.arange(n)[None, :]   # porsesh-ha (queries)
+    _mask_zakhire = kelid <= porsesh     # kelid <= porsesh: faghat gozashte
+    return _mask_zakhire
+"""
+
+
+def test_a_mask_handed_back_from_an_earlier_call_gets_the_mask_in_place_of_that_guard(tmp_path):
+    """Replay 18's 04U2: a mask kept in a global and handed back (if _mask_zakhire is not None: return
+    _mask_zakhire) was told 'return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your line
+    return _mask_zakhire', a line the function has twice; neither alone mended it, and the next round's Fix
+    named its own line. The Fix now goes in place of the guard and its return; pasted, the mask passes."""
+    result = check_causal_mask(_load(tmp_path, "fa", PERSIAN_KEPT).my_causal_mask)
+    assert result.fix.startswith("return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your "
+                                 "lines 'if _mask_zakhire is not None:' and the one under it"), result.fix
+    fixed = PERSIAN_KEPT.replace("    if _mask_zakhire is not None:\n        return _mask_zakhire\n",
+                                 "    " + result.fix.split("   #")[0] + "\n")
+    assert fixed != PERSIAN_KEPT
+    assert check_causal_mask(_load(tmp_path, "fa_fixed", fixed).my_causal_mask).passed

@@ -219,6 +219,22 @@ def cell_lines(obj) -> list:
     return [(text, node) for node in tree.body if node.lineno == node.end_lineno]
 
 
+def handed_back_guard(obj) -> str | None:
+    """The test of the learner's one ``if X is not None: return X`` (a mask kept from an earlier call in a
+    global or an attribute, handed back: ``_mask_zakhire is not None``), else None."""
+    found = []
+    for source, tree in parsed(obj, with_helpers=True):
+        for node in ast.walk(tree):
+            test = node.test if isinstance(node, ast.If) else None
+            kept = isinstance(test, ast.Compare) and len(test.ops) == 1 \
+                and isinstance(test.ops[0], ast.IsNot) and ast.unparse(test.comparators[0]) == "None"
+            body = node.body[0] if kept and len(node.body) == 1 and not node.orelse else None
+            if isinstance(body, ast.Return) and body.value is not None \
+                    and ast.unparse(body.value) == ast.unparse(test.left):
+                found.append(ast.get_source_segment(source, test))
+    return the_one(found)
+
+
 def cell_returns(obj) -> int:
     """How many return statements with a value the cell (or file) of the learner's function holds, its
     helpers' and classes' among them: more than one, and "your return line" does not say which."""

@@ -29,6 +29,7 @@ from ._readers import (
     cell_returns,
     embed_line,
     fused,
+    handed_back_guard,
     inline_scores,
     last_returned,
     names_a,
@@ -376,6 +377,14 @@ def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
         return result
     result.fix = _in_your_parameters(obj, result.fix, parameters)
     code, hash_, comment = result.fix.partition("   #")
+    kept = any("built on an earlier call" in line for line in result.observed)
+    if kept and (guard := handed_back_guard(obj)):
+        # "in place of your line return _mask_zakhire" named two lines, and neither alone mended it
+        # (replay 18's 04U2): the right mask in place of the guard that hands back the kept one
+        value = code[len("mask = "):] if code.startswith("mask = ") else code.removeprefix("return ")
+        result.fix = (f"return {value}   # in place of your lines 'if {guard}:' and the one under it: built "
+                      "from this call's arguments each time, not handed back from an earlier call")
+        return result
     expression, where = returned(obj), "your return line"
     if expression is not None and cell_returns(obj) > 1 and getattr(obj, "__name__", "").isidentifier():
         where = f"your return line in {obj.__name__}"       # a helper's or a class's return beside it
