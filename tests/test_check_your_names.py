@@ -2969,3 +2969,28 @@ def test_a_mask_handed_back_from_an_earlier_call_gets_the_mask_in_place_of_that_
                                  "    " + result.fix.split("   #")[0] + "\n")
     assert fixed != PERSIAN_KEPT
     assert check_causal_mask(_load(tmp_path, "fa_fixed", fixed).my_causal_mask).passed
+
+
+GREEK_HINTED = """
+def my_attention(q, k, v, mask=None):
+    vathmoi: torch.Tensor = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        vathmoi = torch.where(mask, vathmoi, float("-inf"))
+    vari: torch.Tensor = F.softmax(vathmoi, dim=-1)       # βάρη
+    exodos: torch.Tensor = vari @ v                       # έξοδος
+    return exodos, vari
+"""
+
+
+def test_scores_named_with_a_type_hint_are_read_as_the_scores(tmp_path):
+    """From replay 18's 02U3 r2: vathmoi: torch.Tensor = ... then torch.where(mask, vathmoi, float("-inf"))
+    was told 'scores = scores.masked_fill(~mask, ...)', names the function does not have (pasted:
+    UnboundLocalError). An assignment with a type hint is now read as an assignment: the Fix is in their
+    names; pasted in place of the torch.where line, it passes. (The replay's scores came from a helper of
+    its own, which still leaves them unnamed: left as it was.)"""
+    result = check_attention(_load(tmp_path, "el", GREEK_HINTED).my_attention)
+    assert result.bug == "nan_on_fully_masked_row", repr(result)
+    assert result.fix.startswith("vathmoi = vathmoi.masked_fill(~mask, torch.finfo(vathmoi.dtype).min)"), \
+        result.fix
+    fixed = _pasted(GREEK_HINTED, "vathmoi = torch.where", result.fix)
+    assert check_attention(_load(tmp_path, "el_fixed", fixed).my_attention).passed

@@ -354,6 +354,10 @@ def _merged(node) -> str | None:
 
 
 def assigned(node) -> str | None:
+    """The one name a statement assigns (``s = ...``, or with a type hint ``s: torch.Tensor = ...``), else
+    None."""
+    if isinstance(node, ast.AnnAssign) and node.value is not None and isinstance(node.target, ast.Name):
+        return node.target.id
     single = isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
     return node.targets[0].id if single else None
 
@@ -585,8 +589,8 @@ def _split_projection(value) -> str | None:
 
 def _assignments(node) -> list:
     """``[(name, value)]`` for ``name = value``, and pairwise for ``a, b = x, y``."""
-    if assigned(node):
-        return [(node.targets[0].id, node.value)]
+    if name := assigned(node):
+        return [(name, node.value)]
     if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Tuple) \
             and isinstance(node.value, ast.Tuple) and len(node.targets[0].elts) == len(node.value.elts):
         return [(t.id, v) for t, v in zip(node.targets[0].elts, node.value.elts, strict=True)
