@@ -295,6 +295,24 @@ def test_multi_head_missing_layer_is_named():
     assert not result.passed and "no W_o layer" in repr(result)
 
 
+def test_multi_head_every_missing_layer_is_named():
+    """Replay 18's 05U1: W_q, W_k and W_v as nn.ModuleLists of one layer per head (no .weight) were told
+    of W_q alone; the learner found the other two by the next round's error."""
+    class PerHead(nn.Module):
+        def __init__(self, d_model, n_heads):
+            super().__init__()
+            self.W_q, self.W_k, self.W_v = (nn.ModuleList([nn.Linear(d_model, d_model // n_heads)
+                                                           for _ in range(n_heads)]) for _ in range(3))
+            self.W_o = nn.Linear(d_model, d_model)
+
+        def forward(self, x, mask=None):
+            return x
+
+    result = check_multi_head(PerHead)
+    assert not result.passed and "no W_q, W_k or W_v layer with a .weight" in repr(result), repr(result)
+    assert "the same for W_k and W_v." in repr(result), repr(result)
+
+
 def test_wrong_on_every_input_says_so_without_an_empty_right_on_list():
     def doubled(q, k, v, mask=None):
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])

@@ -376,15 +376,20 @@ def _probes():
 
 
 def _load(module, weights, d_model):
-    """Copy the known weights into W_q, W_k, W_v, W_o (biases to 0); returns a complaint or None."""
+    """Copy the known weights into W_q, W_k, W_v, W_o (biases to 0); returns a complaint or None. A
+    complaint of missing layers names each one missing (replay 18's 05U1, whose W_q, W_k and W_v were
+    nn.ModuleLists of one layer per head, was told of W_q alone)."""
+    weights_of = {name: getattr(getattr(module, name, None), "weight", None) for name in _LAYERS}
+    missing = [name for name, weight in weights_of.items() if not isinstance(weight, torch.Tensor)]
+    if missing:
+        said = missing[0] if len(missing) == 1 else ", ".join(missing[:-1]) + f" or {missing[-1]}"
+        rest = missing[1:-1] and ", ".join(missing[1:-1]) + " and " or ""
+        also = f", and the same for {rest}{missing[-1]}" if len(missing) > 1 else ""
+        return (f"your module has no {said} layer with a .weight; the exercise asks for self.{missing[0]} = "
+                f"nn.Linear(d_model, d_model, bias=False){also}.")
     for name in _LAYERS:
         layer = getattr(module, name, None)
-        weight = getattr(layer, "weight", None)
-        if not isinstance(weight, torch.Tensor):
-            return (
-                f"your module has no {name} layer with a .weight; the exercise asks for "
-                f"self.{name} = nn.Linear(d_model, d_model)."
-            )
+        weight = layer.weight
         if tuple(weight.shape) != (d_model, d_model):
             return (
                 f"self.{name}.weight has shape {shape_str(weight.shape)}, but with d_model={d_model} "
