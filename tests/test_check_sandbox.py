@@ -219,3 +219,15 @@ def test_kernel_settings_do_not_break_the_checkers_own_math():
             "assert check_multi_head(attnviz.MultiHeadAttention).passed\n"
             "assert not torch.is_grad_enabled()\n")
     modules_after(code)             # a fresh process: this one keeps its own settings
+
+
+def test_the_child_leaves_the_kernels_objects_out_of_its_garbage_collector():
+    """A collection in the child would write into each of the kernel's objects it looks at, and each
+    write copies a page of the kernel's memory (half the child's page faults): the child freezes them
+    first. The kernel's own collector is left as it was."""
+    import gc
+
+    run = run_steps([gc.get_freeze_count], time_limit=5, budget=5)
+    if fork_available():
+        assert run.steps[0].value > 10_000, run.steps[0]
+    assert gc.get_freeze_count() == 0

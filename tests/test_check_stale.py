@@ -2,6 +2,7 @@
 the same name failed (a SyntaxError, say), so the name still holds the older definition; and when the
 learner wrote their code below the stub's raise line, which still runs first."""
 
+import ast
 import linecache
 import math
 import sys
@@ -232,3 +233,26 @@ def test_a_failing_verdict_says_which_run_of_a_cell_it_checked(cells, monkeypatc
     assert check_causal_mask(space["my_causal_mask"]).notes == []       # a pass needs no such note
     monkeypatch.delattr(sys.modules["__main__"], "In")
     assert check_causal_mask(lambda n: torch.ones(n, n, dtype=torch.bool).tril(-1)).notes == []
+
+
+def test_what_the_checkers_keep_of_a_functions_text_is_its_cells_latest_text():
+    """The checkers keep what they read of a function's text (a verdict reads it a dozen times), for the
+    same code in the same text of its cell: a comment changed in the same cell (the same code object) is
+    read anew, and two functions wrapped by one decorator are each read as themselves."""
+    from attnviz.check._stale import source_of, syntax_tree
+
+    space = {}
+    _define("def f(q):\n    return q  # erste\n", "<cell-kept-1>", space)
+    first = space["f"]
+    assert "# erste" in source_of(first)
+    _define("def f(q):\n    return q  # zweite\n", "<cell-kept-1>", space)
+    assert space["f"].__code__ == first.__code__            # what the text is kept for has not changed
+    assert "# zweite" in source_of(space["f"]) and "# erste" not in source_of(space["f"])
+    wrapped = ("import functools\n\ndef wrap(g):\n    @functools.wraps(g)\n    def inner(*a):\n"
+               "        return g(*a)\n    return inner\n\n@wrap\ndef eins(q):\n    return q + 1\n\n"
+               "@wrap\ndef zwei(q):\n    return q + 2\n")
+    _define(wrapped, "<cell-kept-2>", space)
+    assert space["eins"].__code__ == space["zwei"].__code__  # both are the decorator's inner
+    assert "q + 1" in source_of(space["eins"]) and "q + 2" in source_of(space["zwei"])
+    assert syntax_tree("x = 1\n") is syntax_tree("x = 1\n")
+    assert ast.unparse(syntax_tree("x = 2\n")) == "x = 2"

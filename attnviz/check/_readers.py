@@ -13,10 +13,9 @@ import ast
 import inspect
 import linecache
 import re
-import textwrap
 import types
 
-from ._stale import code_objects, own_functions
+from ._stale import code_objects, own_functions, source_of, syntax_tree
 
 __all__ = ["assigned", "embed_line", "embedded", "fused", "helpers", "inline_scores", "names_a",
            "one_line_statements", "operands", "parsed", "returned", "returned_cache", "returns_a_value",
@@ -162,7 +161,7 @@ def delegated_to(fn) -> list:
     (its body, but a docstring, is ``return h(...)``: ``return _atentie(q, k, v, mask)``, a method of an
     object of their class), whose names are then the function's own; else []."""
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = syntax_tree(source_of(fn))
     except (OSError, TypeError, SyntaxError):
         return []
     function = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
@@ -189,7 +188,7 @@ def sources(obj, with_helpers: bool = False) -> list:
     called = [helper for function in own for helper in helpers(function) if helper not in own]
     for fn in own + (called if with_helpers else []):
         try:
-            sources.append(textwrap.dedent(inspect.getsource(fn)))
+            sources.append(source_of(fn))
         except Exception:  # noqa: BLE001 - no text to read: nothing to say of it
             pass
     return sources
@@ -200,7 +199,7 @@ def parsed(obj, with_helpers: bool = False) -> list:
     parsed = []
     for source in sources(obj, with_helpers):
         try:
-            parsed.append((source, ast.parse(source)))
+            parsed.append((source, syntax_tree(source)))
         except SyntaxError:
             pass
     return parsed
@@ -213,7 +212,7 @@ def cell_lines(obj) -> list:
     own = own_functions(obj)
     try:
         text = "".join(linecache.getlines(own[0].__code__.co_filename)) if own else ""
-        tree = ast.parse(text)
+        tree = syntax_tree(text)
     except (SyntaxError, ValueError):
         return []
     return [(text, node) for node in tree.body if node.lineno == node.end_lineno]
@@ -240,7 +239,7 @@ def cell_returns(obj) -> int:
     helpers' and classes' among them: more than one, and "your return line" does not say which."""
     own = own_functions(obj)
     try:
-        tree = ast.parse("".join(linecache.getlines(own[0].__code__.co_filename)) if own else "")
+        tree = syntax_tree("".join(linecache.getlines(own[0].__code__.co_filename)) if own else "")
     except (SyntaxError, ValueError):
         return 0
     return sum(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(tree))

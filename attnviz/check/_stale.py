@@ -18,16 +18,42 @@ import ast
 import dataclasses
 import dis
 import functools
+import inspect
 import linecache
 import re
 import sys
+import textwrap
 import types
 
 from ._verdict import fixes_shown
 
 __all__ = ["stale_note", "ran_note", "below_stub", "above_stub", "with_stale_note", "globals_read",
            "values_read", "shared_defaults", "code_objects", "own_functions", "names_used", "code_notes",
-           "globals_note", "library_used"]
+           "globals_note", "library_used", "syntax_tree", "source_of"]
+
+
+@functools.lru_cache(maxsize=256)
+def syntax_tree(text: str) -> ast.Module:
+    """``ast.parse(text)``, kept: one verdict reads the same cell's or function's text a dozen times
+    (a third of a check's time went to parsing it again). The tree is shared: read it, never change it."""
+    return ast.parse(text)
+
+
+_SOURCES: dict = {}
+
+
+def source_of(fn) -> str:
+    """``textwrap.dedent(inspect.getsource(fn))``, kept for the same code in the same text of its cell (or
+    file): a verdict reads each of the learner's functions a dozen times. A function that wraps another
+    (``__wrapped__``) is read afresh each time, as inspect reads the one it wraps."""
+    if type(fn) is not types.FunctionType or "__wrapped__" in fn.__dict__:
+        return textwrap.dedent(inspect.getsource(fn))
+    key = (fn.__code__, "".join(linecache.getlines(fn.__code__.co_filename)))
+    if key not in _SOURCES:
+        if len(_SOURCES) >= 256:
+            _SOURCES.clear()
+        _SOURCES[key] = textwrap.dedent(inspect.getsource(fn))
+    return _SOURCES[key]
 
 
 def code_objects(code) -> list:
@@ -289,7 +315,7 @@ def _assigned_in_own_cell(fn) -> set:
     """The names the cell (or file) that defined ``fn`` assigns at its top level: the learner's own
     constants, not left by an earlier cell."""
     try:
-        tree = ast.parse("".join(linecache.getlines(fn.__code__.co_filename)))
+        tree = syntax_tree("".join(linecache.getlines(fn.__code__.co_filename)))
     except Exception:  # noqa: BLE001 - no text to read: nothing known to be their own
         return set()
     names = set()
@@ -389,7 +415,7 @@ def _raises_not_implemented(node):
 def _cell_tree(obj) -> ast.AST:
     """The syntax tree of the cell (or file) that made ``obj``; an empty module when there is none."""
     _, code = _name_and_code(obj)
-    return ast.parse("".join(linecache.getlines(code.co_filename)) if code is not None else "")
+    return syntax_tree("".join(linecache.getlines(code.co_filename)) if code is not None else "")
 
 
 def below_stub(obj) -> bool:

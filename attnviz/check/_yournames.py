@@ -17,10 +17,8 @@ the lines.
 from __future__ import annotations
 
 import ast
-import inspect
 import io
 import re
-import textwrap
 import tokenize
 
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
@@ -41,7 +39,7 @@ from ._readers import (
     trees,
     your_names,
 )
-from ._stale import names_used
+from ._stale import names_used, source_of, syntax_tree
 
 __all__ = ["in_your_names", "fix_in_your_names", "mask_fix_in_your_names", "called_on_self"]
 
@@ -293,7 +291,7 @@ def _own_attributes(obj, fix: str) -> str:
     module got view(batch, n, self.n_heads, self.d_k): an AttributeError)."""
     init = vars(obj).get("__init__") if type(obj) is type else None
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(init)))
+        tree = syntax_tree(source_of(init))
     except (TypeError, OSError, SyntaxError):
         return fix
     function = tree.body[0]

@@ -36,7 +36,6 @@ import copy
 import inspect
 import itertools
 import re
-import textwrap
 import types
 from dataclasses import replace
 
@@ -60,6 +59,8 @@ from ._stale import (
     names_used,
     shared_defaults,
     shared_defaults_in_classes,
+    source_of,
+    syntax_tree,
     values_read,
     with_stale_note,
 )
@@ -1227,7 +1228,7 @@ def _with_state_on_itself(fn, result):
     if result.passed or result.bug is not None or not sizes or type(fn) is not types.FunctionType:
         return result
     try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+        tree = syntax_tree(source_of(fn))
     except (OSError, TypeError, SyntaxError):
         return result
     own = fn.__name__
