@@ -1285,6 +1285,65 @@ def test_a_sliding_window_a_flipped_causal_mask_and_a_padding_mask_with_swapped_
     assert any("first and last axes swapped" in line for line in result.observed), result
 
 
+def test_a_mask_with_true_and_false_swapped_and_a_second_known_bug_is_named_with_both():
+    """Replay 18's 04U4: arange(n) >= length (True on the padding), unsqueezed to (batch, n, 1) (on the query
+    rows), was told "matches no known bug", naming neither. The mask swapped back is a known bug's: that bug
+    is named, and the swap said with it. A mask that blocks everything is not a swapped one that blocks
+    nothing."""
+    def both(lengths, n):
+        return torch.stack([torch.arange(n) >= int(length) for length in lengths]).unsqueeze(-1)
+
+    swapped = 'Its True and False are swapped as well, the known bug "mask inverted"'
+    result = check_padding_mask(both)
+    assert result.bug == "padding_masks_queries" and any(swapped in line for line in result.observed), result
+    result = check_causal_mask(lambda n: ~torch.ones(n, n, dtype=torch.bool).tril(1))     # triu(2)
+    assert result.bug == "causal_off_by_one" and any(swapped in line for line in result.observed), result
+    for result in (check_causal_mask(lambda n: torch.zeros(n, n, dtype=torch.bool)),
+                   check_padding_mask(lambda lengths, n: torch.zeros(len(lengths), 1, n, dtype=torch.bool))):
+        assert result.bug is None and swapped not in repr(result), result
+
+
+def test_a_mask_used_the_wrong_way_round_beside_a_second_known_bug_is_named_with_both():
+    """Replay 18's 05U2 (heads merged without a transpose) and 02U1 (d_k read as k.shape[1]), each with
+    masked_fill(mask, ...), were told "matches no known bug". Given the mask swapped, the answers are the
+    other bug's: that bug is named, and the mask said with it."""
+    class Merged(nn.Module):
+        def __init__(self, d_model, n_heads):
+            super().__init__()
+            self.n_heads, self.d_k = n_heads, d_model // n_heads
+            self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False)
+                                                      for _ in range(4))
+
+        def forward(self, x, mask=None):
+            b, n, _ = x.shape
+            q, k, v = (w(x).view(b, n, self.n_heads, self.d_k).transpose(1, 2)
+                       for w in (self.W_q, self.W_k, self.W_v))
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+            return self.W_o((scores.softmax(-1) @ v).reshape(b, n, -1))
+
+    def unscaled(q, k, v, mask=None):
+        scores = q @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(-1)
+        return weights @ v, weights
+
+    def unbatched_only(q, k, v, mask=None):            # replay 18's 02U1: d_k is k.shape[1] without a batch
+        scores = q @ k.transpose(-2, -1) / math.sqrt(k.shape[1])
+        if mask is not None:
+            scores = scores.masked_fill(mask, torch.finfo(scores.dtype).min)
+        weights = scores.softmax(-1)
+        return weights @ v, weights
+
+    said = 'it is used the wrong way round as well, the known bug "mask inverted"'
+    for result, bug in ((check_multi_head(Merged), "heads_merged_without_transpose"),
+                        (check_attention(unscaled), "missing_scale"),
+                        (check_attention(unbatched_only), "batch_one_only")):
+        assert result.bug == bug and any(said in line for line in result.observed), result
+
+
 def test_attention_a_max_without_keepdim_is_said():
     """A softmax by hand whose row max lost its axis: a shape error when n_q ≠ n_k (round 21's file)."""
     def by_hand(q, k, v, mask=None):

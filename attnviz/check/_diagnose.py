@@ -63,8 +63,22 @@ class Hypotheses:
     """
 
     def __init__(self, variants, arguments=None, evaluate=None):
-        self.variants, self._memo = variants, {}
+        self.variants, self._memo, self.arguments, self._swapped = variants, {}, arguments, None
         self.evaluate = evaluate or (lambda variant, probe: variant(*arguments(probe)))
+
+    def with_mask_swapped(self):
+        """The same variants, each handed the mask with True and False swapped (the last argument, where
+        it is a bool tensor): for two bugs at once, one of them a mask used the wrong way round. None for
+        variants that are not called with arguments (a decoding step's)."""
+        if self.arguments is None:
+            return None
+        if self._swapped is None:
+            def swapped(probe):
+                *rest, mask = self.arguments(probe)
+                return (*rest, ~mask if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool else mask)
+
+            self._swapped = Hypotheses(self.variants, swapped)
+        return self._swapped
 
     def output(self, bug_id, v, probe):
         key = (bug_id, v, probe.name)

@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import replace
 
 import torch
 
 from . import _verdict
 from ._compare import agrees, rows
 from ._diagnose import error_kind, matching_bug
-from ._engine import Rule, default_compare, dtype_name, live_rows
+from ._engine import Rule, Trial, default_compare, dtype_name, live_queries, live_rows
 from ._run import describe_error
 from ._stops import stop_verdict, where_note
 
@@ -387,6 +388,49 @@ def hypothesis(t):
         refine = t.spec.words.get("refine:hypothesis")      # a checker's words on one variant it tells apart
         return refine(t, verdict) if refine else verdict
     return None
+
+
+def mask_swapped_too(t):
+    """Two known bugs at once, one of them the mask used the wrong way round: the answers are another known
+    bug's, given the mask with True and False swapped (replay 18's 05U2: heads merged without a transpose,
+    and masked_fill(mask, ...)). Named with that bug, and the mask said with it, where "no known bug" named
+    neither."""
+    table = t.spec.hypotheses.with_mask_swapped() if t.spec.hypotheses is not None else None
+    main = t.main
+    if table is None or not any(isinstance(p.args.get("mask"), torch.Tensor) for p, _ in main):
+        return None
+    order = [bug for bug in (t.spec.order or table.variants) if bug != "mask_inverted"]
+    bug = matching_bug([a for _, a in main], table, [p for p, _ in main],
+                       compare=t.spec.compare or default_compare, order=order)
+    mask = ('Where a mask is given, it is used the wrong way round as well, the known bug "mask inverted": '
+            'True means "may attend", so block where the mask is False (masked_fill(~mask, ...)).')
+    if bug is None:
+        verdict = _batch_one_swapped(t)
+        if verdict is not None:
+            verdict.observed.insert(1, mask)
+        return verdict
+    probe, ans = t.first_wrong()
+    return t.bug(bug, t.happened(probe, ans), [t.describe(probe, ans), mask],
+                 fix=t.spec.words.get(f"fix:{bug}"))
+
+
+def _batch_one_swapped(t):
+    """:func:`batch_one`, read against the reference given the mask swapped (replay 18's 02U1: d_k read
+    as k.shape[1], and masked_fill(mask, ...)): the verdict, or None."""
+    variants = t.spec.hypotheses.variants.get("mask_inverted")
+    if not variants:
+        return None
+    swapped = {}
+    for probe, _ in t.main:
+        output, mask = t.spec.hypotheses.output("mask_inverted", 0, probe), probe.args.get("mask")
+        if not isinstance(output, torch.Tensor):
+            return None
+        live = probe.live if probe.live is not None else torch.ones(output.shape[:-1], dtype=torch.bool)
+        if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool:   # rows the swapped mask leaves empty
+            live = live & live_queries(output.shape[:-1], ~mask)            # are no one's to read
+        swapped[id(probe)] = replace(probe, expected=output, live=live)
+    probes = [swapped.get(id(p), p) for p in t.probes]
+    return batch_one(Trial(t.spec, probes, t.answers, t.run, t.time_limit, list(t.notes), t.main_kind))
 
 
 def _right_or_misshapen(t, probe, ans):
@@ -808,6 +852,7 @@ RULES = (
     Rule("matmul_everywhere", "wrong", matmul_everywhere),
     Rule("mask_none_raised", "wrong", mask_none_raised),
     Rule("raised", "wrong", raised),
+    Rule("mask_swapped_too", "wrong", mask_swapped_too),
     Rule("no_known_bug", "wrong", no_known_bug),
 )
 

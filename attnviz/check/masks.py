@@ -397,6 +397,27 @@ def _values_too(t):
     return [f"{where} are wrong as well: the known bug \"{bug.replace('_', ' ')}\". {BUGS[bug].what}"]
 
 
+def _inverted_too(t):
+    """Two known bugs at once, one of them True and False swapped: the learner's masks, swapped back, are
+    another known bug's (a replay's padding mask was arange(n) >= length, unsqueezed to (batch, n, 1): on
+    the query rows and on the padding). Named with that bug, and the swap said with it, where "no known
+    bug" named neither. A mask that blocks everything is not read as one that blocks nothing, swapped."""
+    main = t.main
+    if not main or not all(isinstance(a.output, torch.Tensor) and a.output.dtype == torch.bool
+                           for _, a in main):
+        return None
+    order = [bug for bug in t.spec.hypotheses.variants if bug not in ("mask_inverted", "mask_blocks_nothing")]
+    bug = matching_bug([Answer(output=~a.output) for _, a in main], t.spec.hypotheses, [p for p, _ in main],
+                       compare=t.spec.compare, order=order)
+    if bug is None:
+        return None
+    probe, ans = t.first_wrong()
+    swapped = ("Its True and False are swapped as well, the known bug \"mask inverted\": in this course, as "
+               "in PyTorch's fused function, True means \"may attend\".")
+    return t.bug(bug, t.happened(probe, ans), [t.describe(probe, ans), swapped],
+                 fix=t.spec.words.get(f"fix:{bug}"))
+
+
 def _kept_from(t, probe, ans):
     """A note when a mask of the wrong shape is exactly an earlier call's mask: one kept from before
     (a global set on the first call, a cache keyed by nothing) and handed out again."""
@@ -507,6 +528,7 @@ MASK_RULES = rules(
         "nondeterministic": [Rule("not_bool", "always", _dtype_note)],
         "passed": [Rule("rectangles", "right", _rectangles)],
         "hypothesis": [Rule("earlier_mask", "wrong", _earlier_mask)],
+        "no_known_bug": [Rule("inverted_too", "wrong", _inverted_too)],
     },
     drop=("setup_failed", "large_scores_nan", "dead_rows_nan", "gradients", "main_dtype", "other_dtypes",
           "large_scores_wrong", "contiguous_error", "matmul_everywhere"),
