@@ -1128,6 +1128,32 @@ def my_attention(q, k, v, mask=None):
     assert check_attention(_load(tmp_path, "ip_fixed", fixed).my_attention).passed
 
 
+def test_casts_on_two_lines_are_both_named_in_the_fix(tmp_path):
+    """Replay 19's 02V4 (stuck): softmax of pontszam.double(), then suly @ v.double(). The Fix was the
+    catalog's `return suly @ v`, which left the float64 weights to meet float32 values (and dropped the
+    weights from the return). Now: the first cast's line without it, and the second line named."""
+    source = """
+def my_attention(q, k, v, mask=None):
+    pontszam = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        pontszam = pontszam.masked_fill(~mask, torch.finfo(pontszam.dtype).min)
+    suly = F.softmax(pontszam.double(), dim=-1)
+    kimenet = suly @ v.double()
+    return kimenet, suly
+"""
+    result = check_attention(_load(tmp_path, "two_casts", source).my_attention)
+    assert result.bug == "dtype_changed", repr(result)
+    said = ("suly = F.softmax(pontszam, dim=-1)   # in place of your line: no cast, so all stays in the "
+            "inputs' dtype; take the cast out of 'kimenet = suly @ v.double()' as well")
+    assert result.fix == said, result.fix
+    fixed = _pasted(source, "suly = F.softmax", result.fix).replace("v.double()", "v")
+    assert check_attention(_load(tmp_path, "two_casts_fixed", fixed).my_attention).passed
+    first = "q, k, v = q.double(), k.double(), v.double()"
+    every = source.replace("mask=None):\n", f"mask=None):\n    {first}\n", 1)
+    result = check_attention(_load(tmp_path, "three_casts", every).my_attention)
+    assert result.fix.endswith(f"take out your line '{first}'"), result.fix
+
+
 def test_weights_times_the_keys_then_a_scale_on_queries_and_keys_get_the_modules_own_lines(tmp_path):
     """05M2: told of 'layers of your own' it did not have, then given a scores line with a third
     division, for a module that multiplied the weights by the keys and divided q and k each by √d_k."""

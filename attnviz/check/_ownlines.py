@@ -331,22 +331,45 @@ _CASTS = {"float", "double", "half", "bfloat16"}
 def _cast_dropped(obj, result, renamed) -> str | None:
     """For an output or a step in another dtype than the inputs': the learner's one line that casts
     (``scores.float().softmax(-1)``, ``x.to(torch.float32)``), without the cast; else None (then the
-    dtype comes from a tensor built inside their code, which the catalog's line is about)."""
+    dtype comes from a tensor built inside their code, which the catalog's line is about). Where two or
+    three lines cast (a replay's softmax of ``scores.double()``, then ``weights @ v.double()``), the first
+    without its cast, and the others named: one cast taken out alone makes the product mix two dtypes."""
     found = []
     for source, node in statements(obj):
+        line = original = ast.get_source_segment(source, node)
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             to_float = isinstance(func, ast.Attribute) and func.attr == "to" and len(call.args) == 1 \
                 and not call.keywords and ast.unparse(call.args[0]).startswith("torch.float")
             if isinstance(func, ast.Attribute) and (func.attr in _CASTS and not call.args or to_float):
-                line = ast.get_source_segment(source, node)
                 receiver = ast.get_source_segment(source, func.value)
                 simple = isinstance(func.value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
                 if not simple and call is not getattr(node, "value", None):    # (a @ b).float() * 2
                     receiver = f"({receiver})"
-                found.append(line.replace(ast.get_source_segment(source, call), receiver, 1))
-    line = the_one(found)
-    return line + "   # in place of your line: no cast, so all stays in the inputs' dtype" if line else None
+                line = line.replace(ast.get_source_segment(source, call), receiver, 1)
+        if line != original:
+            found.append((line, original, _does_nothing(line)))
+    if not found or len(found) > 3:
+        return None
+    kept = [f for f in found if not f[2]]
+    gone = [f"'{original}'" for _, original, nothing in found if nothing]   # q, k, v = q.double(), ...
+    out = f"take out your line {' and '.join(gone)}" if gone else ""
+    if not kept:
+        return out + ": with no cast, all stays in the inputs' dtype"
+    also = "; take the cast out of " + " and ".join(f"'{o}'" for _, o, _ in kept[1:]) + " as well" \
+        if kept[1:] else ""
+    return kept[0][0] + "   # in place of your line: no cast, so all stays in the inputs' dtype" + also + \
+        (f"; {out}" if out else "")
+
+
+def _does_nothing(line: str) -> bool:
+    """Whether a line, its casts taken out, only assigns names their own values (``q, k, v = q, k, v``)."""
+    try:
+        node = ast.parse(line).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+        ast.unparse(node.targets[0]) == ast.unparse(node.value)
 
 
 def _out_of_place(obj, result, renamed) -> str | None:
