@@ -674,6 +674,44 @@ def test_logits_of_the_last_position_without_its_axis_are_named_last_position_on
     assert "batch/head" not in repr(result)            # logits have no head dimensions to keep
 
 
+_KEPT_ON_ITSELF = """
+def decode_step(model, tokens, cache):
+    if cache is None:
+        decode_step.seen = 0
+        cache = gpt.KVCache()
+    else:
+        cache = cache.copy()
+    past, new = decode_step.seen, tokens.shape[1]
+    x = model.embed(tokens, past)
+    mask = torch.ones(new, past + new, dtype=torch.bool).tril(diagonal=past)
+    group = model.n_heads // model.n_kv_heads
+    for layer, block in enumerate(model.blocks):
+        a = block.attention
+        h = block.norm_attention(x)
+        k, v = cache.append(layer, split_heads(a.W_k(h), model.n_kv_heads),
+                            split_heads(a.W_v(h), model.n_kv_heads))
+        q = split_heads(a.W_q(h), model.n_heads)
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+        heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        x = x + a.W_o(merge_heads(heads))
+        x = x + block.mlp(block.norm_mlp(x))
+    decode_step.seen += new
+    return model.unembed(x), cache
+"""
+
+
+def test_a_position_kept_on_the_step_itself_that_raises_on_a_reused_cache_is_state_outside_the_cache():
+    """Replay 19's 08V4 (rounds 3 and 4): the position kept on decode_step itself; called again with the
+    prompt's cache it raised (its mask sized by a later call's position). Told "cache modified in place",
+    twice, though that cache was left as it was: a step that raised sent back nothing of the cache."""
+    space = dict(_notebook_names())
+    exec(_KEPT_ON_ITSELF, space)                                 # noqa: S102 - the learner's cell
+    result = check_decoding_step(space["decode_step"])
+    assert result.bug == "state_outside_cache", result
+    said = "which no call had changed, your step raised RuntimeError"
+    assert any(said in line for line in result.observed), result
+
+
 def _stale(which):
     """An append that joins this step's keys (or values) to the cache, and attends with the cached values
     (or keys) as they were: the other one never appended before attending."""

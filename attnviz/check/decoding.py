@@ -51,7 +51,7 @@ from ._engine import Probe, Rule, Spec, Trial, decide, run_check
 from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, neutral
 from ._rules import hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
-from ._sandbox import to_plain
+from ._sandbox import error_info, to_plain
 from ._stale import (
     code_objects,
     globals_read,
@@ -354,8 +354,11 @@ def _steps(fn, setup):
                 return {"skipped": True}
             tokens = probe.args["tokens"].clone()
             given_changed = _changed_since(state[source], snapshots[source]) if source in snapshots else None
-            with torch.no_grad():
-                value = fn(view, tokens, state.get(source))
+            try:
+                with torch.no_grad():
+                    value = fn(view, tokens, state.get(source))
+            except Exception as err:  # noqa: BLE001 - said with whether the cache it was given had changed
+                return {"raised": error_info(err), "given_changed": given_changed}
             out = {"modified": [] if torch.equal(tokens, probe.args["tokens"]) else ["tokens"],
                    "given_changed": given_changed}
             if not (isinstance(value, (tuple, list)) and len(value) == 2):
@@ -394,6 +397,8 @@ def _read(step, probe):
         message = f"not run: the step that should have made its cache ({probe.facts['cache_from']}) failed"
         return Answer(error={"type": "NotRun", "message": message, "where": None, "not_implemented": False,
                              "skipped": True})
+    if value.get("raised"):
+        return Answer(error=value["raised"], extra={"given_changed": value["given_changed"]})
     if value.get("complaint"):
         return Answer(complaint=value["complaint"])
     logits = rebuild(value["value"])
@@ -888,18 +893,21 @@ def _branch(t):
     for probe, ans in t.pairs("branch"):
         if not t.right(probe, ans):
             source = probe.facts["cache_from"]
-            if isinstance(ans.extra, dict) and ans.extra.get("given_changed") is False:
+            got = f"raised {ans.error['type']}" if ans.error is not None else "got the wrong logits"
+            changed = ans.extra.get("given_changed") if isinstance(ans.extra, dict) else None
+            if changed is False:
                 return t.bug("state_outside_cache", "your step gave the right logits generating straight on, "
                              "but not when a cache is used twice", [
                                  t.describe(probe, ans),
                                  f"Called again with the cache that {source} returned, which no call had "
-                                 "changed, your step got the wrong logits: it read something kept outside "
-                                 "that cache."])
+                                 f"changed, your step {got}: it read something kept outside that cache."])
+            if changed is None:                 # not known whether that cache changed: neither bug is named
+                return None
             return t.bug("cache_modified_in_place", "your step gave the right logits generating straight on, "
                          "but not when a cache is used twice", [
                              t.describe(probe, ans),
-                             f"Called again with the cache that {source} returned, your step got the wrong "
-                             "logits: a later call changed that cache, or memory it shares, in place."])
+                             f"Called again with the cache that {source} returned, your step {got}: a later "
+                             "call changed that cache, or memory it shares, in place."])
     return None
 
 
