@@ -1154,6 +1154,25 @@ def my_attention(q, k, v, mask=None):
     assert result.fix.endswith(f"take out your line '{first}'"), result.fix
 
 
+def test_two_mistakes_one_of_them_known_get_that_bugs_fix_in_the_learners_own_line(tmp_path):
+    """Replay 19's 02V4 (round 3): "two mistakes, it seems, and one of them is wrong scale" gave the
+    catalog's scores line in the learner's names, which dropped the [b] of their loop over the batch. That
+    verdict's Fix is now the learner's own line with the root changed, as the wrong_scale verdict's is."""
+    source = """
+def my_attention(q, k, v, mask=None):
+    pontszam = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(v.shape[-1])
+    if mask is not None:
+        pontszam = pontszam.masked_fill(~mask, 0.0)
+    suly = torch.softmax(pontszam, dim=-1)
+    return suly @ v, suly
+"""
+    result = check_attention(_load(tmp_path, "two_mistakes", source).my_attention)
+    said = "two mistakes, it seems, and one of them is wrong scale"
+    assert result.bug is None and said in result.headline, result
+    assert result.fix == ("pontszam = torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(q.shape[-1])   # in "
+                          "place of your line: the root of q.shape[-1], not v.shape[-1]"), result.fix
+
+
 def test_weights_times_the_keys_then_a_scale_on_queries_and_keys_get_the_modules_own_lines(tmp_path):
     """05M2: told of 'layers of your own' it did not have, then given a scores line with a third
     division, for a module that multiplied the weights by the keys and divided q and k each by √d_k."""

@@ -912,7 +912,8 @@ def _softmax_over_the_keys(obj, result, renamed) -> str | None:
 
 
 def _bug(*ids):
-    return lambda result: result.bug in ids
+    """Whether a verdict names one of ``ids``, or gives the fix of one (:attr:`CheckResult.fix_of`)."""
+    return lambda result: result.bug in ids or result.fix_of in ids
 
 
 RULES = (

@@ -70,7 +70,9 @@ class CheckResult:
     ``observed`` says what) or 'not_implemented'. ``headline``, ``what``,
     ``shows``, ``fix``, ``observed`` and ``notes`` (beside the verdict) are its words;
     ``warnings`` (shown first) say that what was checked may not be what the learner meant
-    (an older definition of the name).
+    (an older definition of the name). ``fix_of``: the known bug whose fix the Fix line is, where the
+    verdict names none (two mistakes at once, one of them known), so the line is written in the
+    learner's own code as that bug's would be.
     """
 
     passed: bool
@@ -84,6 +86,7 @@ class CheckResult:
     observed: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    fix_of: str | None = None
 
     def _lines(self):
         rows = [("Warning", warning) for warning in self.warnings]

@@ -509,7 +509,7 @@ def _unmasked_bug(t):
     if bug is None or bug == "mask_ignored":
         return None
     probe, ans = next((p, a) for p, a in plain if not t.right(p, a))
-    return t.problem(
+    verdict = t.problem(
         f"{t.happened(probe, ans)}: two mistakes, it seems, and one of them is {_verdict.bug_words(bug)}.",
         [f"On the inputs without a mask your output matches the known bug {bug}: {BUGS[bug].what}",
          t.describe(probe, ans),
@@ -517,6 +517,8 @@ def _unmasked_bug(t):
          "before the softmax? Fix the first mistake, run the check again, and it will name what is left."],
         fix=BUGS[bug].fix_for(NAME),
     )
+    verdict.fix_of = bug            # the Fix in their own line, as that bug's verdict would give it
+    return verdict
 
 
 def _passed(t):
