@@ -1173,6 +1173,37 @@ def my_attention(q, k, v, mask=None):
                           "place of your line: the root of q.shape[-1], not v.shape[-1]"), result.fix
 
 
+def test_heads_folded_into_the_batch_get_a_merge_that_unfolds_them_first(tmp_path):
+    """Replay 19's 05V4 (stuck): heads split as (batch * h, n, d_k) for torch.bmm, then merged by a plain
+    view. The Fix, umphumela.transpose(1, 2).reshape(...), swapped positions and features of that 3-D
+    tensor, three rounds in a row. Now the heads come out of the batch axis first, as the learner split
+    them."""
+    source = MODULE + """
+    def forward(self, x, mask=None):
+        iqoqo, n, d_model = x.shape
+        h, d_k = self.n_heads, self.d_k
+
+        def hlukanisa(t):
+            return t.view(iqoqo, n, h, d_k).transpose(1, 2).reshape(iqoqo * h, n, d_k)
+
+        umbuzo, ukhiye, inani = hlukanisa(self.W_q(x)), hlukanisa(self.W_k(x)), hlukanisa(self.W_v(x))
+        amaphuzu = torch.bmm(umbuzo, ukhiye.transpose(1, 2)) / math.sqrt(d_k)
+        if mask is not None:
+            amaphuzu = amaphuzu.view(iqoqo, h, n, n).masked_fill(~mask, torch.finfo(x.dtype).min)
+            amaphuzu = amaphuzu.view(iqoqo * h, n, n)
+        umphumela = torch.bmm(F.softmax(amaphuzu, dim=-1), inani)
+        umphumela = umphumela.view(iqoqo, n, d_model)
+        return self.W_o(umphumela)
+"""
+    result = check_multi_head(_load(tmp_path, "folded", source).MHA)
+    assert result.bug == "heads_merged_without_transpose", repr(result)
+    said = ("umphumela = umphumela.view(iqoqo, h, n, d_k).transpose(1, 2).reshape(iqoqo, n, d_model)   # in "
+            "place of your line: the heads out of the batch axis")
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(source, "umphumela = umphumela.view", result.fix)
+    assert check_multi_head(_load(tmp_path, "folded_fixed", fixed).MHA).passed
+
+
 def test_weights_times_the_keys_then_a_scale_on_queries_and_keys_get_the_modules_own_lines(tmp_path):
     """05M2: told of 'layers of your own' it did not have, then given a scores line with a third
     division, for a module that multiplied the weights by the keys and divided q and k each by √d_k."""

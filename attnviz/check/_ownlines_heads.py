@@ -95,24 +95,46 @@ def heads_transposed_back(obj, result, renamed) -> str | None:
     (``upoko.reshape(x.shape)``, ``heads.contiguous().view(...)``; in a helper whose name says it merges,
     its first parameter), with ``.transpose(1, 2)`` after the heads and ``reshape`` for a ``view``; else
     None."""
-    heads, found = your_names(obj).get("heads"), {}
+    heads, found, folded = your_names(obj).get("heads"), {}, _heads_in_the_batch(obj)
     for source, tree in parsed(obj, with_helpers=True):
         for function in (f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)):
             merging = "merge" in function.name.lower() and function.args.args
             names = {heads, function.args.args[0].arg if merging else None} - {None}
             lines = (n for n in ast.walk(function) if isinstance(n, ast.stmt) and n.lineno == n.end_lineno)
             for node in lines:
-                if line := _transposed_back(source, node, names):
+                if line := _transposed_back(source, node, names, unfold=folded):
                     found[(source, node.lineno)] = line
     line = the_one(list(found.values()))
+    if line and folded:
+        return line + (f"   # in place of your line: the heads out of the batch axis first ({folded}, as you "
+                       "split them), then each position's heads side by side before the reshape")
     return line + "   # in place of your line: each position's heads side by side before the reshape" \
         if line else None
 
 
-def _transposed_back(source, node, heads: set) -> str | None:
+def _heads_in_the_batch(obj) -> str | None:
+    """``view(b, h, n, d)`` where the learner folded the heads into the batch axis (a replay's
+    ``.reshape(iqoqo * h, n, d_k)``, for torch.bmm): their heads are (b * h, n, d), and a transpose(1, 2)
+    alone swaps positions and features. Read from their one reshape or view to a product and two other
+    sizes (their scores folded so are (b * h, n, n)); else None."""
+    found = set()
+    for source, tree in parsed(obj, with_helpers=True):
+        for call in ast.walk(tree):
+            func = call.func if isinstance(call, ast.Call) else None
+            if isinstance(func, ast.Attribute) and func.attr in ("reshape", "view") and len(call.args) == 3 \
+                    and isinstance(call.args[0], ast.BinOp) and isinstance(call.args[0].op, ast.Mult):
+                b, h = (ast.get_source_segment(source, s) for s in (call.args[0].left, call.args[0].right))
+                n, d = (ast.get_source_segment(source, size) for size in call.args[1:])
+                if n != d:                                          # not scores folded so: (b * h, n, n)
+                    found.add(f"view({b}, {h}, {n}, {d})")
+    return the_one(list(found))
+
+
+def _transposed_back(source, node, heads: set, unfold: str | None = None) -> str | None:
     """``node``'s line with ``.transpose(1, 2).reshape`` where it reshapes or views one of ``heads``, or a
     product (``(w @ v).view(...)``), as they are or transposed on other axes (``.transpose(-2, -1)``), after
-    a ``.contiguous()`` or not; else None."""
+    a ``.contiguous()`` or not (``unfold``: a ``view(b, h, n, d)`` to put first, for heads folded into the
+    batch axis); else None."""
     line = ast.get_source_segment(source, node)
     for call in ast.walk(node):
         func = call.func if isinstance(call, ast.Call) else None
@@ -130,7 +152,9 @@ def _transposed_back(source, node, heads: set) -> str | None:
         start = first.end_col_offset - len(first.attr) - 1 - node.col_offset
         if (named or operands(inner, calls=("matmul",))) and func.end_lineno == node.lineno and \
                 line[start:start + 1] == ".":
-            return line[:start] + ".transpose(1, 2).reshape" + line[func.end_col_offset - node.col_offset:]
+            unfolded = f".{unfold}" if unfold else ""           # (b * h, n, d) -> (b, h, n, d) first
+            return line[:start] + unfolded + ".transpose(1, 2).reshape" + \
+                line[func.end_col_offset - node.col_offset:]
     return None
 
 
