@@ -1175,6 +1175,21 @@ def test_a_mask_kept_from_the_first_call_is_told_so_where_its_shape_is_wrong():
         assert not result.passed and "the mask of an earlier call" in repr(result), result
 
 
+def test_a_mask_kept_from_an_earlier_call_says_so_in_its_first_line():
+    """Replay 19's 04V2: a global mask built at n=4 and handed back at n=1 was told "returned shape (4, 4):
+    against the scores' shape (1, 1) it gives (4, 4), which changes the scores' shape", its cause two
+    lines later."""
+    kept = {}
+
+    def causal_kept(n):
+        kept.setdefault("causal", _tril(n))
+        return kept["causal"]
+
+    result = check_causal_mask(causal_kept)
+    said = "your function returned shape (4, 4) for n=1: a mask sized by an earlier call, used again."
+    assert result.headline == said, result
+
+
 def test_multi_head_a_mask_on_the_first_head_only_is_pointed_at_the_mask():
     class FirstHeadOnly(_Split):
         def forward(self, x, mask=None):

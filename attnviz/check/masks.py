@@ -363,8 +363,13 @@ def _complaint(t):
         if probe.kind == "rectangle" and t.all_right:
             return t.bug("causal_not_rectangular", f"your function returned a mask of the wrong shape for "
                          f"(n_q, n_k) = {tuple(probe.args.values())}", [f"{probe.where}: {ans.complaint}"])
-        notes = t.spec.words["complaint_notes"](probe, ans) + _kept_from(t, probe, ans) + _values_too(t)
-        return t.problem(f"your function {ans.complaint}", notes, fix=t.spec.complaint_fix)
+        kept = _kept_from(t, probe, ans)
+        notes = t.spec.words["complaint_notes"](probe, ans) + kept + _values_too(t)
+        # a mask kept from an earlier call says so first (replay 19's 04V2: "against the scores' shape (1, 1)
+        # it gives (4, 4)" for a global mask built at n=4 read hard, and its cause came two lines later)
+        said = f"returned shape {shape_str(ans.output.shape)} for {probe.name}: a mask sized by an earlier " \
+            "call, used again." if kept and isinstance(ans.output, torch.Tensor) else ans.complaint
+        return t.problem(f"your function {said}", notes, fix=t.spec.complaint_fix)
     return None
 
 
