@@ -1204,6 +1204,34 @@ def test_heads_folded_into_the_batch_get_a_merge_that_unfolds_them_first(tmp_pat
     assert check_multi_head(_load(tmp_path, "folded_fixed", fixed).MHA).passed
 
 
+def test_a_minus_inf_fill_in_a_static_helper_gets_the_helpers_own_line(tmp_path):
+    """Replay 19's 05V2 (rounds 3 to 5): a @staticmethod helper _dikkat(sorgu, anahtar, deger, maske) filled
+    its scores (skorlar) with -inf. The Fix was the catalog's line in forward's names, scores = ... ~mask:
+    pasted into the helper, an UnboundLocalError and then a NameError. A static method's function is the
+    learner's own, and the Fix is now their line with the dtype's minimum in place of -inf."""
+    source = MODULE + """
+    @staticmethod
+    def _dikkat(sorgu, anahtar, deger, maske=None):
+        skorlar = sorgu @ anahtar.transpose(-2, -1) / math.sqrt(sorgu.shape[-1])
+        if maske is not None:
+            skorlar = skorlar.masked_fill(~maske, float("-inf"))
+        return torch.softmax(skorlar, dim=-1) @ deger
+
+    def forward(self, x, mask=None):
+        parti, uzunluk, d_model = x.shape
+        sorgu, anahtar, deger = (w(x).view(parti, uzunluk, self.n_heads, self.d_k).transpose(1, 2)
+                                 for w in (self.W_q, self.W_k, self.W_v))
+        cikti = self._dikkat(sorgu, anahtar, deger, mask)
+        return self.W_o(cikti.transpose(1, 2).contiguous().view(parti, uzunluk, d_model))
+"""
+    result = check_multi_head(_load(tmp_path, "static", source).MHA)
+    assert result.bug == "nan_on_fully_masked_row", repr(result)
+    said = "skorlar = skorlar.masked_fill(~maske, torch.finfo(skorlar.dtype).min)   # in place of your line"
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(source, "skorlar = skorlar.masked_fill", result.fix)
+    assert check_multi_head(_load(tmp_path, "static_fixed", fixed).MHA).passed
+
+
 def test_weights_times_the_keys_then_a_scale_on_queries_and_keys_get_the_modules_own_lines(tmp_path):
     """05M2: told of 'layers of your own' it did not have, then given a scores line with a third
     division, for a module that multiplied the weights by the keys and divided q and k each by √d_k."""

@@ -362,6 +362,32 @@ def _cast_dropped(obj, result, renamed) -> str | None:
         (f"; {out}" if out else "")
 
 
+_MINUS_INF = {"float('-inf')", "-float('inf')", "-math.inf", "-torch.inf", "-np.inf", "-numpy.inf",
+              "float('-Infinity')", "-float('Infinity')", "torch.tensor(float('-inf'))"}
+
+
+def _fill_finite(obj, result, renamed) -> str | None:
+    """For a fill of -inf (NaN on a fully masked row): the learner's one line that masks its scores with
+    -inf (``skorlar.masked_fill(~maske, float("-inf"))``), with the scores' dtype's own minimum in its
+    place; else None. Replay 19's 05V2 was given the catalog's line in the names of forward (``~mask``),
+    for a line in a helper whose mask is ``maske``: a NameError, then two rounds more."""
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if isinstance(func, ast.Attribute) and func.attr in ("masked_fill", "masked_fill_") and \
+                    len(call.args) == 2 and ast.unparse(call.args[1]) in _MINUS_INF and \
+                    isinstance(func.value, ast.Name | ast.Attribute):
+                scores = ast.get_source_segment(source, func.value)
+                fill = ast.get_source_segment(source, call.args[1])
+                line = ast.get_source_segment(source, node)
+                if line.count(fill) == 1:
+                    found.append(line.replace(fill, f"torch.finfo({scores}.dtype).min"))
+    line = the_one(found)
+    return line + "   # in place of your line: the dtype's own minimum, not -inf (a fully masked row " \
+        "then gets no NaN)" if line else None
+
+
 def _does_nothing(line: str) -> bool:
     """Whether a line, its casts taken out, only assigns names their own values (``q, k, v = q, k, v``)."""
     try:
@@ -962,6 +988,7 @@ RULES = (
     (_bug("mask_inverted"), _mask_kept_as_given),
     (_bug("mask_inverted"), _mask_turned),
     (_bug("dtype_changed"), _in_their_own_dtype),
+    (_bug("nan_on_fully_masked_row"), _fill_finite),
     (lambda result: result.bug is None and any("Every number it returned is NaN or inf" in line
                                                for line in result.observed), _attend_mask_filled),
     (_bug("weights_transposed"), blend_over_the_keys),

@@ -70,8 +70,9 @@ def own_functions(obj) -> list:
     else (nothing the learner wrote is called or looked up by attribute)."""
     if type(obj) is types.FunctionType:
         return [obj]
-    if type(obj) is type:
-        return [value for value in obj.__dict__.values() if type(value) is types.FunctionType]
+    if type(obj) is type:                       # a @staticmethod's or @classmethod's function too (their own)
+        return [value for value in (v.__func__ if type(v) in (staticmethod, classmethod) else v
+                                    for v in obj.__dict__.values()) if type(value) is types.FunctionType]
     return []
 
 
