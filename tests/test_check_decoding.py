@@ -674,6 +674,22 @@ def test_logits_of_the_last_position_without_its_axis_are_named_last_position_on
     assert "batch/head" not in repr(result)            # logits have no head dimensions to keep
 
 
+def test_a_repeat_fix_never_reads_a_group_the_step_does_not_set():
+    """Replay 19's 08V3: the Fix's repeat_interleave(group, dim=1) named a group the step never set, and read
+    the notebook's own group = 2 where the model had 3 query heads per key/value head (the next verdict
+    caught it). Without a group of the learner's, the Fix writes it out."""
+    step = _solution_edited(
+        ("    group = model.n_heads // model.n_kv_heads", "    pass"),
+        ("key.repeat_interleave(group, dim=1)", "key.repeat(1, model.n_heads // model.n_kv_heads, 1, 1)"),
+        ("value.repeat_interleave(group, dim=1)", "value.repeat(1, model.n_heads // model.n_kv_heads, 1, 1)"),
+        group=2)
+    result = check_decoding_step(step)
+    assert result.bug == "kv_heads_repeated_not_interleaved", result
+    code = result.fix.split("   #")[0]
+    assert "repeat_interleave(model.n_heads // model.n_kv_heads, dim=1)" in code and "(group" not in code, \
+        result.fix
+
+
 _KEPT_ON_ITSELF = """
 def decode_step(model, tokens, cache):
     if cache is None:

@@ -39,7 +39,7 @@ from ._readers import (
     trees,
     your_names,
 )
-from ._stale import names_used, source_of, syntax_tree
+from ._stale import names_used, own_functions, source_of, syntax_tree
 
 __all__ = ["in_your_names", "fix_in_your_names", "mask_fix_in_your_names", "called_on_self"]
 
@@ -108,6 +108,14 @@ def _repeated_as_theirs(obj, code: str, found: dict) -> str:
     grouped = "group = model.n_heads // model.n_kv_heads; "
     if code.startswith(grouped) and _group_right(obj, found.get("group")):
         code = code[len(grouped):]
+    elif "group" not in found and re.search(r"\bgroup\b", code) and not re.search(r"\bgroup\s*=(?!=)", code) \
+            and any("group" in fn.__globals__ for fn in own_functions(obj)):
+        # no group of theirs, but one in their notebook's globals, which the line would read: written out
+        # (replay 19's 08V3 repeated by a notebook cell's group = 2 where its model had 3 query heads per
+        # key/value head)
+        code = re.sub(r"(.?)(\s*)\bgroup\b", lambda m: m[1] + m[2] + (
+            "model.n_heads // model.n_kv_heads" if m[1] in ("", "(", ",", "=") else
+            "(model.n_heads // model.n_kv_heads)"), code)   # an operand of another operator: in brackets
     for repeated in ("key, value = key.repeat_interleave(", "k, v = k.repeat_interleave("):
         if code.startswith(repeated) and {"k_rep", "v_rep"} <= found.keys():
             code = f"{found['k_rep']}, {found['v_rep']} = {repeated.split(' = ')[1]}" + code[len(repeated):]
