@@ -1322,16 +1322,10 @@ def test_a_mask_used_the_wrong_way_round_beside_a_second_known_bug_is_named_with
     """Replay 18's 05U2 (heads merged without a transpose) and 02U1 (d_k read as k.shape[1]), each with
     masked_fill(mask, ...), were told "matches no known bug". Given the mask swapped, the answers are the
     other bug's: that bug is named, and the mask said with it."""
-    class Merged(nn.Module):
-        def __init__(self, d_model, n_heads):
-            super().__init__()
-            self.n_heads, self.d_k = n_heads, d_model // n_heads
-            self.W_q, self.W_k, self.W_v, self.W_o = (nn.Linear(d_model, d_model, bias=False)
-                                                      for _ in range(4))
-
+    class Merged(_Heads):
         def forward(self, x, mask=None):
             b, n, _ = x.shape
-            q, k, v = (w(x).view(b, n, self.n_heads, self.d_k).transpose(1, 2)
+            q, k, v = (w(x).view(b, n, self.h, self.d_k).transpose(1, 2)
                        for w in (self.W_q, self.W_k, self.W_v))
             scores = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
             if mask is not None:
