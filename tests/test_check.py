@@ -1264,7 +1264,8 @@ def test_attention_reading_the_notebooks_tensors_is_named():
 @pytest.mark.parametrize(("divisor", "said"), [
     (lambda q, k: math.sqrt(2 * q.shape[-1]), "it is math.sqrt(2 * q.shape[-1])"),
     (lambda q, k: math.sqrt(k.shape[0]), "it is math.sqrt(k.shape[0])"),   # √n_k in 2-D, the batch in 4-D
-    (lambda q, k: 3.0, "It is 3 on every input, whatever their sizes: a constant"),
+    # right where d_k = 9: "every input it gets wrong", not "every input"
+    (lambda q, k: 3.0, "It is 3 on every input it gets wrong, whatever their sizes: a constant"),
 ])
 def test_attention_any_other_divisor_is_named_wrong_scale_with_the_number(divisor, said):
     """Divisors the catalog's hypotheses do not list are read off the outputs (a fresh reader's

@@ -3062,3 +3062,74 @@ def test_scores_named_with_a_type_hint_are_read_as_the_scores(tmp_path):
         result.fix
     fixed = _pasted(GREEK_HINTED, "vathmoi = torch.where", result.fix)
     assert check_attention(_load(tmp_path, "el_fixed", fixed).my_attention).passed
+
+
+PATHS = """
+class Pansin:
+    @staticmethod
+    def sukat(tanong):
+        return torch.rsqrt(torch.tensor(tanong.shape[-1], dtype=tanong.dtype))
+
+    @staticmethod
+    def tuos(tanong, susi, halaga, takip=None):
+        puntos = tanong @ susi.transpose(-2, -1)
+        if takip is None:
+            timbang = torch.softmax(puntos * Pansin.sukat(tanong), dim=-1)
+            return timbang @ halaga, timbang
+        dagdag = torch.zeros_like(puntos)
+        dagdag = dagdag.masked_fill(~takip, torch.finfo(puntos.dtype).min)
+        timbang = torch.softmax(puntos + dagdag, dim=-1)
+        return timbang @ halaga, timbang
+
+
+def my_attention(q, k, v, mask=None):
+    return Pansin.tuos(q, k, v, mask)
+"""
+
+
+def test_a_scale_on_one_path_only_is_said_and_moved_to_where_the_scores_are_made(tmp_path):
+    """Replay 19's 02V3 (rounds 1 and 2): a static method scaled its scores only on its early return for
+    no mask. Told "It is 1 on every input" (false: the inputs without a mask were right) and given the
+    catalog's scores line in generic names, the learner scaled its shared scores line and so scaled the
+    other path twice; then was given the same line again, which their code already had. The verdict now
+    says which path goes wrong and how, and the Fix is their two lines (then their one line, for twice)."""
+    result = check_attention(_load(tmp_path, "one_path", PATHS).my_attention)
+    assert result.bug == "wrong_scale", repr(result)
+    said = " ".join(result.observed)
+    assert "It is 1 on every input," not in said and "It is 1 on every input it gets wrong" in said, said
+    assert "right on all 4 main inputs without a mask and wrong on every one with a mask" in said, said
+    assert "its path with a mask does not scale the scores at all" in said, said
+    said = ("puntos = tanong @ susi.transpose(-2, -1) * Pansin.sukat(tanong); "
+            "timbang = torch.softmax(puntos, dim=-1)   # in place of your two lines")
+    assert result.fix.startswith(said), result.fix
+    first, second = result.fix.split("   #")[0].split("; ")
+    fixed = _pasted(_pasted(PATHS, "puntos = tanong @", first), "timbang = torch.softmax(puntos *", second)
+    after = check_attention(_load(tmp_path, "one_path_fixed", fixed).my_attention)
+    assert after.bug == "fill_overflows_float16", repr(after)     # the other planted mistake, next
+
+    twice = PATHS.replace("puntos = tanong @ susi.transpose(-2, -1)",
+                          "puntos = tanong @ susi.transpose(-2, -1) / math.sqrt(tanong.shape[-1])")
+    result = check_attention(_load(tmp_path, "twice", twice).my_attention)
+    assert result.bug == "wrong_scale", repr(result)
+    said = " ".join(result.observed)
+    assert "its path without a mask divides the scores by √d_k twice" in said, said
+    said = "timbang = torch.softmax(puntos, dim=-1)   # in place of your line: the scores are scaled where"
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(twice, "timbang = torch.softmax(puntos *", result.fix)
+    assert check_attention(_load(tmp_path, "twice_fixed", fixed).my_attention).bug == "fill_overflows_float16"
+
+
+def test_a_mask_added_to_the_scores_gets_a_fill_in_the_line_that_adds_it(tmp_path):
+    """Replay 19's 02V3 (round 3): an additive mask (dagdag.masked_fill(~takip, finfo.min), then
+    softmax(puntos + dagdag)) overflows in float16. The Fix was scores = scores.masked_fill(~mask, ...),
+    names the static method has neither of (and scores was a global of the notebook's). It is now the
+    line that adds the mask, with the scores filled there."""
+    source = PATHS.replace("puntos = tanong @ susi.transpose(-2, -1)\n",
+                           "puntos = tanong @ susi.transpose(-2, -1) * Pansin.sukat(tanong)\n")
+    source = source.replace("softmax(puntos * Pansin.sukat(tanong), dim=-1)", "softmax(puntos, dim=-1)")
+    result = check_attention(_load(tmp_path, "added", source).my_attention)
+    assert result.bug == "fill_overflows_float16", repr(result)
+    said = "timbang = torch.softmax(puntos.masked_fill(~takip, torch.finfo(puntos.dtype).min), dim=-1)"
+    assert result.fix.startswith(said + "   # in place of your line"), result.fix
+    fixed = _pasted(source, "timbang = torch.softmax(puntos + dagdag", result.fix)
+    assert check_attention(_load(tmp_path, "added_fixed", fixed).my_attention).passed

@@ -50,12 +50,14 @@ from ._ownlines_step import (
 )
 from ._readers import (
     assigned,
+    cell_functions,
     cell_lines,
     names_a,
     one_line_statements,
     operands,
     parsed,
     returns_a_value,
+    scores_of,
     the_one,
     trees,
     your_names,
@@ -325,6 +327,62 @@ def _dangling(obj, result, renamed) -> str | None:
             f"was replaced, by a Fix line that sets {near}?), or give {name} its value above its first use")
 
 
+def _scale_on_both_paths(obj, result, renamed) -> str | None:
+    """For a scale right on one path through the learner's code and wrong on the other (the verdict
+    says which: an early return when no mask is given, say), where the scores are made on one line and
+    scaled on one other: with the scores made unscaled, the scale moved onto the line that makes them
+    and taken off the other; with the scores made scaled and scaled again on one path, that path's line
+    without its second scale. Else None. Read from every function of the learner's cell (a static method
+    of a class of theirs among them). Replay 19's 02V3 was given the catalog's scores line in its names,
+    pasted it over their own and so scaled the other path twice; then was given the same line again."""
+    twice = any("divides the scores by √d_k twice" in line for line in result.observed)
+    if not twice and not any("does not scale the scores at all" in line for line in result.observed):
+        return None
+    text, functions = cell_functions(obj)
+    lines = [node for function in functions for node in ast.walk(function)
+             if isinstance(node, ast.stmt) and not isinstance(node, (ast.If, ast.For, ast.While, ast.With,
+                                                                     ast.FunctionDef))
+             and node.lineno == node.end_lineno]
+    if not (made := the_one([node for node in lines if assigned(node) and scores_of(node.value)])):
+        return None
+    scores = assigned(made)
+    rooted = {function.name for function in functions if _roots(function)} | \
+        {name for node in lines if (name := assigned(node)) and _roots(node.value)}
+
+    def a_scale(node) -> bool:
+        return bool(_roots(node)) or any(
+            isinstance(n, ast.Name) and n.id in rooted or isinstance(n, ast.Attribute) and n.attr in rooted
+            for n in ast.walk(node))
+
+    def scaling(node):              # scores * s, scores / s, s * scores: the scale's node, else None
+        if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.Div, ast.Mult)):
+            return None
+        if isinstance(node.left, ast.Name) and node.left.id == scores and a_scale(node.right):
+            return node.right
+        mult = isinstance(node.op, ast.Mult) and isinstance(node.right, ast.Name) and node.right.id == scores
+        return node.left if mult and a_scale(node.left) else None
+
+    sites = [(node, part, scale) for node in lines if node is not made
+             for part in ast.walk(node) if (scale := scaling(part)) is not None]
+    if not (site := the_one(sites)) or a_scale(made.value) != twice:
+        return None
+    node, part, scale = site
+    segment = ast.get_source_segment
+    cut = segment(text, node).replace(segment(text, part), scores, 1)
+    if twice:
+        return (f"{cut}   # in place of your line: the scores are scaled where they are made already; "
+                "scaled here again, they are divided by d_k")
+    value, written = segment(text, made.value), segment(text, scale)
+    if isinstance(made.value, ast.BinOp) and not isinstance(made.value.op, (ast.MatMult, ast.Mult, ast.Div)):
+        value = f"({value})"
+    if isinstance(scale, ast.BinOp):
+        written = f"({written})"
+    op = "/" if isinstance(part.op, ast.Div) else "*"
+    scaled = segment(text, made).replace(segment(text, made.value), f"{value} {op} {written}", 1)
+    return (f"{scaled}; {cut}   # in place of your two lines: the first where the scores are made, scaled "
+            "there for both paths; the second where one path scaled them, now not again")
+
+
 _CASTS = {"float", "double", "half", "bfloat16"}
 
 
@@ -386,6 +444,42 @@ def _fill_finite(obj, result, renamed) -> str | None:
     line = the_one(found)
     return line + "   # in place of your line: the dtype's own minimum, not -inf (a fully masked row " \
         "then gets no NaN)" if line else None
+
+
+def _fill_not_added(obj, result, renamed) -> str | None:
+    """For a fill float16 cannot hold where the learner's mask is added to the scores (``dagdag =
+    dagdag.masked_fill(~takip, torch.finfo(puntos.dtype).min)``, then ``softmax(puntos + dagdag)``:
+    float16's minimum added to a negative score is -inf): the line that adds it, with the scores filled
+    there in place of the sum; else None. Replay 19's 02V3 was given ``scores = scores.masked_fill(~mask,
+    ...)`` for code with neither name, inside a static method (and ``scores`` was a global of the
+    notebook's, so the line would have run on it)."""
+    text, functions = cell_functions(obj)
+    lines = [node for function in functions for node in ast.walk(function)
+             if isinstance(node, ast.stmt) and node.lineno == node.end_lineno]
+    fills = {}                          # the name a masked_fill is assigned to: (its mask, its call)
+    for node in lines:
+        value = getattr(node, "value", None)
+        func = value.func if isinstance(value, ast.Call) else None
+        if assigned(node) and isinstance(func, ast.Attribute) and func.attr == "masked_fill" \
+                and len(value.args) == 2:
+            fills[assigned(node)] = value.args[0]
+    scores = {assigned(node) for node in lines if assigned(node) and scores_of(node.value)}
+    found = []
+    for node in lines:
+        for part in ast.walk(node):
+            if not (isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add)):
+                continue
+            pair = [ast.unparse(part.left), ast.unparse(part.right)]
+            added = [name for name in pair if name in fills]
+            kept = [name for name in pair if name in scores]
+            if len(added) == 1 and len(kept) == 1:
+                mask = ast.get_source_segment(text, fills[added[0]])
+                filled = f"{kept[0]}.masked_fill({mask}, torch.finfo({kept[0]}.dtype).min)"
+                line = ast.get_source_segment(text, node)
+                found.append(line.replace(ast.get_source_segment(text, part), filled, 1))
+    line = the_one(found)
+    return line + "   # in place of your line: the blocked scores filled with the dtype's minimum, not " \
+        "that minimum added to them (in float16 the sum of two large negatives is -inf)" if line else None
 
 
 def _does_nothing(line: str) -> bool:
@@ -960,6 +1054,7 @@ RULES = (
     (lambda result: "a head width that is a float" in result.headline, whole_width),
     (lambda result: any("cannot be multiplied" in line or "Expected size for first two dimensions" in line
                         for line in result.observed), _keys_transposed),
+    (_bug("wrong_scale"), _scale_on_both_paths),
     (_bug("scale_by_d_model", "wrong_scale"), _root_kept),
     (_bug("scale_by_d_model", "wrong_scale"), _own_root),
     (_bug("cache_not_appended"), returns_its_own_cache),
@@ -989,6 +1084,7 @@ RULES = (
     (_bug("mask_inverted"), _mask_turned),
     (_bug("dtype_changed"), _in_their_own_dtype),
     (_bug("nan_on_fully_masked_row"), _fill_finite),
+    (_bug("fill_overflows_float16"), _fill_not_added),
     (lambda result: result.bug is None and any("Every number it returned is NaN or inf" in line
                                                for line in result.observed), _attend_mask_filled),
     (_bug("weights_transposed"), blend_over_the_keys),

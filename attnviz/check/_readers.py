@@ -218,6 +218,19 @@ def cell_lines(obj) -> list:
     return [(text, node) for node in tree.body if node.lineno == node.end_lineno]
 
 
+def cell_functions(obj) -> tuple[str, list]:
+    """The text of the cell (or file) the learner's function was written in and every function defined
+    in it, however deep (a class's methods, static or not; a helper the function reaches through
+    another): read from linecache; ``("", [])`` when there is no text."""
+    own = own_functions(obj)
+    try:
+        text = "".join(linecache.getlines(own[0].__code__.co_filename)) if own else ""
+        tree = syntax_tree(text)
+    except (SyntaxError, ValueError):
+        return "", []
+    return text, [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)]
+
+
 def handed_back_guard(obj) -> str | None:
     """The test of the learner's one ``if X is not None: return X`` (a mask kept from an earlier call in a
     global or an attribute, handed back: ``_mask_zakhire is not None``), else None."""

@@ -452,11 +452,12 @@ def _any_scale(t):
         seen.append(f"On {probe.name} ({probe.shapes}) your output is attention with the scores divided by "
                     f"{divisor:.4g}, not by √d_k = √{d_k} = {d_k ** 0.5:.4g}.")
     seen = seen[:3]
+    path = _one_path(t, wrong, divisors)
     everywhere = sorted(set.intersection(*names), key=len)
     if everywhere:
         seen.append(f"On every one of these it is {everywhere[0]}, where the scale is "
                     "math.sqrt(q.shape[-1]).")
-        return t.bug("wrong_scale", t.happened(*wrong[0]), seen)
+        return t.bug("wrong_scale", t.happened(*wrong[0]), [*seen, path])
     constant = max(divisors) - min(divisors) <= 1e-3 * divisors[0]
     rounded = all(abs(divisor - math.isqrt(probe.args["q"].shape[-1])) <= 1e-3 * divisor
                   for divisor, (probe, _) in zip(divisors, wrong, strict=True))
@@ -468,10 +469,38 @@ def _any_scale(t):
         seen.append(f"It is √d_k rounded down to a whole number on every input it gets wrong{where}: "
                     "math.isqrt (or int(math.sqrt(...))), where the scale is math.sqrt(q.shape[-1]).")
     elif constant:
-        seen.append(f"It is {divisors[0]:.4g} on every input, whatever their sizes: a constant, where the "
+        which = "every input" if len(wrong) == len(t.main) else "every input it gets wrong"
+        seen.append(f"It is {divisors[0]:.4g} on {which}, whatever their sizes: a constant, where the "
                     "scale is math.sqrt(q.shape[-1]), this input's own d_k.")
     probe, ans = wrong[0]
-    return t.bug("wrong_scale", t.happened(probe, ans), seen)
+    return t.bug("wrong_scale", t.happened(probe, ans), [*seen, path])
+
+
+def _one_path(t, wrong, divisors) -> str:
+    """Where the scale is wrong on exactly the main inputs with a mask, or exactly those without one,
+    and right on all the others: a line that says the learner's code takes two paths (an early return
+    when no mask is given, say: replay 19's 02V3, told "It is 1 on every input", went on to scale the
+    shared scores line and so scaled the other path twice); else ''."""
+    masked = {id(p) for p, _ in t.main if "mask" in p.args}
+    plain = {id(p) for p, _ in t.main} - masked
+    bad = {id(p) for p, _ in wrong}
+    if not masked or not plain or not (bad <= masked or bad <= plain):
+        return ""
+    side = masked if bad <= masked else plain
+    path, right_on = ("with a mask", "without a mask") if side is masked else \
+        ("without a mask", "with a mask")
+    wrong_on = f"every one {path}" if bad == side else f"{len(bad)} of the {len(side)} {path}"
+    d_ks = [p.args["q"].shape[-1] for p, _ in wrong]
+    if all(abs(divisor - 1) <= 1e-3 for divisor in divisors):
+        how = "does not scale the scores at all"
+    elif all(abs(divisor - d_k) <= 1e-3 * d_k for divisor, d_k in zip(divisors, d_ks, strict=True)):
+        how = "divides the scores by √d_k twice (√d_k · √d_k = d_k)"
+    else:
+        how = "scales the scores by another number"
+    return (f"It is right on all {len(t.main) - len(side)} main inputs {right_on} and wrong on {wrong_on}: "
+            "your code takes one path when a mask is given and another when none is (an if on "
+            f"the mask, say), and its path {path} {how}. Both paths need the scores divided by "
+            "math.sqrt(q.shape[-1]), once.")
 
 
 def _keys_counted_from_queries(t):
