@@ -3133,3 +3133,26 @@ def test_a_mask_added_to_the_scores_gets_a_fill_in_the_line_that_adds_it(tmp_pat
     assert result.fix.startswith(said + "   # in place of your line"), result.fix
     fixed = _pasted(source, "timbang = torch.softmax(puntos + dagdag", result.fix)
     assert check_attention(_load(tmp_path, "added_fixed", fixed).my_attention).passed
+
+
+def test_a_scale_fixed_in_an_in_place_line_is_given_out_of_place(tmp_path):
+    """Replay 19's 02V2 (round 1): q *= 1 / d_k ** 0.5 read the notebook's d_k. The Fix kept the in-place
+    *=, so the pasted line was itself a known bug (modifies_inputs), named the round after. It is now
+    written out of place, and its comment says why."""
+    source = """
+d_k = 8
+
+def my_attention(q, k, v, mask=None):
+    q *= 1 / d_k ** 0.5
+    kulebi = q @ k.transpose(-2, -1)
+    if mask is not None:
+        kulebi = kulebi.masked_fill(~mask, torch.finfo(kulebi.dtype).min)
+    tsonebi = torch.softmax(kulebi, dim=-1)
+    return tsonebi @ v, tsonebi
+"""
+    result = check_attention(_load(tmp_path, "augmented", source).my_attention)
+    assert result.bug == "wrong_scale", repr(result)
+    said = "q = q * (1 / q.shape[-1] ** 0.5)   # in place of your line: the root of q.shape[-1], not d_k, and"
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(source, "q *= 1", result.fix)
+    assert check_attention(_load(tmp_path, "augmented_fixed", fixed).my_attention).passed

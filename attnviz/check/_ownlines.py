@@ -246,7 +246,17 @@ def _own_root(obj, result, renamed: str) -> str | None:
     right = ast.unparse(wanted[0])
     if size is None or size == right or line.count(size) != 1:
         return None
-    return line.replace(size, right) + f"   # in place of your line: the root of {right}, not {size}"
+    line, why = line.replace(size, right), f"the root of {right}, not {size}"
+    given = {a.arg for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+             for a in f.args.args}
+    target = node.target.id if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else None
+    if target in given and type(node.op) in _OPERATORS:
+        # q *= s changes the caller's q (replay 19's 02V2 pasted it, and was told so the round after)
+        value = ast.get_source_segment(line, ast.parse(line).body[0].value)
+        sign = _OPERATORS[type(node.op)]
+        why += f", and {target} {sign} ... (a new tensor): {target} {sign}= changed the caller's {target}"
+        line = f"{target} = {target} {sign} ({value})"
+    return line + f"   # in place of your line: {why}"
 
 
 def _root_kept(obj, result, renamed: str) -> str | None:
