@@ -3156,3 +3156,34 @@ def my_attention(q, k, v, mask=None):
     assert result.fix.startswith(said), result.fix
     fixed = _pasted(source, "q *= 1", result.fix)
     assert check_attention(_load(tmp_path, "augmented_fixed", fixed).my_attention).passed
+
+
+def test_a_loop_over_the_first_axis_that_raises_without_a_batch_is_named(tmp_path):
+    """Replay 19's 02V4 (round 1): a loop for b in range(q.shape[0]) raised on an input with no batch axis,
+    and the verdict quoted the error of the line it reached ('0D and 1D') and said to run it by hand. The
+    Fix now names the loop and why it goes wrong there."""
+    source = """
+def my_attention(q, k, v, mask=None):
+    kimenetek, sulyok = [], []
+    for b in range(q.shape[0]):
+        pontszam = q[b] @ k[b].transpose(-2, -1) / math.sqrt(v.shape[-1])
+        if mask is not None:
+            pontszam = pontszam.masked_fill(~mask, torch.finfo(pontszam.dtype).min)
+        suly = F.softmax(pontszam, dim=-1)
+        kimenetek.append(suly @ v[b])
+        sulyok.append(suly)
+    return torch.stack(kimenetek), torch.stack(sulyok)
+"""
+    result = check_attention(_load(tmp_path, "loop", source).my_attention)
+    assert "raised" in result.headline and result.bug is None, repr(result)
+    assert result.fix.startswith("take out the loop 'for b in range(q.shape[0])' and work on the whole "
+                                 "tensors: it reads q's first axis as a batch"), result.fix
+    whole = """
+def my_attention(q, k, v, mask=None):
+    pontszam = q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1])
+    if mask is not None:
+        pontszam = pontszam.masked_fill(~mask, torch.finfo(pontszam.dtype).min)
+    suly = F.softmax(pontszam, dim=-1)
+    return suly @ v, suly
+"""
+    assert check_attention(_load(tmp_path, "whole", whole).my_attention).bug == "wrong_scale"  # the next one

@@ -1013,6 +1013,39 @@ def _raised_on_a_reversed_transpose(obj, result, renamed) -> str | None:
     return f"{line}   # in place of your line: {why}" if line else None
 
 
+def _first_axis_of(node, given: set) -> str | None:
+    """``q`` for ``range(q.shape[0])``, ``range(q.size(0))``, ``range(len(q))`` with q a parameter; else
+    None."""
+    if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "range" and len(node.args) == 1):
+        return None
+    text = ast.unparse(node.args[0])
+    found = re.fullmatch(r"(\w+)\.shape\[0\]|(\w+)\.size\(0\)|len\((\w+)\)", text)
+    name = next((group for group in found.groups() if group), None) if found else None
+    return name if name in given else None
+
+
+def _loop_over_the_first_axis(obj, result, renamed) -> str | None:
+    """For code that raised on an input with no batch axis (q of two axes) and was told only to call it by
+    hand, where it loops over its first axis (``for b in range(q.shape[0])``): a Fix that says so, and
+    that the loop is not needed; else None. Replay 19's 02V4 was shown the error of the line it reached,
+    with nothing on the loop that sent one query's row there."""
+    first = next(iter(result.observed), "")
+    if not re.search(r"\(q \(\d+, \d+\),", first):
+        return None
+    given = {a.arg for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+             for a in f.args.args}
+    loops = [(ast.unparse(node.target), ast.unparse(node.iter), name)
+             for tree in trees(obj) for node in ast.walk(tree)
+             if isinstance(node, ast.For) and (name := _first_axis_of(node.iter, given))]
+    if not (one := the_one(loops)):
+        return None
+    index, over, name = one
+    return (f"take out the loop 'for {index} in {over}' and work on the whole tensors: "
+            f"it reads {name}'s first axis as a batch, and an input without one (a single sequence) has "
+            f"its queries there, so {name}[{index}] is one query's row. Written with transpose(-2, -1) and "
+            "dim=-1, the six lines work on every axis in front at once")
+
+
 _SOFTMAX = ("softmax", "log_softmax")
 _FUNCTIONAL = ("F", "torch", "nn.functional", "torch.nn.functional", "functional")
 
@@ -1071,6 +1104,7 @@ RULES = (
     (_bug("cache_not_appended"), pointer_moved_on),
     (_bug("batch_one_only"), _keys_transposed_from_the_end),
     (lambda result: result.fix.startswith("run your function by hand"), _raised_on_a_reversed_transpose),
+    (lambda result: result.fix.startswith("run your function by hand"), _loop_over_the_first_axis),
     (lambda result: any("only inputs with one go wrong" in line for line in result.observed),
      _mask_broadcast_before_the_loop),
     (_bug("softmax_sum_not_kept"), _sum_kept),
