@@ -3187,3 +3187,21 @@ def my_attention(q, k, v, mask=None):
     return suly @ v, suly
 """
     assert check_attention(_load(tmp_path, "whole", whole).my_attention).bug == "wrong_scale"  # the next one
+
+
+def test_a_past_read_from_the_cached_keys_last_axis_gets_that_line_on_the_positions_axis(tmp_path):
+    """Replay 19's 08V1 (round 4): nawpaq = cache[0][0].shape[-1] read d_head for the count of cached
+    positions. The verdict (positions not advanced) gave x = model.embed(tokens, past): the learner's own
+    embed line under another name, a NameError pasted. The Fix is now their line reading the axis the
+    step joins its keys along."""
+    source = "from attnviz import gpt\n" + DECODING.replace(
+        "past = 0 if cache is None else cache[0][0].shape[-2]",
+        "past_n = 0 if cache is None else cache[0][0].shape[-1]").replace(
+        "model.embed(tokens, past)", "model.embed(tokens, past_n)").replace(
+        "is_causal=True", "attn_mask=gpt.decoding_mask(tokens.shape[1], key.shape[-2])")
+    result = check_decoding_step(_load(tmp_path, "last_axis", source).decode_step)
+    assert result.bug == "positions_not_advanced", repr(result)
+    said = "past_n = 0 if cache is None else cache[0][0].shape[-2]   # in place of your line: the positions"
+    assert result.fix.startswith(said), result.fix
+    fixed = _load(tmp_path, "last_axis_fixed", _pasted(source, "past_n = ", result.fix)).decode_step
+    assert check_decoding_step(fixed).passed

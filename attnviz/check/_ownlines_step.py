@@ -160,6 +160,47 @@ def each_token_at_its_position(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: each token at its own position" if line else None
 
 
+def _last_axis(node) -> ast.AST | None:
+    """The axis node of ``X.shape[-1]`` or ``X.size(-1)`` (a cached tensor's last axis: d_head in any
+    layout); else None."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) \
+            and node.value.attr == "shape":
+        axis = node.slice
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "size" \
+            and len(node.args) == 1:
+        axis = node.args[0]
+    else:
+        return None
+    return axis if ast.unparse(axis) == "-1" else None
+
+
+def past_from_the_positions_axis(obj, result, renamed) -> str | None:
+    """For positions that do not continue after the cache, where the step's own past (the position it
+    embeds at) is read from a cached tensor's last axis (``nawpaq = cache[0][0].shape[-1]``: d_head):
+    that line reading the axis the step joins its keys along (``shape[2]`` for ``torch.cat(..., dim=2)``,
+    else ``shape[-2]``); else None. Replay 19's 08V1 was given the catalog's ``x = model.embed(tokens,
+    past)``: its own embed line under another name (a NameError pasted)."""
+    embed = embed_line(obj)
+    if not embed or not embed[2]:
+        return None
+    past = embed[1]
+    axes = {ast.unparse(axis) for _, node in statements(obj) for call in ast.walk(node)
+            if (axis := joined_axis(call)) is not None}
+    along = axes.pop() if len(axes) == 1 else "-2"
+    found = []
+    for source, node in statements(obj):
+        if assigned(node) != past:
+            continue
+        last = [axis for part in ast.walk(node.value) if (axis := _last_axis(part)) is not None]
+        if len(last) == 1:
+            line, at = ast.get_source_segment(source, node), ast.get_source_segment(source, last[0])
+            cut = last[0].col_offset - node.col_offset
+            found.append(line[:cut] + along + line[cut + len(at):])
+    line = the_one(found)
+    return line + f"   # in place of your line: the positions cached are the keys' axis {along}, the one " \
+        "they are joined along; the last axis is d_head" if line else None
+
+
 def joined_values_kept(obj, result, renamed) -> str | None:
     """For a step that joins its values to the cached ones but keeps only the new ones: its one line that
     stores its joined keys beside its new values (``out[name] = KV(K, v_new)``), with the joined values
