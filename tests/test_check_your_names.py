@@ -3205,3 +3205,42 @@ def test_a_past_read_from_the_cached_keys_last_axis_gets_that_line_on_the_positi
     assert result.fix.startswith(said), result.fix
     fixed = _load(tmp_path, "last_axis_fixed", _pasted(source, "past_n = ", result.fix)).decode_step
     assert check_decoding_step(fixed).passed
+
+
+MALAY = """
+def my_attention(q, k, v, mask=None):
+    if q.dim() == 2:
+        hasil, pemberat = my_attention(q.unsqueeze(0), k.unsqueeze(0), v.unsqueeze(0),
+                                       None if mask is None else mask.unsqueeze(0))
+        return hasil.squeeze(0), pemberat.squeeze(0)
+    depan = q.shape[:-2]
+    n_q, d_k = q.shape[-2], q.shape[-1]
+    n_k = k.shape[-2]
+    q3, k3, v3 = q.flatten(0, -3), k.flatten(0, -3), v.flatten(0, -3)
+    skor = torch.bmm(q3, k3.transpose(1, 2)) / d_k ** 0.5
+    if mask is not None:
+        topeng = mask.flatten(0, -3)
+        skor = skor.masked_fill(~topeng, torch.finfo(skor.dtype).min)
+    pemberat = F.softmax(skor, dim=-1)
+    hasil = torch.bmm(pemberat, v3)
+    return hasil.view(*depan, n_q, d_k), pemberat.view(*depan, n_q, n_k)
+"""
+
+
+def test_an_output_as_wide_as_the_keys_is_named_and_then_a_mask_flattened_before_its_broadcast(tmp_path):
+    """Replay 20's 02W3 (rounds 1 to 3): the output viewed with d_k where d_v belongs was told 'right on
+    inputs without batch dimensions' (batch one only) beside an unbatched input it raised on, and given a
+    scores line it already had, twice. Then a mask flattened before it was broadcast got only 'run your
+    function by hand'. Now each gets its own words and its own line, and pasted in turn they pass."""
+    result = check_attention(_load(tmp_path, "malay", MALAY).my_attention)
+    assert result.bug is None and "without batch dimensions" not in result.headline, repr(result)
+    assert result.headline.endswith("is right whenever the values are as wide as the keys (d_v = d_k), and "
+                                    "wrong (or raised) whenever their widths differ."), repr(result)
+    said = "return hasil.view(*depan, n_q, v.shape[-1]), pemberat.view(*depan, n_q, n_k)   # in place of"
+    assert result.fix.startswith(said), result.fix
+    wide = _pasted(MALAY, "return hasil.view", result.fix)
+    result = check_attention(_load(tmp_path, "malay_wide", wide).my_attention)
+    said = "topeng = mask.expand(*q.shape[:-1], k.shape[-2]).flatten(0, -3)   # in place of your line"
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(wide, "topeng = mask.flatten", result.fix)
+    assert check_attention(_load(tmp_path, "malay_fixed", fixed).my_attention).passed

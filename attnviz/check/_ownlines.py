@@ -1047,6 +1047,63 @@ def _loop_over_the_first_axis(obj, result, renamed) -> str | None:
             "dim=-1, the six lines work on every axis in front at once")
 
 
+def _width_from_the_values(obj, result, renamed) -> str | None:
+    """For a width read from q or k where v's belongs: the learner's one view or reshape whose last size is
+    d_k (``q.shape[-1]``, or a name set from it: ``hasil.view(*depan, n_q, d_k)``), with v's width in its
+    place; else None."""
+    functions = [f for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+    given = [a.arg for a in functions[0].args.args] if functions else []
+    if len(given) < 3:
+        return None
+    q, k, v = given[:3]
+    widths = {f"{q}.shape[-1]", f"{k}.shape[-1]", f"{q}.size(-1)", f"{k}.size(-1)"}
+    for _, node in statements(obj):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target, value = node.targets[0], node.value
+        tuples = isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple)
+        pairs = zip(target.elts, value.elts, strict=False) if tuples else [(target, value)]
+        widths |= {n.id for n, made in pairs if isinstance(n, ast.Name) and ast.unparse(made) in widths}
+    found = []
+    for source, node in statements(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if isinstance(func, ast.Attribute) and func.attr in ("view", "reshape") and call.args \
+                    and ast.unparse(call.args[-1]) in widths and ast.unparse(func.value) not in (q, k):
+                line = ast.get_source_segment(source, node)
+                last = ast.get_source_segment(source, call.args[-1])
+                cut = call.args[-1].col_offset - node.col_offset
+                found.append(line[:cut] + f"{v}.shape[-1]" + line[cut + len(last):])
+    line = the_one(found)
+    return line + f"   # in place of your line: the output is as wide as {v} (d_v), not {q} and {k} (d_k)" \
+        if line else None
+
+
+def _mask_broadcast_before_it_is_flattened(obj, result, renamed) -> str | None:
+    """For code that raised and was told only to call it by hand, where it flattens or reshapes the mask
+    it was given as it is (``topeng = mask.flatten(0, -3)``, written for scores flattened to (B, n_q,
+    n_k)): that line with the mask broadcast to the scores' shape first; else None. A (4, 6) mask for a
+    batch of heads has no axes in front to flatten (replay 20's 02W3)."""
+    functions = [f for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)]
+    given = [a.arg for a in functions[0].args.args] if functions else []
+    if len(given) < 4:
+        return None
+    q, k, mask = given[0], given[1], given[3]
+    found = []
+    for source, node in statements(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if isinstance(func, ast.Attribute) and func.attr in ("flatten", "reshape", "view") \
+                    and isinstance(func.value, ast.Name) and func.value.id == mask:
+                line = ast.get_source_segment(source, node)
+                cut = func.value.end_col_offset - node.col_offset
+                found.append(line[:cut] + f".expand(*{q}.shape[:-1], {k}.shape[-2])" + line[cut:])
+    line = the_one(found)
+    why = (f"the {mask} broadcast to the scores' shape first (it may come with fewer axes in front, a (n_q, "
+           "n_k) one for a whole batch), then flattened as they are")
+    return f"{line}   # in place of your line: {why}" if line else None
+
+
 _SOFTMAX = ("softmax", "log_softmax")
 _FUNCTIONAL = ("F", "torch", "nn.functional", "torch.nn.functional", "functional")
 
@@ -1080,6 +1137,11 @@ def _bug(*ids):
     return lambda result: result.bug in ids or result.fix_of in ids
 
 
+def _by_hand(result) -> bool:
+    """Whether a verdict's Fix is only to run the code by hand (it raised, and no rule knew why)."""
+    return result.fix.startswith("run your function by hand")
+
+
 RULES = (
     (lambda result: True, _batch_first),
     (_bug("gradient_blocked"), _no_decorator),
@@ -1105,8 +1167,9 @@ RULES = (
     (_bug("cache_not_appended"), returns_its_own_cache),
     (_bug("cache_not_appended"), pointer_moved_on),
     (_bug("batch_one_only"), _keys_transposed_from_the_end),
-    (lambda result: result.fix.startswith("run your function by hand"), _raised_on_a_reversed_transpose),
-    (lambda result: result.fix.startswith("run your function by hand"), _loop_over_the_first_axis),
+    (_by_hand, _raised_on_a_reversed_transpose),
+    (_by_hand, _loop_over_the_first_axis),
+    (_by_hand, _mask_broadcast_before_it_is_flattened),
     (lambda result: any("only inputs with one go wrong" in line for line in result.observed),
      _mask_broadcast_before_the_loop),
     (_bug("softmax_sum_not_kept"), _sum_kept),
@@ -1138,6 +1201,8 @@ RULES = (
      _out_of_place_to_grow),
     (lambda result: result.headline.endswith("and wrong (or raised) whenever their numbers differ."),
      _count_from_the_keys),
+    (lambda result: result.headline.endswith("and wrong (or raised) whenever their widths differ."),
+     _width_from_the_values),
     (_bug("cache_prepended"), cached_first),
     (_bug("parallel_block"), mlp_after_attention),
     (_bug("heads_merged_without_transpose"), heads_transposed_back),

@@ -528,6 +528,30 @@ def _keys_counted_from_queries(t):
     )
 
 
+def _values_width_from_keys(t):
+    """Right on every main input whose values are as wide as its keys (d_v = d_k), wrong (or raised) on
+    every one where they differ: a width read from q or k where v's belongs (``hasil.view(*depan, n_q,
+    d_k)``). Said before "batch one only": replay 20's 02W3 was told it was right on inputs without batch
+    dimensions, beside an unbatched input it raised on."""
+    even = [(p, a) for p, a in t.main if p.args["v"].shape[-1] == p.args["k"].shape[-1]]
+    uneven = [(p, a) for p, a in t.main if p.args["v"].shape[-1] != p.args["k"].shape[-1]]
+    if not even or not uneven or not all(t.right(p, a) for p, a in even) or \
+            any(t.right(p, a) for p, a in uneven):
+        return None
+    probe, ans = uneven[0]
+    d_k, d_v = probe.args["k"].shape[-1], probe.args["v"].shape[-1]
+    return t.problem(
+        f"{t.spec.subject} is right whenever the values are as wide as the keys (d_v = d_k), and wrong (or "
+        "raised) whenever their widths differ.",
+        [t.describe(probe, ans),
+         f"It goes wrong on all {len(uneven)} main inputs whose d_v differs from d_k, and is right on the "
+         f"{len(even)} where they are equal: somewhere a width is read from q or k (d_k) where v's belongs. "
+         f"With d_k = {d_k} and d_v = {d_v} the output is (..., n_q, {d_v}): the weights blend rows of v."],
+        fix="the output's width is v.shape[-1] (d_v): read it from v wherever a size stands for the values' "
+            "width (a view or reshape of the output, say)",
+    )
+
+
 def _unmasked_bug(t):
     """Two mistakes at once, one of them in the masking: the inputs without a mask name the other."""
     plain = [(p, a) for p, a in t.main if "mask" not in p.args]
@@ -594,7 +618,8 @@ SPEC = Spec(
                                    Rule("weights_returned", "right", _weights_returned)],
                         "hypothesis": [Rule("swapped_return", "wrong", _swapped_return),
                                        Rule("output_transposed", "wrong", _output_transposed)],
-                        "batch_one": [Rule("keys_counted_from_queries", "wrong", _keys_counted_from_queries)],
+                        "batch_one": [Rule("keys_counted_from_queries", "wrong", _keys_counted_from_queries),
+                                      Rule("values_width_from_keys", "wrong", _values_width_from_keys)],
                         "no_known_bug": [Rule("any_scale", "wrong", _any_scale),
                                          Rule("unmasked_bug", "wrong", _unmasked_bug)]}),
 )
