@@ -3244,3 +3244,28 @@ def test_an_output_as_wide_as_the_keys_is_named_and_then_a_mask_flattened_before
     assert result.fix.startswith(said), result.fix
     fixed = _pasted(wide, "topeng = mask.flatten", result.fix)
     assert check_attention(_load(tmp_path, "malay_fixed", fixed).my_attention).passed
+
+
+def test_a_softmax_module_over_the_wrong_axis_gets_the_line_that_makes_it(tmp_path):
+    """Replay 20's 05W2 (round 2): self.softmax = nn.Softmax(dim=1) in __init__, called as
+    self.softmax(akara) in a loop over the heads. The Fix was isi_niile.append(self.softmax(-1) @ v): the
+    scores dropped, an AttributeError pasted. It is now the line that makes the module, over dim=-1."""
+    source = MODULE + """
+        self.softmax = nn.Softmax(dim=1)
+
+    def forward(self, x, mask=None):
+        isi_niile = []
+        for h in range(self.n_heads):
+            cols = slice(h * self.d_k, (h + 1) * self.d_k)
+            q, k, v = self.W_q(x)[..., cols], self.W_k(x)[..., cols], self.W_v(x)[..., cols]
+            akara = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            if mask is not None:
+                akara = akara.masked_fill(~mask, torch.finfo(akara.dtype).min)
+            isi_niile.append(self.softmax(akara) @ v)
+        return self.W_o(torch.cat(isi_niile, dim=-1))
+"""
+    result = check_multi_head(_load(tmp_path, "softmax_module", source).MHA)
+    assert result.bug == "softmax_wrong_axis", repr(result)
+    assert result.fix.startswith("self.softmax = nn.Softmax(dim=-1)   # in place of your line"), result.fix
+    fixed = _pasted(source, "self.softmax = nn.Softmax", result.fix)
+    assert check_multi_head(_load(tmp_path, "softmax_module_fixed", fixed).MHA).passed

@@ -1108,6 +1108,23 @@ _SOFTMAX = ("softmax", "log_softmax")
 _FUNCTIONAL = ("F", "torch", "nn.functional", "torch.nn.functional", "functional")
 
 
+def _softmax_module(obj, attribute: str) -> list:
+    """The line that makes the module's softmax ``attribute`` (``self.softmax = nn.Softmax(dim=1)``, in its
+    __init__), over the last dimension; [] when there is no such line. Replay 20's 05W2 was given
+    ``self.softmax(-1)`` for its forward's ``self.softmax(akara)``: the scores dropped, an AttributeError."""
+    found = []
+    for source, node in statements(obj):
+        value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 \
+            and ast.unparse(node.targets[0]) == attribute else None
+        func = value.func if isinstance(value, ast.Call) else None
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        if name in ("Softmax", "LogSoftmax"):
+            made = f"{ast.get_source_segment(source, func)}(dim=-1)"
+            text = ast.get_source_segment(source, node)
+            found.append(text.replace(ast.get_source_segment(source, value), made, 1))
+    return found
+
+
 def _softmax_over_the_keys(obj, result, renamed) -> str | None:
     """For a softmax over another axis than the keys', when the catalog's line names what the code does
     not have: the learner's one line with a softmax, over the last dimension; else None."""
@@ -1121,6 +1138,9 @@ def _softmax_over_the_keys(obj, result, renamed) -> str | None:
             if name not in _SOFTMAX:
                 continue
             method = isinstance(func, ast.Attribute) and ast.unparse(func.value) not in _FUNCTIONAL
+            if method and ast.unparse(func.value) == "self":        # self.softmax(s): an nn.Softmax of theirs
+                found += _softmax_module(obj, ast.unparse(func))
+                break
             kept = [ast.get_source_segment(source, k) for k in call.keywords if k.arg not in ("dim", "axis")]
             given = [] if method or not call.args else [ast.get_source_segment(source, call.args[0])]
             args = ", ".join(given + ["-1" if method else "dim=-1"] + kept)
