@@ -3269,3 +3269,25 @@ def test_a_softmax_module_over_the_wrong_axis_gets_the_line_that_makes_it(tmp_pa
     assert result.fix.startswith("self.softmax = nn.Softmax(dim=-1)   # in place of your line"), result.fix
     fixed = _pasted(source, "self.softmax = nn.Softmax", result.fix)
     assert check_multi_head(_load(tmp_path, "softmax_module_fixed", fixed).MHA).passed
+
+
+def test_a_mask_turned_as_it_gains_its_head_axes_gets_that_line_kept_as_given(tmp_path):
+    """Replay 20's 05W3 (round 2): mask = ~mask[None, None], then attn_mask=mask to
+    F.scaled_dot_product_attention. The Fix was that call, 'your code has this line already', with the
+    change in words; the ~ to take out was on the other line. The Fix is now that line."""
+    source = MODULE + """
+    def forward(self, x, mask=None):
+        thoguppu, neelam, agalam = x.shape
+        kelvi, saavi, mathippu = (w(x).view(thoguppu, neelam, self.n_heads, self.d_k).transpose(1, 2)
+                                  for w in (self.W_q, self.W_k, self.W_v))
+        if mask is not None:
+            mask = ~mask[None, None]
+        veliyeedu = F.scaled_dot_product_attention(kelvi, saavi, mathippu, attn_mask=mask)
+        return self.W_o(veliyeedu.transpose(1, 2).reshape(x.shape))
+"""
+    result = check_multi_head(_load(tmp_path, "turned_sub", source).MHA)
+    assert result.bug == "mask_inverted", repr(result)
+    said = "mask = mask[None, None]   # in place of your line mask = ~mask[None, None]"
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(source, "mask = ~mask", result.fix)
+    assert check_multi_head(_load(tmp_path, "turned_sub_fixed", fixed).MHA).passed

@@ -729,8 +729,11 @@ def _mask_kept_as_given(obj, result, renamed) -> str | None:
     for source, node in statements(obj, with_helpers=True):
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         turned = _turned(node.value) if target is not None else None
-        if isinstance(target, ast.Name) and target.id in handed and isinstance(turned, ast.Name):
-            found.add((f"{target.id} = {turned.id}", ast.get_source_segment(source, node)))
+        # ~mask, or ~mask[None, None] (replay 20's 05W3: the Fix was the call the mask is handed to)
+        if isinstance(target, ast.Name) and target.id in handed and \
+                isinstance(turned, ast.Name | ast.Subscript | ast.Attribute):
+            found.add((f"{target.id} = {ast.get_source_segment(source, turned)}",
+                       ast.get_source_segment(source, node)))
     line, theirs = the_one(list(found)) or (None, None)
     return (f"{line}   # in place of your line {theirs}: the mask as given, True = may attend, for "
             "F.scaled_dot_product_attention as for this course") if line else None
