@@ -3291,3 +3291,40 @@ def test_a_mask_turned_as_it_gains_its_head_axes_gets_that_line_kept_as_given(tm
     assert result.fix.startswith(said), result.fix
     fixed = _pasted(source, "mask = ~mask", result.fix)
     assert check_multi_head(_load(tmp_path, "turned_sub_fixed", fixed).MHA).passed
+
+
+def test_a_mask_kept_on_the_module_that_raises_at_another_length_is_named_with_its_lines(tmp_path):
+    """Replay 20's 05W4 (round 1): a full mask made on the first call without one and kept on self
+    (if self.maska_plote is None: ...) raised at n = 4 after a call at n = 5, and the verdict was the size
+    error alone (its scale was wrong as well). The call on a new module did not raise, so it is state a
+    call leaves behind, said so even where that call is wrong for another mistake, with the guarded line
+    as the Fix; and with no other mistake, before the raise is reported as such."""
+    source = MODULE + """
+        self.maska_plote = None
+
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        if mask is None:
+            if self.maska_plote is None:
+                self.maska_plote = torch.ones(n, n, dtype=torch.bool)
+            mask = self.maska_plote
+        q, k, v = (w(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        piket = q @ k.transpose(-2, -1) / math.sqrt(d_model)
+        piket = piket.masked_fill(~mask, torch.finfo(piket.dtype).min)
+        dalje = piket.softmax(dim=-1) @ v
+        return self.W_o(dalje.transpose(1, 2).reshape(batch, n, d_model))
+"""
+    result = check_multi_head(_load(tmp_path, "kept_mask", source).MHA)
+    assert "On the new module its output is wrong as well" in " ".join(result.observed), repr(result)
+    assert result.headline.startswith("forward raised on d_model=12: batch 3, 4 positions, no mask, and did "
+                                      "not raise on the same call to a new module"), repr(result)
+    said = ("self.maska_plote = torch.ones(n, n, dtype=torch.bool)   # in place of your lines 'if "
+            "self.maska_plote is None:' and the one under it: set anew on each call, for its own sizes")
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted_over(source, "if self.maska_plote is None", "self.maska_plote = torch", result.fix)
+    assert check_multi_head(_load(tmp_path, "kept_mask_fixed", fixed).MHA).bug == "scale_by_d_model"
+    right = source.replace("math.sqrt(d_model)", "math.sqrt(self.d_k)")     # the module right but for it
+    result = check_multi_head(_load(tmp_path, "kept_mask_only", right).MHA)
+    assert result.headline.endswith("and was right on the same call to a new module"), repr(result)
+    assert result.fix.startswith(said), result.fix

@@ -260,10 +260,19 @@ def _own_root(obj, result, renamed: str) -> str | None:
     return line + f"   # in place of your line: {why}"
 
 
-def _root_kept(obj, result, renamed: str) -> str | None:
+def _kept_anew(obj, result, renamed: str) -> str | None:
+    """For state an earlier call left behind, where the learner's code sets something once and keeps it
+    (``if self.maska_plote is None: self.maska_plote = torch.ones(n, n, dtype=torch.bool)``): that line
+    alone, in place of the guard and it, so each call makes its own; else None (replay 20's 05W4)."""
+    line = _root_kept(obj, result, renamed, scale=False)
+    return line.replace("from its own d_k", "for its own sizes") if line else None
+
+
+def _root_kept(obj, result, renamed: str, scale: bool = True) -> str | None:
     """For a scale of the wrong size where the learner's scale is set once and kept (``if self.scala is
     None: self.scala = 1.0 / math.sqrt(q.shape[-1])``, in their function or an object's method it calls):
-    that line alone, in place of the guard and it, so each call takes its own d_k; else None."""
+    that line alone, in place of the guard and it, so each call takes its own d_k; else None. With
+    ``scale`` False, any value set so (:func:`_kept_anew`)."""
     found = []
     for source, tree in parsed(obj, with_helpers=True):
         for node in ast.walk(tree):
@@ -271,7 +280,7 @@ def _root_kept(obj, result, renamed: str) -> str | None:
             kept = isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
                 and ast.unparse(test.comparators[0]) == "None"
             body = node.body[0] if kept and len(node.body) == 1 and not node.orelse else None
-            if isinstance(body, ast.Assign) and len(body.targets) == 1 and _roots(body) \
+            if isinstance(body, ast.Assign) and len(body.targets) == 1 and (_roots(body) or not scale) \
                     and ast.unparse(body.targets[0]) == ast.unparse(test.left):
                 found.append((ast.get_source_segment(source, test), ast.get_source_segment(source, body)))
     if not (one := the_one(found)):
@@ -1186,6 +1195,7 @@ RULES = (
                         for line in result.observed), _keys_transposed),
     (_bug("wrong_scale"), _scale_on_both_paths),
     (_bug("scale_by_d_model", "wrong_scale"), _root_kept),
+    (lambda result: result.fix.startswith("compute everything from this call's x and mask"), _kept_anew),
     (_bug("scale_by_d_model", "wrong_scale"), _own_root),
     (_bug("cache_not_appended"), returns_its_own_cache),
     (_bug("cache_not_appended"), pointer_moved_on),
