@@ -3328,3 +3328,42 @@ def test_a_mask_kept_on_the_module_that_raises_at_another_length_is_named_with_i
     result = check_multi_head(_load(tmp_path, "kept_mask_only", right).MHA)
     assert result.headline.endswith("and was right on the same call to a new module"), repr(result)
     assert result.fix.startswith(said), result.fix
+
+
+def test_row_sums_without_their_axis_that_raise_get_the_line_that_keeps_it(tmp_path):
+    """Replay 20's 02W2 (round 1): a softmax by hand, e / e.sum(dim=-1), in the __call__ of a dataclass of
+    theirs that also keeps its scale from the first call and takes exp of the scores as they are: it
+    raised where n_q differs from n_k, matched no known bug as a whole, and got only 'run your function
+    by hand'. The Fix is now the line with keepdim=True, as for the known bug alone."""
+    source = """
+from dataclasses import dataclass
+
+
+@dataclass
+class Uzmaniba:
+    merogs: float | None = None
+
+    def __call__(self, vaicajumi, atslegas, vertibas, maska=None):
+        if self.merogs is None:
+            self.merogs = 1.0 / math.sqrt(vaicajumi.shape[-1])
+        punkti = vaicajumi @ atslegas.transpose(-2, -1) * self.merogs
+        if maska is not None:
+            punkti = punkti.masked_fill(~maska, torch.finfo(punkti.dtype).min)
+        e = torch.exp(punkti)
+        svari = e / e.sum(dim=-1)
+        return svari @ vertibas, svari
+
+
+_uzmaniba = Uzmaniba()
+
+
+def my_attention(q, k, v, mask=None):
+    return _uzmaniba(q, k, v, mask)
+"""
+    result = check_attention(_load(tmp_path, "sum_raised", source).my_attention)
+    assert result.headline.startswith("your function raised RuntimeError"), repr(result)
+    said = "svari = e / e.sum(dim=-1, keepdim=True)   # in place of your line"
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(source, "svari = e /", result.fix)
+    after = check_attention(_load(tmp_path, "sum_raised_fixed", fixed).my_attention)
+    assert "raised" not in after.headline and after.bug is not None, repr(after)   # the next mistake
