@@ -3367,3 +3367,27 @@ def my_attention(q, k, v, mask=None):
     fixed = _pasted(source, "svari = e /", result.fix)
     after = check_attention(_load(tmp_path, "sum_raised_fixed", fixed).my_attention)
     assert "raised" not in after.headline and after.bug is not None, repr(after)   # the next mistake
+
+
+def test_heads_merged_without_a_transpose_and_scaled_by_d_model_are_both_named(tmp_path):
+    """Replay 20's 05W1 (round 2): heads merged without a transpose and scores divided by √d_model, each
+    a known bug, together 'matched no known bug' with the whole recipe as its Fix. The merge is now
+    named, with its own line, and the scale said beside it; pasted, the scale is named next."""
+    source = MODULE + """
+    def forward(self, x, mask=None):
+        davka, dlzka, sirka = x.shape
+        q, k, v = (w(x).view(davka, dlzka, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        skore = q @ k.transpose(-2, -1) / math.sqrt(sirka)
+        if mask is not None:
+            skore = skore.masked_fill(~mask, torch.finfo(skore.dtype).min)
+        vystup = skore.softmax(dim=-1) @ v
+        vystup = vystup.reshape(davka, dlzka, sirka)
+        return self.W_o(vystup)
+"""
+    result = check_multi_head(_load(tmp_path, "pair", source).MHA)
+    assert result.bug == "heads_merged_without_transpose", repr(result)
+    assert any('divided by √d_model as well, the known bug "scale by d_model"' in line
+               for line in result.observed), repr(result)
+    fixed = _pasted(source, "vystup = vystup.reshape", result.fix)
+    assert check_multi_head(_load(tmp_path, "pair_fixed", fixed).MHA).bug == "scale_by_d_model"

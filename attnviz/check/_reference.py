@@ -27,6 +27,7 @@ from .._threads import one_thread
 from ._sandbox import on_cpu
 
 __all__ = ["neutral", "in_neutral", "attention", "multi_head", "ATTENTION_VARIANTS", "MULTI_HEAD_VARIANTS",
+           "SCALE_BY_D_MODEL_TOO",
            "causal", "padding"]
 
 _softmax, _log_softmax, _sigmoid, _exp = torch.softmax, torch.log_softmax, torch.sigmoid, torch.exp
@@ -549,6 +550,31 @@ MULTI_HEAD_VARIANTS = {
 }
 """Structural multi-head bugs; each attention bug above, run inside correct multi-head attention, is
 tried as well (the checker adds those)."""
+
+
+def _scaled_by_d_model_too(**parts):
+    """A structural bug (``parts`` as for :func:`multi_head`) with the scores divided by √d_model as well."""
+    def variant(x, weights, h, mask, dead):
+        scale = 1 / math.sqrt(x.shape[-1])
+        return multi_head(x, weights, h, mask, dead=dead, **parts,
+                          attend=lambda q, k, v, m: _finish(q @ _t(k) * scale, m, v, dead=dead)[0])
+
+    return variant
+
+
+SCALE_BY_D_MODEL_TOO = {
+    "heads_split_without_transpose": [
+        _scaled_by_d_model_too(split=_split_no_transpose),
+        _scaled_by_d_model_too(split=_split_no_transpose, merge=_merge_no_transpose),
+    ],
+    "heads_merged_without_transpose": [_scaled_by_d_model_too(merge=_merge_no_transpose),
+                                       _scaled_by_d_model_too(merge=_merge_last_axes_swapped)],
+    "heads_merged_interleaved": [_scaled_by_d_model_too(merge=_merge_interleaved)],
+    "weight_not_transposed": [_scaled_by_d_model_too(untransposed=("W_q", "W_k", "W_v", "W_o"))],
+    "missing_output_projection": [_scaled_by_d_model_too(project_out=False)],
+}
+"""Two known bugs at once: a structural one of :data:`MULTI_HEAD_VARIANTS` with scale_by_d_model, the
+commonest mistake of multi-head code (replay 20's 05W1 was told its pair matched no known bug)."""
 
 
 # ---- decoding: one cached step of a TinyGPT, from its public pieces --------------------------------

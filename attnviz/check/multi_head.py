@@ -17,9 +17,16 @@ from torch import nn
 from . import _verdict
 from ._catalog import MULTI_HEAD_FIX_NAMES
 from ._compare import agrees
-from ._diagnose import Answer, Hypotheses, answer, variant_matches
+from ._diagnose import Answer, Hypotheses, answer, matching_bug, variant_matches
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
-from ._reference import ATTENTION_VARIANTS, MULTI_HEAD_VARIANTS, in_neutral, multi_head, neutral
+from ._reference import (
+    ATTENTION_VARIANTS,
+    MULTI_HEAD_VARIANTS,
+    SCALE_BY_D_MODEL_TOO,
+    in_neutral,
+    multi_head,
+    neutral,
+)
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
 from ._sandbox import to_plain
@@ -758,6 +765,32 @@ def _refine(t, verdict):
     return verdict
 
 
+def _scaled_too(t):
+    """Two known bugs at once, one of them scale_by_d_model: the answers are a structural bug's with the
+    scores divided by √d_model as well (:data:`SCALE_BY_D_MODEL_TOO`). Named with the structural bug, the
+    scale said with it, where "no known bug" named neither (replay 20's 05W1: heads merged without a
+    transpose, and / math.sqrt(d_model))."""
+    hypotheses = t.spec.hypotheses
+    if hypotheses is None or hypotheses.arguments is None:
+        return None
+    if "scaled_too" not in _CACHE:
+        variants = {bug: [lambda x, w, h, m, fn=fn, dead=dead: fn(x, w, h, m, dead)
+                          for fn in fns for dead in _DEAD_STYLES]
+                    for bug, fns in SCALE_BY_D_MODEL_TOO.items()}
+        _CACHE["scaled_too"] = Hypotheses(variants, hypotheses.arguments)
+    table = _CACHE["scaled_too"]
+    bug = matching_bug([a for _, a in t.main], table, [p for p, _ in t.main], compare=default_compare,
+                       order=list(table.variants))
+    if bug is None:
+        return None
+    probe, ans = t.first_wrong()
+    scale = ('The scores are divided by √d_model as well, the known bug "scale by d_model": they belong '
+             "divided by √d_k = √(d_model / n_heads), the root of each head's own width. Fix the first, run "
+             "the check again, and it will name this one.")
+    fix = t.spec.words.get(f"fix:{bug}")
+    return t.bug(bug, t.happened(probe, ans), [t.describe(probe, ans), scale], fix=fix)
+
+
 def _variants():
     table = {}
     for bug_id, fns in MULTI_HEAD_VARIANTS.items():
@@ -922,6 +955,7 @@ SPEC = Spec(
                                    Rule("position_chunks_stacked", "wrong", _position_chunks_stacked),
                                    Rule("heads_left_before_positions", "wrong",
                                         _heads_left_before_positions)],
+                        "no_known_bug": [Rule("scale_by_d_model_too", "wrong", _scaled_too)],
                         "passed": [Rule("long_positions", "right", long_inputs),
                                    Rule("dead_row_gradient", "right", dead_row_gradient),
                                    Rule("blocked_far", "right", _blocked_far),
