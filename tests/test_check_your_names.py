@@ -3391,3 +3391,33 @@ def test_heads_merged_without_a_transpose_and_scaled_by_d_model_are_both_named(t
                for line in result.observed), repr(result)
     fixed = _pasted(source, "vystup = vystup.reshape", result.fix)
     assert check_multi_head(_load(tmp_path, "pair_fixed", fixed).MHA).bug == "scale_by_d_model"
+
+
+def test_heads_split_without_a_transpose_in_a_helper_per_sequence_get_the_helpers_line(tmp_path):
+    """Replay 20's 05W4 (round 2): a helper split one sequence at a time, t.reshape(koka, n, d // koka),
+    in a loop over the batch. The Fix was the catalog's split of the whole batch, which the loop's merge
+    could not take (a shape error the round after). It is now the helper's line, the sizes swapped and
+    the axes transposed back."""
+    source = """
+def ndaj_kokat(t, koka):
+    n, d = t.shape
+    return t.reshape(koka, n, d // koka)
+""" + MODULE + """
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        if mask is None:
+            mask = torch.ones(n, n, dtype=torch.bool)
+        dalje = []
+        for b in range(batch):
+            q, k, v = (ndaj_kokat(w(x[b]), self.n_heads) for w in (self.W_q, self.W_k, self.W_v))
+            piket = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+            piket = piket.masked_fill(~mask, torch.finfo(piket.dtype).min)
+            dalje.append((piket.softmax(dim=-1) @ v).transpose(0, 1).reshape(n, d_model))
+        return self.W_o(torch.stack(dalje))
+"""
+    result = check_multi_head(_load(tmp_path, "per_sequence", source).MHA)
+    assert result.bug == "heads_split_without_transpose", repr(result)
+    said = "return t.reshape(n, koka, d // koka).transpose(0, 1)   # in place of your line"
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(source, "return t.reshape", result.fix)
+    assert check_multi_head(_load(tmp_path, "per_sequence_fixed", fixed).MHA).passed

@@ -23,6 +23,7 @@ from ._ownlines_heads import (
     heads_side_by_side,
     heads_transposed_back,
     split_into_heads_of_d_k,
+    split_then_transposed,
     stacked_heads_kept_whole,
     whole_width,
 )
@@ -1210,6 +1211,9 @@ RULES = (
      _mask_broadcast_before_the_loop),
     (_bug("softmax_sum_not_kept"), _sum_kept),
     (_bug("values_not_appended"), joined_values_kept),
+    # not where the merge has the same slip: the Fix then gives both
+    (lambda result: result.bug == "heads_split_without_transpose" and "merge" not in result.fix,
+     split_then_transposed),
     (_bug("heads_merged_interleaved"), stacked_heads_kept_whole),
     (_bug("cache_modified_in_place"), deep_copy_of_the_cache),
     (_bug("heads_count_and_width_swapped"), split_into_heads_of_d_k),

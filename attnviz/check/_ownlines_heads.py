@@ -16,7 +16,7 @@ from ._readers import (
 )
 
 __all__ = ["blend_over_the_keys", "heads_side_by_side", "heads_transposed_back", "split_into_heads_of_d_k",
-           "stacked_heads_kept_whole", "whole_width"]
+           "split_then_transposed", "stacked_heads_kept_whole", "whole_width"]
 
 
 def whole_width(obj, result, renamed) -> str | None:
@@ -35,6 +35,36 @@ def whole_width(obj, result, renamed) -> str | None:
                                                     f"{ast.get_source_segment(source, inner.right)}"))
     line = the_one(found)
     return line + "   # in place of your line: // divides to a whole number" if line else None
+
+
+def split_then_transposed(obj, result, renamed) -> str | None:
+    """For heads split without a transpose in one reshape or view of the learner's (a helper that splits
+    one sequence at a time: ``t.reshape(koka, n, d // koka)``; or ``x.view(b, h, n, d // h)``), where the
+    size before the positions is the one the width is divided by: that line with the two sizes swapped
+    and the two axes transposed back (``t.reshape(n, koka, d // koka).transpose(0, 1)``); else None.
+    Replay 20's 05W4 split in such a helper inside a loop over the batch, and was given the catalog's
+    split of the whole batch, which its merge could not take."""
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr in ("reshape", "view")
+                    and len(call.args) in (3, 4) and not call.keywords):
+                continue
+            width = call.args[-1]
+            heads = call.args[-3]
+            if not (isinstance(width, ast.BinOp) and isinstance(width.op, ast.FloorDiv)
+                    and ast.unparse(width.right) == ast.unparse(heads)):
+                continue
+            at = len(call.args) - 3
+            text = [ast.get_source_segment(source, a) for a in call.args]
+            text[at], text[at + 1] = text[at + 1], text[at]
+            made = f"{ast.get_source_segment(source, func)}({', '.join(text)}).transpose({at}, {at + 1})"
+            line = ast.get_source_segment(source, node)
+            found.append(line.replace(ast.get_source_segment(source, call), made, 1))
+    line = the_one(found)
+    return line + "   # in place of your line: positions first, then the heads moved in front of them (a " \
+        "reshape alone cuts each head from the positions)" if line else None
 
 
 def stacked_heads_kept_whole(obj, result, renamed) -> str | None:
