@@ -3421,3 +3421,33 @@ def ndaj_kokat(t, koka):
     assert result.fix.startswith(said), result.fix
     fixed = _pasted(source, "return t.reshape", result.fix)
     assert check_multi_head(_load(tmp_path, "per_sequence_fixed", fixed).MHA).passed
+
+
+def test_a_module_with_a_fused_projection_is_told_the_layers_to_write(tmp_path):
+    """Replay 20's 05W1 (round 1): one fused W_qkv, and no W_q, W_k or W_v. The verdict said what the
+    exercise asks and had no Fix line. It now gives the three layers, in __init__'s own name for the
+    width (not forward's), and says forward must use them."""
+    source = """
+class MHA(nn.Module):
+    def __init__(self, rozmer, hlavy):
+        super().__init__()
+        self.n_heads, self.d_k = hlavy, rozmer // hlavy
+        self.W_qkv = nn.Linear(rozmer, 3 * rozmer, bias=False)
+        self.W_o = nn.Linear(rozmer, rozmer, bias=False)
+
+    def forward(self, x, mask=None):
+        davka, dlzka, sirka = x.shape
+        q, k, v = (t.view(davka, dlzka, self.n_heads, self.d_k).transpose(1, 2)
+                   for t in self.W_qkv(x).chunk(3, dim=-1))
+        out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return self.W_o(out.transpose(1, 2).reshape(davka, dlzka, sirka))
+"""
+    result = check_multi_head(_load(tmp_path, "fused", source).MHA)
+    assert result.headline.startswith("your module has no W_q, W_k or W_v layer"), repr(result)
+    said = ("self.W_q, self.W_k, self.W_v = (nn.Linear(rozmer, rozmer, bias=False) for _ in range(3))   # "
+            "in __init__, in place of your own projections; then in forward self.W_q(x), self.W_k(x), "
+            "self.W_v(x)")
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted(source, "self.W_qkv = ", result.fix).replace(
+        "for t in self.W_qkv(x).chunk(3, dim=-1))", "for t in (self.W_q(x), self.W_k(x), self.W_v(x)))")
+    assert check_multi_head(_load(tmp_path, "fused_fixed", fixed).MHA).passed
