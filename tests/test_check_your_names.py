@@ -3451,3 +3451,26 @@ class MHA(nn.Module):
     fixed = _pasted(source, "self.W_qkv = ", result.fix).replace(
         "for t in self.W_qkv(x).chunk(3, dim=-1))", "for t in (self.W_q(x), self.W_k(x), self.W_v(x)))")
     assert check_multi_head(_load(tmp_path, "fused_fixed", fixed).MHA).passed
+
+
+def test_a_mask_kept_in_a_global_dict_gets_a_fix_for_the_guard_that_hands_it_back(tmp_path):
+    """Replay 21's 04X1 (rounds 1 and 2): 'if _pamiec: return _pamiec["maska"]' handed back the first
+    call's mask. The verdict said so, but its Fix was for the return line below the guard, and then
+    replaced that line with itself. The Fix is now in place of the guard."""
+    source = """
+_pamiec = {}
+
+
+def my_causal_mask(n):
+    if _pamiec:
+        return _pamiec["maska"]
+    maska = torch.ones(n, n, dtype=torch.bool).tril()
+    _pamiec["maska"] = maska
+    return maska
+"""
+    result = check_causal_mask(_load(tmp_path, "kept_dict", source).my_causal_mask)
+    assert "an earlier call" in result.headline, repr(result)
+    said = "return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your lines 'if _pamiec:' and"
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted_over(source, "if _pamiec:", 'return _pamiec["maska"]', result.fix)
+    assert check_causal_mask(_load(tmp_path, "kept_dict_fixed", fixed).my_causal_mask).passed

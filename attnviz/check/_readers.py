@@ -233,18 +233,33 @@ def cell_functions(obj) -> tuple[str, list]:
 
 def handed_back_guard(obj) -> str | None:
     """The test of the learner's one ``if X is not None: return X`` (a mask kept from an earlier call in a
-    global or an attribute, handed back: ``_mask_zakhire is not None``), else None."""
+    global or an attribute, handed back: ``_mask_zakhire is not None``), or of an ``if`` that tests a
+    global or an attribute and returns from it (``if _pamiec: return _pamiec["maska"]``: replay 21's
+    04X1 was given a Fix for the line below it, then one that replaced a line with itself); else None."""
     found = []
     for source, tree in parsed(obj, with_helpers=True):
+        function = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
+        own = {a.arg for a in function.args.args} if function else set()
+        own |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         for node in ast.walk(tree):
             test = node.test if isinstance(node, ast.If) else None
+            body = node.body[0] if test is not None and len(node.body) == 1 and not node.orelse else None
+            if not (isinstance(body, ast.Return) and body.value is not None):
+                continue
             kept = isinstance(test, ast.Compare) and len(test.ops) == 1 \
                 and isinstance(test.ops[0], ast.IsNot) and ast.unparse(test.comparators[0]) == "None"
-            body = node.body[0] if kept and len(node.body) == 1 and not node.orelse else None
-            if isinstance(body, ast.Return) and body.value is not None \
-                    and ast.unparse(body.value) == ast.unparse(test.left):
+            if kept and ast.unparse(body.value) == ast.unparse(test.left) \
+                    or _outside(test, own) & _outside(body.value, own):
                 found.append(ast.get_source_segment(source, test))
     return the_one(found)
+
+
+def _outside(node, own: set) -> set:
+    """The globals ``node`` reads (names not in ``own``) and the attributes of self it reads."""
+    names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)} - own
+    attributes = {ast.unparse(n) for n in ast.walk(node) if isinstance(n, ast.Attribute)
+                  and isinstance(n.value, ast.Name) and n.value.id == "self"}
+    return (names - {"torch", "math", "np", "F", "nn", "len", "isinstance"}) | attributes
 
 
 def cell_returns(obj) -> int:
