@@ -3474,3 +3474,39 @@ def my_causal_mask(n):
     assert result.fix.startswith(said), result.fix
     fixed = _pasted_over(source, "if _pamiec:", 'return _pamiec["maska"]', result.fix)
     assert check_causal_mask(_load(tmp_path, "kept_dict_fixed", fixed).my_causal_mask).passed
+
+
+def test_kv_heads_repeated_as_a_block_in_a_helper_get_the_helpers_two_lines(tmp_path):
+    """Replay 21's 08X1 (round 1): a helper per block repeated its keys and values with .repeat(1, grupa,
+    1, 1). The Fix was the catalog's line in the step's generic names (key, value = key.repeat_interleave
+    ...): pasted, an UnboundLocalError. It is now the helper's two lines, interleaved."""
+    source = """
+def krok_bloku(blok, x, keshu, nomer, model):
+    uvaha, normovane = blok.attention, blok.norm_attention(x)
+    zapyty = split_heads(uvaha.W_q(normovane), model.n_heads)
+    klyuchi = split_heads(uvaha.W_k(normovane), model.n_kv_heads)
+    znachennya = split_heads(uvaha.W_v(normovane), model.n_kv_heads)
+    vsi_k, vsi_v = keshu.append(nomer, klyuchi, znachennya)
+    grupa = model.n_heads // model.n_kv_heads
+    vsi_k = vsi_k.repeat(1, grupa, 1, 1)
+    vsi_v = vsi_v.repeat(1, grupa, 1, 1)
+    maska = gpt.decoding_mask(zapyty.shape[-2], vsi_k.shape[-2])
+    holovy = F.scaled_dot_product_attention(zapyty, vsi_k, vsi_v, attn_mask=maska)
+    x = x + uvaha.W_o(merge_heads(holovy))
+    return x + blok.mlp(blok.norm_mlp(x))
+
+
+def decode_step(model, tokens, cache):
+    cache = gpt.KVCache() if cache is None else cache.copy()
+    x = model.embed(tokens, cache.length)
+    for nomer, blok in enumerate(model.blocks):
+        x = krok_bloku(blok, x, cache, nomer, model)
+    return model.unembed(x), cache
+"""
+    result = check_decoding_step(_step(tmp_path, "block_repeat", source))
+    assert result.bug == "kv_heads_repeated_not_interleaved", repr(result)
+    said = ("vsi_k = vsi_k.repeat_interleave(grupa, dim=1); vsi_v = vsi_v.repeat_interleave(grupa, dim=1)"
+            "   # in place of your two lines")
+    assert result.fix.startswith(said), result.fix
+    fixed = _pasted_over(source, "vsi_k = vsi_k.repeat", "vsi_v = vsi_v.repeat", result.fix)
+    assert check_decoding_step(_step(tmp_path, "block_repeat_fixed", fixed)).passed

@@ -22,6 +22,7 @@ from ._ownlines_heads import (
     blend_over_the_keys,
     heads_side_by_side,
     heads_transposed_back,
+    repeated_interleaved,
     split_into_heads_of_d_k,
     split_then_transposed,
     stacked_heads_kept_whole,
@@ -957,6 +958,19 @@ def _names_missing(obj, renamed) -> bool:
     return any(isinstance(t, ast.Name) and not names_a(t.id, obj) for t in targets)
 
 
+def _repeated_in_their_lines(obj, result, renamed) -> str | None:
+    """:func:`repeated_interleaved`, where the catalog's line (``key, value = key.repeat_interleave(...),
+    ...``, in the learner's names) sets a name their code does not have (their repeat in a helper of
+    theirs); else None (the catalog's line fits)."""
+    try:
+        node = ast.parse(renamed.split("   #")[0].strip()).body[0]
+    except (SyntaxError, IndexError):
+        return None
+    targets = [e for t in getattr(node, "targets", []) for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
+    missing = any(isinstance(t, ast.Name) and not names_a(t.id, obj) for t in targets)
+    return repeated_interleaved(obj, result, renamed) if missing else None
+
+
 def _transposes_first_two(node) -> bool:
     """Whether ``node`` is ``x.T``, ``x.t()`` or ``x.transpose(0, 1)`` (or ``(1, 0)``)."""
     if isinstance(node, ast.Attribute):
@@ -1214,6 +1228,7 @@ RULES = (
     # not where the merge has the same slip: the Fix then gives both
     (lambda result: result.bug == "heads_split_without_transpose" and "merge" not in result.fix,
      split_then_transposed),
+    (_bug("kv_heads_repeated_not_interleaved"), _repeated_in_their_lines),
     (_bug("heads_merged_interleaved"), stacked_heads_kept_whole),
     (_bug("cache_modified_in_place"), deep_copy_of_the_cache),
     (_bug("heads_count_and_width_swapped"), split_into_heads_of_d_k),

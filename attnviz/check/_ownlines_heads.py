@@ -16,7 +16,7 @@ from ._readers import (
 )
 
 __all__ = ["blend_over_the_keys", "heads_side_by_side", "heads_transposed_back", "split_into_heads_of_d_k",
-           "split_then_transposed", "stacked_heads_kept_whole", "whole_width"]
+           "repeated_interleaved", "split_then_transposed", "stacked_heads_kept_whole", "whole_width"]
 
 
 def whole_width(obj, result, renamed) -> str | None:
@@ -65,6 +65,30 @@ def split_then_transposed(obj, result, renamed) -> str | None:
     line = the_one(found)
     return line + "   # in place of your line: positions first, then the heads moved in front of them (a " \
         "reshape alone cuts each head from the positions)" if line else None
+
+
+def repeated_interleaved(obj, result, renamed) -> str | None:
+    """For key/value heads repeated with ``.repeat(1, g, 1, 1)`` (the whole block of heads g times, where
+    each head belongs g times in a row): the learner's lines that do it (in a helper of theirs too), each
+    with ``.repeat_interleave(g, dim=1)``; else None. Replay 21's 08X1 repeated in a helper per block,
+    and was given the catalog's line in the step's generic names (key, value): an UnboundLocalError."""
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        line, done = ast.get_source_segment(source, node), False
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            ones = len(call.args) == 4 and all(isinstance(a, ast.Constant) and a.value == 1
+                                               for i, a in enumerate(call.args) if i != 1) if func else False
+            if isinstance(func, ast.Attribute) and func.attr == "repeat" and ones and not call.keywords:
+                tensor = ast.get_source_segment(source, func.value)
+                group = ast.get_source_segment(source, call.args[1])
+                line = line.replace(ast.get_source_segment(source, call),
+                                    f"{tensor}.repeat_interleave({group}, dim=1)", 1)
+                done = True
+        if done:
+            found.append(line)
+    return your_lines(found, "each key/value head repeated in place, next to itself (the query heads of a "
+                             "group share it), not the whole block of heads again")
 
 
 def stacked_heads_kept_whole(obj, result, renamed) -> str | None:
