@@ -3510,3 +3510,45 @@ def decode_step(model, tokens, cache):
     assert result.fix.startswith(said), result.fix
     fixed = _pasted_over(source, "vsi_k = vsi_k.repeat", "vsi_v = vsi_v.repeat", result.fix)
     assert check_decoding_step(_step(tmp_path, "block_repeat_fixed", fixed)).passed
+
+
+def test_a_token_loop_that_returns_the_last_tokens_logits_is_told_where_to_keep_each(tmp_path):
+    """Replay 21's 08X3 (round 1): a step that feeds its tokens one at a time unembedded x after the
+    loop, so returned the last token's logits alone: 'wrong shape ... matches no known bug', with the
+    whole step's recipe as the Fix; with no other mistake (this one), named last_position_only, the
+    Fix was its own unembed line, 'your code has this line already'. It is now where to keep each
+    token's logits, in the step's names."""
+    source = """
+def decode_step(model, tokens, cache):
+    past = 0 if cache is None else cache[0][0].shape[-2]
+    group = model.n_heads // model.n_kv_heads
+    moi = [] if cache is None else list(cache)
+    for t in range(tokens.shape[1]):
+        x = model.embed(tokens[:, t:t + 1], past + t)
+        for i, block in enumerate(model.blocks):
+            normed, attention = block.norm_attention(x), block.attention
+            q = split_heads(attention.W_q(normed), model.n_heads)
+            k = split_heads(attention.W_k(normed), model.n_kv_heads)
+            v = split_heads(attention.W_v(normed), model.n_kv_heads)
+            if i < len(moi):
+                k, v = torch.cat([moi[i][0], k], dim=-2), torch.cat([moi[i][1], v], dim=-2)
+                moi[i] = (k, v)
+            else:
+                moi.append((k, v))
+            heads = F.scaled_dot_product_attention(q, k.repeat_interleave(group, dim=1),
+                                                   v.repeat_interleave(group, dim=1))
+            x = x + attention.W_o(merge_heads(heads))
+            x = x + block.mlp(block.norm_mlp(x))
+    logits = model.unembed(x)
+    return logits, moi
+"""
+    result = check_decoding_step(_step(tmp_path, "last_only", source))
+    assert result.bug == "last_position_only", repr(result)
+    said = ("logits_each.append(model.unembed(x))   # at the end of your loop's body, with logits_each = [] "
+            "above the loop and logits = torch.cat(logits_each, dim=1) in place of your line")
+    assert result.fix.startswith(said), result.fix
+    mlp = "            x = x + block.mlp(block.norm_mlp(x))\n"
+    fixed = source.replace("    for t in range", "    logits_each = []\n    for t in range").replace(
+        mlp, mlp + "        logits_each.append(model.unembed(x))\n").replace(
+        "    logits = model.unembed(x)", "    logits = torch.cat(logits_each, dim=1)")
+    assert check_decoding_step(_step(tmp_path, "last_only_fixed", fixed)).passed

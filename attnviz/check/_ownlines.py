@@ -42,6 +42,7 @@ from ._ownlines_step import (
     joined_values_kept,
     keys_first,
     keys_stored_twice,
+    logits_of_every_token,
     mlp_after_attention,
     past_from_the_positions_axis,
     pointer_moved_on,
@@ -1229,6 +1230,8 @@ RULES = (
     (lambda result: result.bug == "heads_split_without_transpose" and "merge" not in result.fix,
      split_then_transposed),
     (_bug("kv_heads_repeated_not_interleaved"), _repeated_in_their_lines),
+    (lambda result: result.bug == "last_position_only" or "wrong shape" in result.headline
+     and result.checked == "check_decoding_step", logits_of_every_token),
     (_bug("heads_merged_interleaved"), stacked_heads_kept_whole),
     (_bug("cache_modified_in_place"), deep_copy_of_the_cache),
     (_bug("heads_count_and_width_swapped"), split_into_heads_of_d_k),

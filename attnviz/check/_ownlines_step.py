@@ -201,6 +201,38 @@ def past_from_the_positions_axis(obj, result, renamed) -> str | None:
         "they are joined along; the last axis is d_head" if line else None
 
 
+def logits_of_every_token(obj, result, renamed) -> str | None:
+    """For a step that returns one position's logits where every new token's belong, and runs its tokens
+    one at a time in a loop (each embedded inside it): where to keep each token's logits, in the
+    learner's names (their unembed line after the loop reads the last token's x alone); else None.
+    Replay 21's 08X3 was given the whole step's recipe, which says nothing of a loop; named
+    last_position_only, such a step was given its own unembed line, 'your code has this line already'."""
+    if result.bug != "last_position_only" and \
+            not any("you have 1 where" in line and "new positions" in line for line in result.observed):
+        return None
+    for source, tree in parsed(obj):
+        loops = [n for n in ast.walk(tree) if isinstance(n, ast.For)
+                 and any(embedded(c) for c in ast.walk(n) if isinstance(c, ast.Call))]
+        outer = [loop for loop in loops if not any(other is not loop and loop in list(ast.walk(other))
+                                                    for other in loops)]
+        if len(outer) != 1:
+            continue
+        loop = outer[0]
+        after = [node for node in ast.walk(tree)
+                 if isinstance(node, ast.Assign) and node.lineno > loop.end_lineno and assigned(node)
+                 and any(isinstance(c, ast.Call) and getattr(c.func, "attr", "") == "unembed"
+                         for c in ast.walk(node.value))]
+        if len(after) != 1:
+            continue
+        node, name = after[0], assigned(after[0])
+        made = ast.get_source_segment(source, node.value)
+        every = f"{name}_each"
+        return (f"{every}.append({made})   # at the end of your loop's body, with {every} = [] above the "
+                f"loop and {name} = torch.cat({every}, dim=1) in place of your line {name} = {made}: after "
+                "the loop it reads the last token's alone")
+    return None
+
+
 def joined_values_kept(obj, result, renamed) -> str | None:
     """For a step that joins its values to the cached ones but keeps only the new ones: its one line that
     stores its joined keys beside its new values (``out[name] = KV(K, v_new)``), with the joined values
