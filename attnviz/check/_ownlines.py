@@ -50,6 +50,7 @@ from ._ownlines_step import (
     projections_of_the_normed,
     repeated_after_caching,
     returns_its_own_cache,
+    triangle_from_the_bottom_right,
     unembedded_once,
 )
 from ._readers import (
@@ -1230,6 +1231,7 @@ RULES = (
     (lambda result: result.bug == "heads_split_without_transpose" and "merge" not in result.fix,
      split_then_transposed),
     (_bug("kv_heads_repeated_not_interleaved"), _repeated_in_their_lines),
+    (_bug("is_causal_top_left"), triangle_from_the_bottom_right),
     (lambda result: result.bug == "last_position_only" or "wrong shape" in result.headline
      and result.checked == "check_decoding_step", logits_of_every_token),
     (_bug("heads_merged_interleaved"), stacked_heads_kept_whole),

@@ -233,6 +233,38 @@ def logits_of_every_token(obj, result, renamed) -> str | None:
     return None
 
 
+def triangle_from_the_bottom_right(obj, result, renamed) -> str | None:
+    """For a top-left triangle where the bottom-right one belongs, built by the learner from ``(A, B)``
+    ones (``torch.triu(torch.ones(n_new, n_all, dtype=torch.bool), diagonal=1)``, or ``.tril()``): that
+    line with the diagonal moved by ``B - A`` (the cached positions); else None. Replay 21's 08X2 was
+    given a masked_fill line of its own, with no word of the triangle line it takes the place of."""
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            name = getattr(func, "attr", getattr(func, "id", ""))
+            if name not in ("triu", "tril"):
+                continue
+            method = isinstance(func, ast.Attribute) and ast.unparse(func.value) != "torch"
+            ones = func.value if method else (call.args[0] if call.args else None)
+            sizes = ones.args if isinstance(ones, ast.Call) and getattr(ones.func, "attr", "") in (
+                "ones", "ones_like") and len(ones.args) == 2 else None
+            if not sizes:
+                continue
+            given = [k.value for k in call.keywords if k.arg == "diagonal"] + call.args[(0 if method else 1):]
+            rows, cols = (ast.get_source_segment(source, a) for a in sizes)
+            diagonal = ast.get_source_segment(source, given[0]) if given else "0"
+            moved = f"{cols} - {rows}" if diagonal == "0" else f"{diagonal} + {cols} - {rows}"
+            head = ast.get_source_segment(source, func.value if method else ones)
+            made = f"{head}.{name}(diagonal={moved})" if method else f"torch.{name}({head}, diagonal={moved})"
+            line = ast.get_source_segment(source, node)
+            found.append(line.replace(ast.get_source_segment(source, call), made, 1))
+    line = the_one(found)
+    why = ("the triangle from the bottom-right corner, moved along by the cached positions, so each new "
+           "query sees every cached key and itself")
+    return f"{line}   # in place of your line: {why}" if line else None
+
+
 def joined_values_kept(obj, result, renamed) -> str | None:
     """For a step that joins its values to the cached ones but keeps only the new ones: its one line that
     stores its joined keys beside its new values (``out[name] = KV(K, v_new)``), with the joined values
