@@ -3564,29 +3564,16 @@ def test_a_top_left_triangle_of_the_steps_own_gets_its_line_from_the_bottom_righ
     """Replay 21's 08X2 (round 2): blocked = torch.triu(torch.ones(n_new, n_all), diagonal=1), a top-left
     triangle. The Fix was a masked_fill line of the checker's, with no word of the learner's triangle
     line it should take the place of; it is now that line, its diagonal moved by the cached positions."""
-    source = f"""
-def decode_step(model, tokens, cache):
-    past = 0 if cache is None else cache[0][0].shape[-2]
-    group = model.n_heads // model.n_kv_heads
-    x = model.embed(tokens, past)
-    new_cache = []
-    for layer, block in enumerate(model.blocks):
-        normed, attention = block.norm_attention(x), block.attention
-        q = split_heads(attention.W_q(normed), model.n_heads)
-        k = split_heads(attention.W_k(normed), model.n_kv_heads)
-        v = split_heads(attention.W_v(normed), model.n_kv_heads)
-        if cache is not None:
-            k, v = torch.cat([cache[layer][0], k], dim=-2), torch.cat([cache[layer][1], v], dim=-2)
-        new_cache.append((k, v))
-        k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
-        n_new, n_all = q.shape[-2], k.shape[-2]
-        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-        blocked = {triangle}
-        scores = scores.masked_fill(blocked, torch.finfo(scores.dtype).min)
-        x = x + attention.W_o(merge_heads(scores.softmax(dim=-1) @ v))
-        x = x + block.mlp(block.norm_mlp(x))
-    return model.unembed(x), new_cache
-"""
+    fused = DECODING[DECODING.index("        heads = F.scaled"):DECODING.index("        x = x + attention")]
+    source = DECODING.replace(fused, "\n".join(" " * 8 + line for line in (
+        "key, value = key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1)",
+        "n_new, n_all = query.shape[-2], key.shape[-2]",
+        "scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])",
+        f"blocked = {triangle}",
+        "scores = scores.masked_fill(blocked, torch.finfo(scores.dtype).min)",
+        "heads = scores.softmax(dim=-1) @ value",
+    )) + "\n")
+    assert "blocked = " in source
     result = check_decoding_step(_step(tmp_path, "top_left", source))
     assert result.bug == "is_causal_top_left", repr(result)
     assert result.fix.startswith(f"blocked = {said}   # in place of your line"), result.fix

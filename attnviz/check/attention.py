@@ -503,15 +503,25 @@ def _one_path(t, wrong, divisors) -> str:
             "math.sqrt(q.shape[-1]), once.")
 
 
+def _right_exactly_where(t, same):
+    """``(equal, unequal)``: the main inputs where ``same(probe)`` holds and the others, when the learner's
+    code is right on every one of the first and on none of the second (both there); else None."""
+    equal = [(p, a) for p, a in t.main if same(p)]
+    unequal = [(p, a) for p, a in t.main if not same(p)]
+    if not equal or not unequal or not all(t.right(p, a) for p, a in equal) or \
+            any(t.right(p, a) for p, a in unequal):
+        return None
+    return equal, unequal
+
+
 def _keys_counted_from_queries(t):
     """Right on every main input with as many queries as keys, wrong (or raised) on every one whose
     numbers differ: a size read from the queries where the keys' belongs (``L, S = q.size(-2),
     q.size(-2)``), or the other way round. Said before "batch one only": an unbatched input goes wrong."""
-    square = [(p, a) for p, a in t.main if p.args["q"].shape[-2] == p.args["k"].shape[-2]]
-    uneven = [(p, a) for p, a in t.main if p.args["q"].shape[-2] != p.args["k"].shape[-2]]
-    if not square or not uneven or not all(t.right(p, a) for p, a in square) or \
-            any(t.right(p, a) for p, a in uneven):
+    split = _right_exactly_where(t, lambda p: p.args["q"].shape[-2] == p.args["k"].shape[-2])
+    if split is None:
         return None
+    square, uneven = split
     probe, ans = uneven[0]
     n_q, n_k = probe.args["q"].shape[-2], probe.args["k"].shape[-2]
     return t.problem(
@@ -533,11 +543,10 @@ def _values_width_from_keys(t):
     every one where they differ: a width read from q or k where v's belongs (``hasil.view(*depan, n_q,
     d_k)``). Said before "batch one only": replay 20's 02W3 was told it was right on inputs without batch
     dimensions, beside an unbatched input it raised on."""
-    even = [(p, a) for p, a in t.main if p.args["v"].shape[-1] == p.args["k"].shape[-1]]
-    uneven = [(p, a) for p, a in t.main if p.args["v"].shape[-1] != p.args["k"].shape[-1]]
-    if not even or not uneven or not all(t.right(p, a) for p, a in even) or \
-            any(t.right(p, a) for p, a in uneven):
+    split = _right_exactly_where(t, lambda p: p.args["v"].shape[-1] == p.args["k"].shape[-1])
+    if split is None:
         return None
+    even, uneven = split
     probe, ans = uneven[0]
     d_k, d_v = probe.args["k"].shape[-1], probe.args["v"].shape[-1]
     return t.problem(
