@@ -994,8 +994,10 @@ def my_padding_mask(lengths, n):
     return real.unsqueeze(-1)
 """
     result = check_padding_mask(_load(tmp_path, "pm", source).my_padding_mask)
-    expected = "return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # in place of your return"
-    assert result.fix.startswith(expected), result.fix
+    # their own return line with the one token that is wrong changed (found by trying changes, _repair)
+    expected = ("return real.unsqueeze(1)   # in place of your line: unsqueeze(1) where you wrote "
+                "unsqueeze(-1)")
+    assert result.fix == expected, result.fix
     fixed = _pasted(source, "return real", result.fix)
     assert check_padding_mask(_load(tmp_path, "pm_fixed", fixed).my_padding_mask).passed
 
@@ -1892,8 +1894,10 @@ def test_a_head_modules_mask_line_is_the_fix_in_its_own_names(tmp_path, line, fi
                      [(fix, "wei = wei.masked_fill")])
 
 
-@pytest.mark.parametrize("row", ["lengths.unsqueeze(0)", "lengths[None, :]", "lengths.view(1, -1)"])
-def test_lengths_made_a_row_get_the_line_that_does_it_as_a_column(tmp_path, row):
+@pytest.mark.parametrize(("row", "column"), [("lengths.unsqueeze(0)", "lengths.unsqueeze(1)"),
+                                           ("lengths[None, :]", "lengths[:, None]"),
+                                           ("lengths.view(1, -1)", "lengths.view(-1, 1)")])
+def test_lengths_made_a_row_get_the_line_that_does_it_as_a_column(tmp_path, row, column):
     """Replay 12's 04Q3: lengths.unsqueeze(0) (a row) in its comparison line got the catalog's return line
     as its Fix; pasted over the return, the line before still raised, and the learner took two more rounds
     to find it. The Fix is now that line with lengths[:, None]."""
@@ -1906,7 +1910,7 @@ def my_padding_mask(lengths, n):
 """
     result = check_padding_mask(_load(tmp_path, "row", source).my_padding_mask)
     assert result.bug == "batch_one_only", repr(result)
-    assert result.fix.startswith("nyata = posisi < lengths[:, None]   # in place of your line"), result.fix
+    assert result.fix.startswith(f"nyata = posisi < {column}   # in place of your line"), result.fix
     fixed = _pasted(source, "nyata = ", result.fix)
     assert check_padding_mask(_load(tmp_path, "row_fixed", fixed).my_padding_mask).passed
 

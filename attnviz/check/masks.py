@@ -22,6 +22,7 @@ from ._catalog import BUGS
 from ._diagnose import Answer, Hypotheses, matching_bug
 from ._engine import Probe, Rule, Spec, dtype_name, run_check
 from ._reference import causal, in_neutral, padding
+from ._repair import repaired
 from ._rules import missing_torch_name, rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
 from ._stale import code_notes, globals_note, library_used, with_stale_note
@@ -544,6 +545,26 @@ _KEYS = re.compile(r"^(n_?k|nk|n_?keys?|num_keys?|keys?|k|kv.*|n_?kv.*|len_?k.*|
                    r"n_?2|n_?k?_?len|width)$", re.IGNORECASE)
 
 
+def _wrong_entries(probe, candidate) -> int:
+    """In a child: how many (query, key) entries ``candidate`` (a change of the learner's function) gets
+    wrong on ``probe``, one more for a mask that is not bool; 10 ** 9 for no mask of a fitting shape."""
+    args = [v.clone() if isinstance(v, torch.Tensor) else v for v in probe.args.values()]
+    out = candidate(*args)
+    shape = tuple(probe.expected.shape)
+    if not isinstance(out, torch.Tensor) or broadcast_shape(tuple(out.shape), shape) != shape:
+        return 10 ** 9
+    wrong = int((out.bool().expand(shape) != probe.expected.expand(shape)).sum())
+    return wrong + (out.dtype != torch.bool)
+
+
+def _repaired(spec, fn, result, probes, time_limit, width=None):
+    """The Fix as the learner's own lines, one or two tokens changed, where that passes (:mod:`._repair`)."""
+    def passes(changed):
+        return _run(spec, changed, probes, time_limit).passed
+
+    return repaired(fn, result, probes, _wrong_entries, passes, width)
+
+
 def _takes_two(fn):
     """Whether ``fn`` takes (n_q, n_k): a second size it needs, or an optional one named like the keys'
     count. An optional second parameter of another name (device, dtype, diagonal) is left alone."""
@@ -628,7 +649,7 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
     if _takes_two(fn):
         probes += [_probe({"n_q": a, "n_k": b}, causal(a, b), kind="rectangle") for a, b in _RECTANGLES]
     result = code_notes(fn, globals_note(fn, _run(CAUSAL, fn, probes, time_limit)))
-    result = mask_fix_in_your_names(fn, result, ("n",))
+    result = _repaired(CAUSAL, fn, mask_fix_in_your_names(fn, result, ("n",)), probes, time_limit)
     return _library_note(fn, result, "causal_mask", "torch.ones and torch.tril")
 
 
@@ -719,5 +740,8 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
         expected = padding(lengths, n).expand(len(lengths), n, n)
         probes.append(_probe({"lengths": lengths, "n": n}, expected, batch_one=single, lengths=lengths))
     result = code_notes(fn, globals_note(fn, _run(PADDING, fn, probes, time_limit)))
-    result = mask_fix_in_your_names(fn, result, ("lengths", "n"))
+    code = getattr(fn, "__code__", None)
+    width = code.co_varnames[1] if code is not None and code.co_argcount >= 2 else None
+    result = _repaired(PADDING, fn, mask_fix_in_your_names(fn, result, ("lengths", "n")), probes, time_limit,
+                       width)
     return _library_note(fn, result, "padding_mask", "torch.arange(n) compared with the lengths")

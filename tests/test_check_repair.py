@@ -1,0 +1,179 @@
+"""A mask verdict's Fix found by changing one or two tokens of the learner's own lines and running them
+(attnviz/check/_repair.py): pasted in place of their lines, it passes; it is never run in the kernel;
+and where no small change passes, the Fix is what it was."""
+
+import difflib
+import importlib.util
+import textwrap
+import time
+
+import pytest
+
+from attnviz import zoo
+from attnviz.check import check_causal_mask, check_padding_mask
+from attnviz.check._repair import edits
+
+HEAD = "import torch\nimport torch.nn.functional as F\n\n"
+
+
+def _load(tmp_path, name, source):
+    path = tmp_path / f"{name}.py"
+    path.write_text(HEAD + textwrap.dedent(source))
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pasted(source: str, fix: str) -> str:
+    """``source`` with each line of the Fix (its code, lines joined by '; ') in place of the learner's line
+    most like it, indented as that line was."""
+    lines = source.splitlines()
+    for new in fix.split("   #")[0].split("; "):
+        def like(i, new=new):
+            return difflib.SequenceMatcher(None, lines[i].split("#")[0].strip(), new).ratio()
+
+        at = max(range(len(lines)), key=like)
+        indent = lines[at][: len(lines[at]) - len(lines[at].lstrip())]
+        lines[at] = indent + new
+    return "\n".join(lines) + "\n"
+
+
+# replay 21's 04X3: a list per sequence with <= (off by one) and the query axis added last: two known bugs at
+# once, and the verdict said "matches no known bug" with the whole answer as its Fix
+TWO_MISTAKES = """
+def my_padding_mask(lengths, n):
+    sari = []
+    for dairgho in lengths.tolist():
+        sari.append([j <= dairgho for j in range(n)])   # আসল অবস্থানগুলো
+    mukhosh = torch.tensor(sari)                        # (batch, n)
+    return mukhosh.unsqueeze(-1)                        # প্রশ্নের অক্ষ
+"""
+
+
+def test_two_mistakes_on_two_lines_get_both_lines_changed_and_named(tmp_path):
+    result = check_padding_mask(_load(tmp_path, "two", TWO_MISTAKES).my_padding_mask)
+    assert not result.passed
+    assert result.fix == ("sari.append([j < dairgho for j in range(n)]); return mukhosh.unsqueeze(1)   # in "
+                          "place of your two lines: < where you wrote <=; unsqueeze(1) where you wrote "
+                          "unsqueeze(-1)"), result.fix
+    fixed = _load(tmp_path, "two_fixed", _pasted(TWO_MISTAKES, result.fix))
+    assert check_padding_mask(fixed.my_padding_mask).passed
+
+
+@pytest.mark.parametrize(("line", "fix"), [
+    ("return torch.ones(n, n, dtype=torch.bool).triu(1)",
+     "return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your line: tril() where you wrote "
+     "triu(1)"),
+    ("return torch.tril(torch.ones(n, n, dtype=torch.bool), -1)",
+     "return torch.tril(torch.ones(n, n, dtype=torch.bool))   # in place of your line: "),
+    ("return torch.arange(n)[None, :] >= torch.arange(n)[:, None]",
+     "return torch.arange(n)[None, :] <= torch.arange(n)[:, None]   # in place of your line: <= where you "
+     "wrote >="),
+    ("return ~torch.ones(n, n, dtype=torch.bool).tril()",
+     "return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your line: no ~ before "),
+])
+def test_a_causal_mask_wrong_in_one_token_gets_its_own_line_with_that_token_changed(tmp_path, line, fix):
+    source = f"def my_causal_mask(n):\n    {line}\n"
+    result = check_causal_mask(_load(tmp_path, "one", source).my_causal_mask)
+    assert result.fix.startswith(fix), result.fix
+    assert check_causal_mask(_load(tmp_path, "one_fixed", _pasted(source, result.fix)).my_causal_mask).passed
+
+
+def test_every_mask_bug_of_the_zoo_given_its_lines_changed_passes_once_they_are_pasted(tmp_path):
+    """Each zoo mask whose Fix is its own lines changed: pasted in place of them, the check passes."""
+    import inspect
+
+    changed = 0
+    for table, check in ((zoo.CAUSAL_MASK_BUGS, check_causal_mask),
+                         (zoo.PADDING_MASK_BUGS, check_padding_mask)):
+        for name, fn in table.items():
+            result = check(fn)
+            if "where you wrote" not in result.fix and "   # in place of your line: no " not in result.fix:
+                continue
+            changed += 1
+            source = inspect.getsource(fn)
+            fixed = _load(tmp_path, f"z{changed}", _pasted(source, result.fix))
+            assert check(getattr(fixed, fn.__name__)).passed, (name, result.fix)
+    assert changed >= 12, changed
+
+
+def test_the_changed_code_never_runs_in_the_kernel(tmp_path):
+    source = """
+RAN = []
+
+def my_causal_mask(n):
+    RAN.append(n)
+    return torch.ones(n, n, dtype=torch.bool).tril(1)
+"""
+    module = _load(tmp_path, "kernel", source)
+    result = check_causal_mask(module.my_causal_mask)
+    assert result.fix.startswith("return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your line")
+    assert module.RAN == []
+
+
+def test_no_small_change_leaves_the_fix_as_it_was(tmp_path):
+    source = "def my_causal_mask(n):\n    return torch.ones(n, n, dtype=torch.bool)\n"
+    result = check_causal_mask(_load(tmp_path, "none", source).my_causal_mask)
+    assert result.bug == "mask_blocks_nothing"
+    assert "where you wrote" not in result.fix
+    assert result.fix.startswith("return torch.ones(n, n, dtype=torch.bool).tril()"), result.fix
+
+
+def test_a_while_loops_test_is_never_changed_and_a_verdict_comes_in_time(tmp_path):
+    source = """
+def my_causal_mask(n):
+    mask = torch.zeros(n, n, dtype=torch.bool)
+    i = 0
+    while i < n:
+        mask[i, :i] = True
+        i += 1
+    return mask
+"""
+    fn = _load(tmp_path, "loop", source).my_causal_mask
+    assert not any(e.new in (">", ">=", "<=") for e in edits(fn))
+    began = time.perf_counter()
+    result = check_causal_mask(fn)
+    assert time.perf_counter() - began < 5
+    assert result.bug == "causal_excludes_self"
+    assert result.fix.startswith("mask[i, :i + 1] = True   # in place of your line"), result.fix
+
+
+def test_a_cached_function_and_a_float_mask_get_both_their_lines(tmp_path):
+    """Replay 22's 04Y1: under functools.lru_cache, triu() (the diagonal blocked) and 1 - triu (a float
+    mask); the Fix was the whole mask with no word of where it goes, and pasted over the triu line it
+    raised on the 1 - line."""
+    source = """
+from functools import lru_cache
+
+
+@lru_cache(maxsize=None)
+def my_causal_mask(n: int) -> torch.Tensor:
+    tulevik = torch.ones(n, n).triu()
+    lubatud = 1 - tulevik
+    return lubatud
+"""
+    result = check_causal_mask(_load(tmp_path, "cached", source).my_causal_mask)
+    assert result.fix.startswith("tulevik = torch.ones(n, n).triu(1); return lubatud.bool()   # in place of "
+                                 "your two lines: triu(1) where you wrote triu()"), result.fix
+    fixed = _load(tmp_path, "cached_fixed", _pasted(source, result.fix))
+    assert check_causal_mask(fixed.my_causal_mask).passed
+
+
+def test_a_transposed_comparison_gets_both_axes_moved(tmp_path):
+    """Replay 22's 04Y4: positions as a column and lengths as a row, read back with .view; the Fix made the
+    lengths a column and left the positions one, and it raised when pasted."""
+    source = """
+def my_padding_mask(lengths, n):
+    lote = lengths.shape[0]
+    posicions = torch.arange(n, device=lengths.device)
+    mascara = (posicions[:, None] < lengths[None, :]).float()
+    mascara = mascara.view(lote, 1, n)
+    return mascara.bool()
+"""
+    result = check_padding_mask(_load(tmp_path, "transposed", source).my_padding_mask)
+    assert result.fix.startswith("mascara = (posicions[None, :] < lengths[:, None]).float()   # in place "
+                                 "of your line: posicions[None, :] where you wrote posicions[:, None]; "), \
+        result.fix
+    fixed = _load(tmp_path, "transposed_fixed", _pasted(source, result.fix))
+    assert check_padding_mask(fixed.my_padding_mask).passed
