@@ -3583,3 +3583,33 @@ def test_a_top_left_triangle_of_the_steps_own_gets_its_line_from_the_bottom_righ
     assert result.fix.startswith(f"blocked = {said}   # in place of your line"), result.fix
     fixed = _pasted(source, "blocked = ", result.fix)
     assert check_decoding_step(_step(tmp_path, "top_left_fixed", fixed)).passed
+
+
+@pytest.mark.parametrize(("made", "name"), [
+    ("stig = _stig(q, k)", "stig"),                                # a helper of their own makes them
+    ("stig = _skala(q @ k.transpose(-2, -1), q.shape[-1])", "stig"),   # a helper scales the product
+])
+def test_scores_made_by_a_helper_are_named_in_the_fix(tmp_path, made, name):
+    """Replay 22's 02Y1 and 02Y2: scores from a call of their own got Fix lines that named ``scores``: pasted,
+    one read the notebook's own 5 x 5 scores, the other raised UnboundLocalError (stuck six rounds)."""
+    source = f"""
+def _stig(a, b):
+    return torch.matmul(a, b.mT) * torch.rsqrt(torch.tensor(a.shape[-1], dtype=a.dtype))
+
+
+def _skala(x, d):
+    return x / d ** 0.5
+
+
+def my_attention(q, k, v, mask=None):
+    {made}
+    if mask is not None:
+        stig = stig.masked_fill(~mask, torch.finfo(stig.dtype).min)
+    vigt = F.softmax(stig, dim=-2)
+    return torch.matmul(vigt, v), vigt
+"""
+    result = check_attention(_load(tmp_path, "helper", source).my_attention)
+    assert result.bug == "softmax_wrong_axis", repr(result)
+    assert result.fix.startswith(f"vigt = torch.softmax({name}, dim=-1)"), result.fix
+    fixed = _pasted(source, "vigt = F.softmax", result.fix)
+    assert check_attention(_load(tmp_path, "helper_fixed", fixed).my_attention).passed

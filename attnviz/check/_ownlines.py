@@ -758,7 +758,7 @@ def _mask_turned(obj, result, renamed) -> str | None:
     that hands a mask to ``masked_fill`` or ``attn_mask=``, the mask turned (``~kinyago``; ``m`` for
     ``~m``); else None."""
     target = renamed.split(" = ", 1)[0]
-    if not target.isidentifier() or names_a(target, obj):
+    if not target.isidentifier() or names_a(target, obj) and _masks_itself(obj):
         return None
     found = {}
     for source, _, node in one_line_statements(obj, with_helpers=True):
@@ -780,6 +780,20 @@ def _mask_turned(obj, result, renamed) -> str | None:
     line = the_one(list(found.values()))
     return line + "   # in place of your line: True = may attend, so block where the mask is False" if line \
         else None
+
+
+def _masks_itself(obj) -> bool:
+    """Whether the learner's function (not a helper it calls) hands a mask to masked_fill, torch.where or
+    ``attn_mask=``: where it does not, its scores are masked in a helper, and a Fix line on its scores
+    has no line to take the place of (replay 16's 02T1, once its scores, made by a helper too, were
+    named: replay 22's 02Y1)."""
+    for _, tree in parsed(obj):
+        for call in ast.walk(tree):
+            func = call.func if isinstance(call, ast.Call) else None
+            if getattr(func, "attr", getattr(func, "id", "")) in ("masked_fill", "masked_fill_", "where") or \
+                    any(k.arg == "attn_mask" for k in getattr(call, "keywords", [])):
+                return True
+    return False
 
 
 _TO_ATTEND = ("decoding_mask", "tril")

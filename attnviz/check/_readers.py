@@ -442,6 +442,8 @@ def your_names(obj) -> dict:
             # never calls W_o
             alone = [ast.unparse(values[0])] if len(values) == 1 and "W_o" not in ast.unparse(node) else []
             returned |= {v.id for v in values if isinstance(v, ast.Name)} or set(alone)
+    if not seen["scores"]:      # made by a helper: stig = _stig(q, k), s = scale(q @ k.T)
+        seen["scores"] = _scores_by_their_use(nodes)
     if not seen["weights"]:     # weights made some other way (a helper, log_softmax(...).exp()): W @ values
         _weights_by_their_values(obj, nodes, seen)
     for node in nodes:                        # the weights @ values, once the weights' name is known
@@ -485,6 +487,31 @@ def your_names(obj) -> dict:
         if role not in names and len(forward_input) == 1:
             names[role] = f"{next(iter(forward_input))}.shape[{axis}]"
     return names
+
+
+def _scores_by_their_use(nodes) -> set:
+    """The scores' names where no assignment of the product names them, made by a function of the
+    learner's own (replay 22's 02Y1 and 02Y2: a Fix line named ``scores``, which read the notebook's own or
+    raised UnboundLocalError): what is assigned such a call that takes the product (``s = scale(q @
+    k.T)``); else what is assigned such a call (``stig = _stig(q, k)``) and then masked in place of itself
+    (``s = s.masked_fill(...)``) or handed to a softmax (``F.softmax(stig, dim=-1)``)."""
+    made, around, used = set(), set(), set()
+    for node in nodes:
+        target, value = assigned(node), getattr(node, "value", None)
+        func = value.func if isinstance(value, ast.Call) else None
+        if target and (isinstance(func, ast.Name) and func.id != "softmax" or isinstance(func, ast.Attribute)
+                       and getattr(func.value, "id", None) == "self"):
+            made.add(target)
+            around |= {target} if any(scores_of(a) for a in value.args) else set()
+        if target and isinstance(func, ast.Attribute) and func.attr == "masked_fill" \
+                and getattr(func.value, "id", None) == target:
+            used.add(target)
+        if _softmax_of(node) and isinstance(node.func, ast.Attribute):
+            module = getattr(node.func.value, "id", None) in ("torch", "F", "functional") or \
+                isinstance(node.func.value, ast.Attribute)
+            taken = node.args[0] if module and node.args else None if module else node.func.value
+            used |= {taken.id} if isinstance(taken, ast.Name) else set()
+    return around or made & used
 
 
 def returned_cache(node) -> str | None:
