@@ -3613,3 +3613,57 @@ def my_attention(q, k, v, mask=None):
     assert result.fix.startswith(f"vigt = torch.softmax({name}, dim=-1)"), result.fix
     fixed = _pasted(source, "vigt = F.softmax", result.fix)
     assert check_attention(_load(tmp_path, "helper_fixed", fixed).my_attention).passed
+
+
+# Replay 22's 05Y3 (Khmer names): a causal buffer when no mask is given, and the mask given axes for the heads
+# in the wrong place; four rounds were told "heads split without transpose" (batch 2 = n_heads 2 met n = 5)
+KHMER = """
+class MHA(nn.Module):
+    def __init__(self, d_model, n_heads, max_len=512):
+        super().__init__()
+        self.n_heads = n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+        self.register_buffer("robang", torch.tril(torch.ones(max_len, max_len, dtype=torch.bool)))
+
+    @property
+    def head_dim(self):
+        return self.W_q.out_features // self.n_heads
+
+    def forward(self, x, mask=None):
+        b, n, _ = x.shape
+
+        def bombaek(t):
+            return t.view(b, n, self.n_heads, self.head_dim).transpose(1, 2)
+
+        q, k, v = bombaek(self.W_q(x)), bombaek(self.W_k(x)), bombaek(self.W_v(x))
+        pinthu = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+        if mask is None:
+            mask = self.robang[:n, :n]
+        mask = mask.unsqueeze(1).unsqueeze(2)
+        pinthu.masked_fill_(~mask, torch.finfo(pinthu.dtype).min)
+        tumngon = pinthu.softmax(dim=-1)
+        chenh = (tumngon @ v).transpose(1, 2).reshape(b, n, -1)
+        return self.W_o(chenh)
+"""
+
+
+def test_a_mask_given_axes_for_the_heads_in_the_wrong_place_is_named_from_its_line(tmp_path):
+    result = check_multi_head(_load(tmp_path, "khmer", KHMER).MHA)
+    assert result.bug == "mask_axis_misplaced", repr(result)
+    assert "Your line mask = mask.unsqueeze(1).unsqueeze(2) makes the (5, 5) mask (5, 1, 1, 5)" in \
+        "\n".join(result.observed), repr(result)
+    assert result.fix.startswith("leave out your line mask = mask.unsqueeze(1).unsqueeze(2)   #"), result.fix
+    source = KHMER.replace("        mask = mask.unsqueeze(1).unsqueeze(2)\n", "")
+    result = check_multi_head(_load(tmp_path, "khmer1", source).MHA)
+    assert result.bug == "causal_when_no_mask", repr(result)
+    assert result.fix == ("if mask is not None: pinthu = pinthu.masked_fill(~mask, "
+                          "torch.finfo(pinthu.dtype).min)   # in place of your line "
+                          "pinthu.masked_fill_(~mask, torch.finfo(pinthu.dtype).min); "
+                          "and leave out your lines 'if mask is None:' and 'mask = self.robang[:n, :n]': "
+                          "mask=None means nothing is blocked"), result.fix
+    source = source.replace("        if mask is None:\n            mask = self.robang[:n, :n]\n", "")
+    source = _pasted(source, "pinthu.masked_fill_", result.fix)
+    assert check_multi_head(_load(tmp_path, "khmer2", source).MHA).passed

@@ -644,6 +644,28 @@ def _the_mask_given(obj, result, renamed) -> str | None:
         if line else None
 
 
+def _no_mask_made_causal(obj, result, renamed) -> str | None:
+    """For a causal mask applied when none is given, made in the learner's own ``if mask is None: mask =
+    ...`` (a registered tril buffer, say): the catalog's guarded fill in their names, and those two lines
+    left out; with them kept, the guard is always true (replay 22's 05Y3). Else None."""
+    made = []
+    for source, tree in parsed(obj, with_helpers=True):
+        for node in ast.walk(tree):
+            body = node.body if isinstance(node, ast.If) and not node.orelse and len(node.body) == 1 else []
+            test = ast.get_source_segment(source, node.test) if body else ""
+            if body and test.replace(" ", "") == "maskisNone" and assigned(body[0]) == "mask":
+                made.append((test, ast.get_source_segment(source, body[0])))
+    fill = [ast.get_source_segment(source, node) for source, node, _ in _with_a_mask(obj)
+            if any(isinstance(c, ast.Call) and getattr(c.func, "attr", "") in ("masked_fill", "masked_fill_")
+                   for c in ast.walk(node)) and _reads_mask(node)]
+    found, line = the_one(made), the_one(fill)
+    if not (found and line and renamed.startswith("if mask is not None: ")):
+        return None
+    code = renamed.split("   #")[0]
+    return (f"{code}   # in place of your line {line}; and leave out your lines 'if {found[0]}:' and "
+            f"'{found[1]}': mask=None means nothing is blocked")
+
+
 def _mask_only_when_given(obj, result, renamed) -> str | None:
     """For a function that raises whenever it is given no mask: its one line that reads the mask outside
     an ``if`` on it, under ``if mask is not None:``; else None."""
@@ -1282,6 +1304,7 @@ RULES = (
     (_bug("heads_merged_without_transpose"), heads_transposed_back),
     (_bug("no_block_without_cache"), every_block),
     (_bug("mask_replaced_by_causal"), _the_mask_given),
+    (_bug("causal_when_no_mask"), _no_mask_made_causal),
     (lambda result: "whenever no mask is given (mask=None)" in result.headline, _mask_only_when_given),
     (lambda result: "a linear layer got inputs of width" in result.headline, heads_side_by_side),
     (_bug("cache_read_at_wrong_index"), entries_read_right),

@@ -19,6 +19,7 @@ from ._catalog import MULTI_HEAD_FIX_NAMES
 from ._compare import agrees
 from ._diagnose import Answer, Hypotheses, answer, matching_bug, variant_matches
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
+from ._mask_axes import misplaced_axes, shape_for
 from ._reference import (
     ATTENTION_VARIANTS,
     MULTI_HEAD_VARIANTS,
@@ -547,17 +548,44 @@ _SIZES = re.compile(r"size of tensor a \((\d+)\) must match the size of tensor b
                     r"non-singleton dimension")
 
 
+def _mask_axes_misplaced(t):
+    """forward raised, or was wrong, wherever a mask is given, and a line of it gives the (n, n) mask
+    axes that put its queries elsewhere than the scores' second-to-last axis (:mod:`._mask_axes`)."""
+    found = t.spec.words.get("mask_axes")
+    masked = [(p, a) for p, a in t.main if p.args.get("mask") is not None]
+    if not found or not masked or any(t.right(p, a) for p, a in masked):
+        return None
+    line, axes = found
+    probe, ans = masked[0]
+    x, (_, heads) = probe.args["x"], CONFIGS[probe.facts["config"]]
+    n = x.shape[1]
+    scores = (x.shape[0], heads, n, n)
+    return t.bug("mask_axis_misplaced", t.happened(probe, ans), [
+        t.describe(probe, ans),
+        f"Your line {line} makes the ({n}, {n}) mask {shape_str(shape_for(axes, n))}: against the scores "
+        f"(batch, n_heads, n, n) = {shape_str(scores)} its queries no longer line up with the scores' "
+        "queries. An (n, n) mask broadcasts over the batch and the heads as it is."],
+        fix=f"leave out your line {line}   # the (n, n) mask lines up with the scores' last two axes as "
+            "it is")
+
+
 def _heads_left_before_positions(t):
     """forward raised as a mask of (n, n) met scores whose last two axes are (n_heads, n_heads): x viewed as
     (batch, n, n_heads, d_k) and never transposed, so q @ kᵀ compared each position's heads with its own
     heads. Without a mask nothing raises (the outputs are wrong); with one, the sizes n and n_heads meet."""
+    # without a mask nothing raises; with one, the sizes meet on the scores' last two axes (replay 22's
+    # 05Y3: a (5, 1, 1, 5) mask met scores (2, 2, 5, 5) on axis 0, batch 2 = n_heads 2, and a causal
+    # buffer raised without a mask too: the heads were split with their transpose)
+    if any(a.error for p, a in t.main if p.args.get("mask") is None):
+        return None
     for probe, ans in t.main:
         found = _SIZES.search((ans.error or {}).get("message", "")) if ans.error else None
         if not found or "mask" not in probe.args:
             continue
         d_model, heads = CONFIGS[probe.facts["config"]]
         n = probe.args["x"].shape[1]
-        if n != heads and {int(size) for size in found.groups()} == {n, heads}:
+        axis = re.search(r"non-singleton dimension (\d+)", ans.error["message"])
+        if n != heads and {int(size) for size in found.groups()} == {n, heads} and axis and int(axis[1]) >= 2:
             happened = (f"forward raised {ans.error['type']} as the mask met scores of "
                         f"(..., {heads}, {heads}): heads against heads")
             why = (f"x.view(batch, n, n_heads, d_k) keeps the heads on axis 2: without .transpose(1, 2), "
@@ -952,6 +980,7 @@ SPEC = Spec(
                         # a raise on a later call only (replay 20's 05W4: a mask kept on self at n = 5,
                         # used again at n = 4, was shown the size error alone)
                         "raised": [Rule("state_before_raised", "wrong", _state_between_calls),
+                                   Rule("mask_axes_misplaced", "wrong", _mask_axes_misplaced),
                                    Rule("position_chunks_stacked", "wrong", _position_chunks_stacked),
                                    Rule("heads_left_before_positions", "wrong",
                                         _heads_left_before_positions)],
@@ -1021,10 +1050,11 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
         )
     cache = _expected()
     probes, steps = _plan(cls, cache)
-    words = {**SPEC.words, "globals": _sizes_read(cls), "layers": _layers_read(cls)}
+    forward = inspect.getattr_static(cls, "forward", None) if isinstance(cls, type) else None
+    words = {**SPEC.words, "globals": _sizes_read(cls), "layers": _layers_read(cls),
+             "mask_axes": misplaced_axes(forward) if forward is not None else None}
     spec = replace(SPEC, hypotheses=cache["table"], words=words)
     result = run_check(spec, probes, steps, time_limit, read=_read)
-    forward = inspect.getattr_static(cls, "forward", None) if isinstance(cls, type) else None
     if result.status == "problem" and forward is not None:
         # a tensor or size of 05's cells read inside forward (merged, weights, value, batch ...):
         # said first, as check_attention does (round 26's hurried students pasted such names)
