@@ -3667,3 +3667,54 @@ def test_a_mask_given_axes_for_the_heads_in_the_wrong_place_is_named_from_its_li
     source = source.replace("        if mask is None:\n            mask = self.robang[:n, :n]\n", "")
     source = _pasted(source, "pinthu.masked_fill_", result.fix)
     assert check_multi_head(_load(tmp_path, "khmer2", source).MHA).passed
+
+
+ARMENIAN_STEP = """
+def decode_step(model, tokens, cache):
+    cache = gpt.KVCache() if cache is None else cache.copy()
+    x = model.embed(tokens, start=cache.length)
+    nor_qanak = tokens.shape[1]
+    khumb = model.n_heads // model.n_kv_heads
+    for shert, blok in enumerate(model.blocks):
+        ushadrutyun = blok.attention
+        h = blok.norm_attention(x)
+        harc = split_heads(ushadrutyun.W_q(h), model.n_heads)
+        banali = split_heads(ushadrutyun.W_k(h), model.n_kv_heads)
+        arzheq = split_heads(ushadrutyun.W_v(h), model.n_kv_heads)
+        banalner, arzheqner = cache.append(shert, banali, arzheq)
+        banalner = banalner.repeat_interleave(khumb, dim=1)
+        dimak = gpt.decoding_mask(nor_qanak, banalner.shape[-2])
+        glukhner = F.scaled_dot_product_attention(harc, banalner, arzheqner, attn_mask=dimak)
+        x = x + ushadrutyun.W_o(merge_heads(glukhner))
+        x = x + blok.mlp(blok.norm_mlp(x))
+    return model.unembed(x), cache
+"""
+
+
+def test_keys_repeated_and_values_left_get_both_in_place_of_the_keys_line(tmp_path):
+    """Replay 22's 08Y1: the Fix for both said 'just before attending'; kept above it, the keys' own line
+    repeated them twice, and the next verdict blamed the cache."""
+    result = check_decoding_step(_step(tmp_path, "gqa", ARMENIAN_STEP))
+    assert result.fix.startswith("banalner, arzheqner = banalner.repeat_interleave(khumb, dim=1), "
+                                 "arzheqner.repeat_interleave(khumb, dim=1)   # in place of your line "
+                                 "banalner = banalner.repeat_interleave(khumb, dim=1)"), result.fix
+    fixed = _pasted(ARMENIAN_STEP, "banalner = banalner.repeat", result.fix)
+    assert check_decoding_step(_step(tmp_path, "gqa_fixed", fixed)).passed
+
+
+def test_a_residual_added_to_the_normed_copy_gets_the_line_that_adds_it_to_the_stream(tmp_path):
+    """Replay 22's 08Y4: x = normalizzat + att.W_o(...) was told 'x = block.norm_attention(x) overwrote x'
+    and given the mlp line it already had."""
+    source = ARMENIAN_STEP.replace("        h = blok.norm_attention(x)\n",
+                                   "        normalizzat = blok.norm_attention(x)\n")
+    source = source.replace("(h)", "(normalizzat)").replace(
+        "        banalner = banalner.repeat_interleave(khumb, dim=1)\n",
+        "        banalner, arzheqner = banalner.repeat_interleave(khumb, dim=1), "
+        "arzheqner.repeat_interleave(khumb, dim=1)\n").replace(
+        "x = x + ushadrutyun.W_o(", "x = normalizzat + ushadrutyun.W_o(")
+    result = check_decoding_step(_step(tmp_path, "residual", source))
+    assert result.bug == "residual_from_normed", repr(result)
+    assert result.fix.startswith("x = x + ushadrutyun.W_o(merge_heads(glukhner))   # in place of your line "
+                                 "x = normalizzat + ushadrutyun.W_o(merge_heads(glukhner))"), result.fix
+    fixed = _pasted(source, "x = normalizzat +", result.fix)
+    assert check_decoding_step(_step(tmp_path, "residual_fixed", fixed)).passed

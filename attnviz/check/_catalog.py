@@ -846,8 +846,9 @@ _ENTRIES = [
     ),
     Bug(
         "residual_from_normed",
-        "A residual adds to the normed stream: x = block.norm_attention(x) (or norm_mlp) overwrote x "
-        "before the sublayer, so x = x + ... adds to the normed copy, not to the stream.",
+        "A residual adds to the normed stream, not to the stream: x = block.norm_attention(x) (or "
+        "norm_mlp) overwrote x before the sublayer, so x = x + ... adds to the normed copy, or the sum "
+        "starts from the normed copy itself (x = normed + ...).",
         "Every position's logits are off, on the prefill as much as after it: the stream is squashed to "
         "LayerNorm's scale inside every block, which a pre-norm block never does.",
         "x = x + block.mlp(block.norm_mlp(x))   # norm a copy, add to x itself (so too for attention: "

@@ -30,6 +30,7 @@ from ._ownlines_heads import (
 )
 from ._ownlines_step import (
     along_the_positions,
+    both_repeated,
     cached_first,
     causal_sized_by_your_call,
     deep_copy_of_the_cache,
@@ -49,6 +50,7 @@ from ._ownlines_step import (
     projected_without_repeat,
     projections_of_the_normed,
     repeated_after_caching,
+    residual_to_the_stream,
     returns_its_own_cache,
     triangle_from_the_bottom_right,
     unembedded_once,
@@ -1278,6 +1280,8 @@ RULES = (
     (lambda result: any("in another arrangement: pieces joined" in line for line in result.observed),
      joined_along_positions),
     (_bug("values_from_cached_keys"), keys_stored_twice),
+    (lambda result: "query heads met" in result.headline and result.bug is None, both_repeated),
+    (_bug("residual_from_normed"), residual_to_the_stream),
     (_bug("cache_holds_repeated_heads"), repeated_after_caching),
     (_bug("cache_holds_repeated_heads"), projected_without_repeat),
     (_bug("final_norm_twice"), unembedded_once),

@@ -661,6 +661,48 @@ def repeated_after_caching(obj, result, renamed) -> str | None:
             "heads, and they are repeated for the query heads only to attend")
 
 
+def residual_to_the_stream(obj, result, renamed) -> str | None:
+    """For a residual added to the normed stream, where the learner's code adds a sublayer's output to its
+    name for the normed copy (``x = normalizzat + att.W_o(...)``, ``normalizzat = blokk.norm_attention(x)``):
+    that line adding to the stream itself; else None (the catalog's mlp line, which such code has already:
+    replay 22's 08Y4, whose words spoke of an x overwritten)."""
+    normed, found = set(), []
+    for _, node in statements(obj):
+        value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        func = value.func if isinstance(value, ast.Call) else None
+        if isinstance(node.targets[0] if value is not None else None, ast.Name) and isinstance(
+                func, ast.Attribute) and func.attr in ("norm_attention", "norm_mlp") and \
+                len(value.args) == 1 and isinstance(value.args[0], ast.Name):
+            normed.add((node.targets[0].id, value.args[0].id))
+    for source, node in statements(obj):
+        value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)):
+            continue
+        for name, stream in normed:
+            if getattr(value.left, "id", None) == name and getattr(node.targets[0], "id", None) == stream:
+                line = ast.get_source_segment(source, node)
+                found.append((f"{stream} = {stream} + {ast.get_source_segment(source, value.right)}", line))
+    if len(found) != 1:
+        return None
+    line, theirs = found[0]
+    return (f"{line}   # in place of your line {theirs}: the residual adds to the stream itself, not its "
+            "normed copy")
+
+
+def both_repeated(obj, result, renamed) -> str | None:
+    """For query heads that met the key/value heads unrepeated, where the learner's code repeats one of
+    the two in place on a line of its own (``banalner = banalner.repeat_interleave(khumb, dim=1)``, the
+    values left): the catalog's line for both, in their names, in place of that line. Its words "just
+    before attending" led replay 22's 08Y1 to keep their line above it, and the keys were repeated twice."""
+    code = renamed.split("   #")[0]
+    found = [(ast.get_source_segment(source, node), names) for source, node in statements(obj)
+             if len(names := _repeated_names(node)) == 1]
+    if len(found) != 1 or code.count("repeat_interleave") != 2 or found[0][1][0] not in code.split(" = ")[0]:
+        return None
+    return (f"{code}   # in place of your line {found[0][0]}: keys and values both repeated for the query "
+            "heads, after caching")
+
+
 def projected_without_repeat(obj, result, renamed) -> str | None:
     """For key/value heads repeated for the query heads on the lines that make them (``k = split_heads(...)
     .repeat_interleave(g, dim=1)``), then cached: those lines (two at most) without the repeat, to paste in

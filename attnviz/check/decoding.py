@@ -807,8 +807,9 @@ def _sizes_met(t):
                          f"{probe.name}", [
                              t.describe(probe, ans),
                              f"{n_heads} query heads met {n_heads * group} key/value heads: the model's "
-                             f"{n_kv} key/value heads were repeated twice ({group} times each time), once "
-                             f"before they were cached and again to attend."])
+                             f"{n_kv} key/value heads were repeated twice ({group} times each time): once "
+                             f"before they were cached and again to attend, or by two lines that repeat "
+                             f"them."])
         other = (met - {n_heads}).pop() if n_heads in met and len(met) == 2 else None
         group = n_heads // n_kv
         if other is not None and other != n_kv and other % n_kv == 0 and found[3] == "1":    # the heads' axis
