@@ -3718,3 +3718,51 @@ def test_a_residual_added_to_the_normed_copy_gets_the_line_that_adds_it_to_the_s
                                  "x = normalizzat + ushadrutyun.W_o(merge_heads(glukhner))"), result.fix
     fixed = _pasted(source, "x = normalizzat +", result.fix)
     assert check_decoding_step(_step(tmp_path, "residual_fixed", fixed)).passed
+
+
+SINHALA_STEP = """
+def eka_block(block, x, kv, n_heads, n_kv_heads):
+    att = block.attention
+    n = block.norm_attention(x)
+    prashna = split_heads(att.W_q(n), n_heads)
+    yathura = split_heads(att.W_k(n), n_kv_heads)
+    agaya = split_heads(att.W_v(n), n_kv_heads)
+    if kv[0] is not None:
+        yathura = torch.cat([kv[0], yathura], dim=-2)
+        agaya = torch.cat([kv[1], agaya], dim=-2)
+    kv[0], kv[1] = yathura, agaya
+    kandayama = n_heads // n_kv_heads
+    yathura = yathura.repeat_interleave(kandayama, dim=1)
+    agaya = agaya.repeat_interleave(kandayama, dim=1)
+    pratidana = F.scaled_dot_product_attention(prashna, yathura, agaya)
+    x = x + att.W_o(merge_heads(pratidana))
+    x = x + block.mlp(block.norm_mlp(x))
+    return x
+
+
+def decode_step(model, tokens, cache):
+    if cache is None:
+        cache = [[None, None] for _ in model.blocks]
+    aluth_cache = list(cache)
+    ithihasaya = 0 if aluth_cache[0][0] is None else aluth_cache[0][0].shape[-2]
+    pratiphala = []
+    for t in range(tokens.shape[1]):
+        x = model.embed(tokens[:, t:t + 1], start=ithihasaya)
+        for sthuraya, block in enumerate(model.blocks):
+            x = eka_block(block, x, aluth_cache[sthuraya], model.n_heads, model.n_kv_heads)
+        pratiphala.append(model.unembed(x))
+    return torch.cat(pratiphala, dim=1), aluth_cache
+"""
+
+
+def test_a_token_loop_embedded_at_start_and_a_list_copy_of_the_cache_get_their_own_lines(tmp_path):
+    """Replay 22's 08Y3: model.embed(tokens[:, t:t + 1], start=ithihasaya) was given x = model.embed(tokens,
+    ithihasaya), the whole chunk; then list(cache), whose entries the helper fills in place, was given
+    'aluth_cache = []', and its own lines raised IndexError with no Fix."""
+    def load(i, text):
+        return _step(tmp_path, f"sinhala{i}", text)
+
+    _until_it_passes(check_decoding_step, load, SINHALA_STEP, [
+        ("x = model.embed(tokens[:, t:t + 1], start=ithihasaya + t)   # in place of your line",
+         "x = model.embed"),
+        ("import copy; aluth_cache = copy.deepcopy(cache)   # in place of your line", "aluth_cache = list")])

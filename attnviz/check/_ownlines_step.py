@@ -149,12 +149,15 @@ def each_token_at_its_position(obj, result, renamed) -> str | None:
             for node in (n for n in ast.walk(loop) if isinstance(n, ast.Assign) and n.lineno == n.end_lineno):
                 call = node.value
                 embeds = isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) \
-                    and call.func.attr == "embed" and len(call.args) == 2
-                uses = [embeds and any(isinstance(n, ast.Name) and n.id == index for n in ast.walk(arg))
-                        for arg in (call.args if embeds else ())]
+                    and call.func.attr == "embed" and len(call.args) in (1, 2)
+                # its position given as the second argument or as start= (replay 22's 08Y3)
+                at = (call.args[1] if len(call.args) == 2 else next(
+                    (k.value for k in call.keywords if k.arg == "start"), None)) if embeds else None
+                uses = [any(isinstance(n, ast.Name) and n.id == index for n in ast.walk(arg))
+                        for arg in ((call.args[0], at) if at is not None else ())]
                 if uses == [True, False]:                 # the token at t, embedded at a position without t
                     line = ast.get_source_segment(source, node)
-                    position = ast.get_source_segment(source, call.args[1])
+                    position = ast.get_source_segment(source, at)
                     found.append(line[::-1].replace(position[::-1], f"{position} + {index}"[::-1], 1)[::-1])
     line = the_one(found)
     return line + "   # in place of your line: each token at its own position" if line else None
@@ -355,8 +358,9 @@ def cached_first(obj, result, renamed) -> str | None:
 
 def deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     """For a step whose cache is changed in place by later calls: its one line that copies the cache it
-    is given only at the top (``replace(cache)``, ``copy.copy(cache)``: its lists are still the given
-    ones), with ``copy.deepcopy(cache)``; else None."""
+    is given only at the top (``replace(cache)``, ``copy.copy(cache)``, ``list(cache)``: its lists are
+    still the given ones; replay 22's 08Y3 was told to start a new empty list, and its own lines then
+    read entries the list did not have), with ``copy.deepcopy(cache)``; else None."""
     code = getattr(obj, "__code__", None)
     if type(obj) is not types.FunctionType or code.co_argcount < 3:
         return None
@@ -365,7 +369,7 @@ def deep_copy_of_the_cache(obj, result, renamed) -> str | None:
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             name = ast.unparse(func) if func is not None else ""
-            if name in ("replace", "dataclasses.replace", "copy.copy", "copy") and call.args \
+            if name in ("replace", "dataclasses.replace", "copy.copy", "copy", "list") and call.args \
                     and ast.unparse(call.args[0]) == given:
                 line = ast.get_source_segment(source, node)
                 found.append(line.replace(ast.get_source_segment(source, call), f"copy.deepcopy({given})", 1))
