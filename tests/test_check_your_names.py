@@ -1051,8 +1051,9 @@ def test_keys_tiled_under_names_of_their_own_get_the_repeat_under_those_names(tm
         "o = attend(qh, kr, vr,", "o = attend(qh, pkr, pvr,")
     result = check_decoding_step(_step(tmp_path, "tile", source))
     assert result.bug == "kv_heads_repeated_not_interleaved", repr(result)
-    # in the step's own name for the group, rep (it was the catalog's group, pasted as rep by hand)
-    expected = "pkr, pvr = pk.repeat_interleave(rep, dim=1), pv.repeat_interleave(rep, dim=1)   #"
+    # in the step's own name for the group, rep (it was the catalog's group, pasted as rep by hand), and
+    # their own two lines, each repeated in place (replay 22's 08Y2)
+    expected = "pkr = pk.repeat_interleave(rep, dim=1); pvr = pv.repeat_interleave(rep, dim=1)   # in place"
     assert result.fix.startswith(expected), result.fix
     pasted = _pasted_over(source, "pkr = pk.repeat", "pvr = pv.repeat", result.fix)
     assert check_decoding_step(_step(tmp_path, "tile_fixed", pasted)).passed
@@ -3766,3 +3767,43 @@ def test_a_token_loop_embedded_at_start_and_a_list_copy_of_the_cache_get_their_o
         ("x = model.embed(tokens[:, t:t + 1], start=ithihasaya + t)   # in place of your line",
          "x = model.embed"),
         ("import copy; aluth_cache = copy.deepcopy(cache)   # in place of your line", "aluth_cache = list")])
+
+
+def test_the_softmax_over_the_queries_and_a_d_model_scale_are_both_named(tmp_path):
+    """Replay 22's 05Y1: math.sqrt(d_model) and F.softmax(..., dim=-2) at once matched no known bug, and its
+    Fix was the recipe, with no word of the softmax's axis."""
+    source = MODULE + """
+        self.mastelis = math.sqrt(d_model)
+
+    def forward(self, x, mask=None):
+        b, n, _ = x.shape
+        q, k, v = (w(x).unflatten(-1, (self.n_heads, self.d_k)).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        balai = torch.einsum("bhqd,bhkd->bhqk", q, k) / self.mastelis
+        if mask is not None:
+            balai = balai.masked_fill(~mask, torch.finfo(balai.dtype).min)
+        svoriai = F.softmax(balai, dim=-2)
+        return self.W_o((svoriai @ v).transpose(1, 2).flatten(2))
+"""
+    result = check_multi_head(_load(tmp_path, "both", source).MHA)
+    assert result.bug == "softmax_wrong_axis", repr(result)
+    assert any('the known bug "scale by d_model"' in line for line in result.observed), repr(result)
+    assert result.fix.startswith("svoriai = torch.softmax(balai, dim=-1)"), result.fix
+    fixed = _pasted(source, "svoriai = F.softmax", result.fix)
+    assert check_multi_head(_load(tmp_path, "both_fixed", fixed).MHA).bug == "scale_by_d_model"
+
+
+def test_heads_tiled_by_expand_and_reshape_get_their_lines_repeated_in_place(tmp_path):
+    """Replay 22's 08Y2: k_rep = k.unsqueeze(1).expand(B, g, Hkv, T, dh).reshape(B, H, T, dh) tiles the
+    block of heads; the Fix repeated k_rep, the tiled heads, again."""
+    tile = ("        banalner = banalner.unsqueeze(1).expand(-1, khumb, -1, -1, -1).flatten(1, 2)\n"
+            "        arzheqner = arzheqner.unsqueeze(1).expand(-1, khumb, -1, -1, -1).flatten(1, 2)\n")
+    source = ARMENIAN_STEP.replace("        banalner = banalner.repeat_interleave(khumb, dim=1)\n", tile)
+    result = check_decoding_step(_step(tmp_path, "tiled", source))
+    assert result.bug == "kv_heads_repeated_not_interleaved", repr(result)
+    assert result.fix.startswith("banalner = banalner.repeat_interleave(khumb, dim=1); arzheqner = "
+                                 "arzheqner.repeat_interleave(khumb, dim=1)   # in place of your two "
+                                 "lines"), result.fix
+    fixed = _pasted_over(source, "banalner = banalner.unsqueeze", "arzheqner = arzheqner.unsqueeze",
+                         result.fix)
+    assert check_decoding_step(_step(tmp_path, "tiled_fixed", fixed)).passed

@@ -1008,7 +1008,12 @@ def _repeated_in_their_lines(obj, result, renamed) -> str | None:
         return None
     targets = [e for t in getattr(node, "targets", []) for e in (t.elts if isinstance(t, ast.Tuple) else [t])]
     missing = any(isinstance(t, ast.Name) and not names_a(t.id, obj) for t in targets)
-    return repeated_interleaved(obj, result, renamed) if missing else None
+    own = repeated_interleaved(obj, result, renamed)
+    # or names their code has, set by the lines that repeat: k_rep = k.unsqueeze(1).expand(...).reshape(...)
+    # was given k_rep = k_rep.repeat_interleave(...), the tiled heads repeated again (replay 22's 08Y2)
+    theirs = own and any(isinstance(t, ast.Name) and (own.startswith(f"{t.id} = ") or f"; {t.id} = " in own)
+                         for t in targets)
+    return own if missing or theirs else None
 
 
 def _transposes_first_two(node) -> bool:

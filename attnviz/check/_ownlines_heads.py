@@ -67,6 +67,25 @@ def split_then_transposed(obj, result, renamed) -> str | None:
         "reshape alone cuts each head from the positions)" if line else None
 
 
+def _tiled(call) -> tuple | None:
+    """``(tensor, group)`` for ``tensor.unsqueeze(1).expand(B, group, ...).reshape(...)`` (or ``view``,
+    ``flatten``): the whole block of key/value heads ``group`` times, as ``.repeat`` gives (replay 22's
+    08Y2); else None."""
+    func = call.func if isinstance(call, ast.Call) else None
+    if not (isinstance(func, ast.Attribute) and func.attr in ("reshape", "view", "flatten")):
+        return None
+    expand = func.value
+    inner = expand.func if isinstance(expand, ast.Call) else None
+    if not (isinstance(inner, ast.Attribute) and inner.attr == "expand" and len(expand.args) >= 4):
+        return None
+    unsqueeze = inner.value
+    first = unsqueeze.func if isinstance(unsqueeze, ast.Call) else None
+    if isinstance(first, ast.Attribute) and first.attr == "unsqueeze" and len(unsqueeze.args) == 1 and \
+            ast.unparse(unsqueeze.args[0]) == "1":
+        return first.value, expand.args[1]
+    return None
+
+
 def repeated_interleaved(obj, result, renamed) -> str | None:
     """For key/value heads repeated with ``.repeat(1, g, 1, 1)`` (the whole block of heads g times, where
     each head belongs g times in a row): the learner's lines that do it (in a helper of theirs too), each
@@ -85,6 +104,12 @@ def repeated_interleaved(obj, result, renamed) -> str | None:
                 line = line.replace(ast.get_source_segment(source, call),
                                     f"{tensor}.repeat_interleave({group}, dim=1)", 1)
                 done = True
+            elif tiled := _tiled(call):       # k.unsqueeze(1).expand(B, g, Hkv, T, dh).reshape(B, H, T, dh)
+                tensor, group = (ast.get_source_segment(source, part) for part in tiled)
+                line = line.replace(ast.get_source_segment(source, call),
+                                    f"{tensor}.repeat_interleave({group}, dim=1)", 1)
+                done = True
+                break
         if done:
             found.append(line)
     return your_lines(found, "each key/value head repeated in place, next to itself (the query heads of a "

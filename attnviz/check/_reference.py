@@ -552,12 +552,18 @@ MULTI_HEAD_VARIANTS = {
 tried as well (the checker adds those)."""
 
 
-def _scaled_by_d_model_too(**parts):
-    """A structural bug (``parts`` as for :func:`multi_head`) with the scores divided by √d_model as well."""
+def _scaled_by_d_model_too(axis=-1, fill=-_INF, **parts):
+    """A structural bug (``parts`` as for :func:`multi_head`), or the softmax over ``axis`` where it is not
+    -1 (blocked scores filled with ``fill``), with the scores divided by √d_model as well."""
     def variant(x, weights, h, mask, dead):
         scale = 1 / math.sqrt(x.shape[-1])
-        return multi_head(x, weights, h, mask, dead=dead, **parts,
-                          attend=lambda q, k, v, m: _finish(q @ _t(k) * scale, m, v, dead=dead)[0])
+
+        def attend(q, k, v, m):
+            if axis == -1:
+                return _finish(q @ _t(k) * scale, m, v, dead=dead)[0]
+            return _softmax(_fill(q @ _t(k) * scale, m, fill), dim=axis) @ v
+
+        return multi_head(x, weights, h, mask, dead=dead, **parts, attend=attend)
 
     return variant
 
@@ -572,9 +578,12 @@ SCALE_BY_D_MODEL_TOO = {
     "heads_merged_interleaved": [_scaled_by_d_model_too(merge=_merge_interleaved)],
     "weight_not_transposed": [_scaled_by_d_model_too(untransposed=("W_q", "W_k", "W_v", "W_o"))],
     "missing_output_projection": [_scaled_by_d_model_too(project_out=False)],
+    # replay 22's 05Y1: math.sqrt(d_model) and softmax(dim=-2), told it matched no known bug
+    "softmax_wrong_axis": [_scaled_by_d_model_too(axis=-2, fill=fill) for fill in (-_INF, _MIN)],
 }
-"""Two known bugs at once: a structural one of :data:`MULTI_HEAD_VARIANTS` with scale_by_d_model, the
-commonest mistake of multi-head code (replay 20's 05W1 was told its pair matched no known bug)."""
+"""Two known bugs at once: a structural one of :data:`MULTI_HEAD_VARIANTS`, or the softmax over the
+queries, with scale_by_d_model, the commonest mistake of multi-head code (replay 20's 05W1 was told its
+pair matched no known bug)."""
 
 
 # ---- decoding: one cached step of a TinyGPT, from its public pieces --------------------------------
