@@ -177,3 +177,36 @@ def my_padding_mask(lengths, n):
         result.fix
     fixed = _load(tmp_path, "transposed_fixed", _pasted(source, result.fix))
     assert check_padding_mask(fixed.my_padding_mask).passed
+
+
+CACHED = """
+_maszk_tar: dict[int, torch.Tensor] = {}
+
+
+def my_causal_mask(n: int) -> torch.Tensor:
+    if n in _maszk_tar:
+        return _maszk_tar[n]
+    egyesek = torch.ones(n, n)
+    maszk = torch.tril(egyesek, diagonal=-1) == 1
+    _maszk_tar[n] = maszk
+    return RETURNED
+"""
+
+
+def test_a_cache_that_stores_another_mask_is_caught_on_a_repeat_call_and_its_line_is_the_fix(tmp_path):
+    """Replay 23's 04Z2: a cache keyed by n with the diagonal blocked; the Fix went over the return line, the
+    cache kept the wrong mask, and the check passed: it never called the same n twice."""
+    source = CACHED.replace("RETURNED", "maszk")
+    result = check_causal_mask(_load(tmp_path, "cached0", source).my_causal_mask)
+    assert result.bug == "causal_excludes_self", repr(result)
+    assert result.fix == ("maszk = torch.tril(egyesek) == 1   # in place of your line: tril(egyesek) where "
+                          "you wrote tril(egyesek, diagonal=-1)"), result.fix
+    # the return line alone mended, as the old Fix did: right on each first call, wrong on a repeat call
+    source = CACHED.replace("RETURNED", "torch.ones(n, n, dtype=torch.bool).tril()")
+    result = check_causal_mask(_load(tmp_path, "cached1", source).my_causal_mask)
+    assert not result.passed
+    assert result.headline.startswith("your function returned the wrong mask for n=4 called a second time"), \
+        result.headline
+    assert result.fix.startswith("maszk = torch.tril(egyesek) == 1   # in place of your line"), result.fix
+    fixed = _load(tmp_path, "cached2", _pasted(source, result.fix))
+    assert check_causal_mask(fixed.my_causal_mask).passed

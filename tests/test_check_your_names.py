@@ -3807,3 +3807,67 @@ def test_heads_tiled_by_expand_and_reshape_get_their_lines_repeated_in_place(tmp
     fixed = _pasted_over(source, "banalner = banalner.unsqueeze", "arzheqner = arzheqner.unsqueeze",
                          result.fix)
     assert check_decoding_step(_step(tmp_path, "tiled_fixed", fixed)).passed
+
+
+# Replay 23's 02Z1 (Finnish): a helper returns (scores, weights), masks the wrong way round, and scales by
+# a factor kept from the first call; the Fix lines named scores, mask and q, which the helper does not have
+FINNISH = """
+_skaalain = None
+
+
+def _pisteet_ja_painot(kysely, avain, maski):
+    global _skaalain
+    if _skaalain is None:
+        _skaalain = 1.0 / math.sqrt(kysely.size(-1))
+    pisteet = torch.matmul(kysely, avain.transpose(-2, -1)) * _skaalain
+    if maski is not None:
+        pisteet = pisteet.masked_fill(maski, torch.finfo(pisteet.dtype).min)
+    painot = F.softmax(pisteet, dim=-1)
+    return pisteet, painot
+
+
+def my_attention(q, k, v, mask=None):
+    pisteet, painot = _pisteet_ja_painot(q, k, mask)
+    return torch.matmul(painot, v), painot
+"""
+
+
+def test_a_helpers_mask_the_wrong_way_round_beside_another_mistake_gets_the_helpers_line(tmp_path):
+    def load(i, text):
+        return _load(tmp_path, f"finnish{i}", text).my_attention
+
+    _until_it_passes(check_attention, load, FINNISH, [
+        ("pisteet = pisteet.masked_fill(~maski, torch.finfo(pisteet.dtype).min)   # in place of your line",
+         "pisteet = pisteet.masked_fill"),
+        ("_skaalain = 1.0 / math.sqrt(kysely.size(-1))   # in place of your lines 'if _skaalain is None:'",
+         ("if _skaalain is None", "_skaalain = 1.0"))])
+
+
+def test_a_name_of_another_function_read_in_a_helper_is_said_to_be_theirs(tmp_path):
+    """Replay 23's 02Z1 and 08Z2: a Fix pasted into a helper read my_attention's q; the verdict said to run
+    the notebook cell that defines q, and no cell does."""
+    source = FINNISH.replace("pisteet = torch.matmul(kysely, avain.transpose(-2, -1)) * _skaalain",
+                             "pisteet = q @ avain.transpose(-2, -1) * _skaalain")
+    result = check_attention(_load(tmp_path, "reach", source).my_attention)
+    assert result.fix.startswith("in _pisteet_ja_painot, write the name it has for what q holds (its "
+                                 "parameters: kysely, avain, maski)"), result.fix
+
+
+def test_a_softmax_by_hand_summed_over_the_queries_gets_its_own_line(tmp_path):
+    """Replay 23's 02Z2: e / e.sum(dim=-2, keepdim=True) got 'weights = torch.softmax(pontszam, dim=-1)',
+    a name the code did not have, pasted over the line that set sulyok: then a NameError."""
+    source = """
+def my_attention(q, k, v, mask=None):
+    pontszam = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        pontszam = pontszam.masked_fill(~mask, torch.finfo(pontszam.dtype).min)
+    e = torch.exp(pontszam - pontszam.amax(dim=-1, keepdim=True))
+    sulyok = e / e.sum(dim=-2, keepdim=True)
+    return torch.matmul(sulyok, v), sulyok
+"""
+    result = check_attention(_load(tmp_path, "byhand", source).my_attention)
+    assert result.bug == "softmax_wrong_axis", repr(result)
+    assert result.fix.startswith("sulyok = e / e.sum(dim=-1, keepdim=True)   # in place of your line"), \
+        result.fix
+    fixed = _pasted(source, "sulyok = e /", result.fix)
+    assert check_attention(_load(tmp_path, "byhand_fixed", fixed).my_attention).passed

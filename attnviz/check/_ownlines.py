@@ -353,6 +353,32 @@ def _dangling(obj, result, renamed) -> str | None:
             f"was replaced, by a Fix line that sets {near}?), or give {name} its value above its first use")
 
 
+def _out_of_reach(obj, result, renamed) -> str | None:
+    """For a name a function of the learner's reads and has no value for, where another function of their
+    cell has it (a parameter of my_attention read in a helper, a helper's own local read in the step: a
+    pasted Fix line put it there, replay 23's 02Z1 and 08Z2): that it is theirs, whose, and to use the
+    name this function has for it; else None (a notebook cell may define it: run it)."""
+    name = result.fix[len("run the cell that defines or imports "):].split(" ")[0]
+    where = next((found for line in result.observed if (found := re.search(r"\(in (\w+), line \d+\)", line))),
+                 None)
+    _, functions = cell_functions(obj)
+    here = next((f for f in functions if where and f.name == where[1]), None)
+    if here is None:
+        return None
+
+    def has(function):
+        return name in {a.arg for a in function.args.args} | {
+            n.id for n in ast.walk(function) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+
+    owner = next((f for f in functions if f is not here and has(f)), None)
+    if owner is None or has(here):
+        return None
+    given = ", ".join(a.arg for a in here.args.args if a.arg != "self")
+    return (f"in {here.name}, write the name it has for what {name} holds (its parameters: {given}), or hand "
+            f"{name} in as an argument: {name} is {owner.name}'s own, and {here.name} cannot see it "
+            "(no notebook cell is missing)")
+
+
 def _scale_on_both_paths(obj, result, renamed) -> str | None:
     """For a scale right on one path through the learner's code and wrong on the other (the verdict
     says which: an early return when no mask is given, say), where the scores are made on one line and
@@ -820,6 +846,17 @@ def _masks_itself(obj) -> bool:
     return False
 
 
+def _filled_where_true(obj, result, renamed) -> str | None:
+    """For code wrong only where a mask is given, matching no known bug (the mask the wrong way round and
+    another mistake at once: replay 23's 02Z1, with a scale kept from the first call): the learner's one
+    line that fills where the mask is True, filling where it is False, as :func:`_mask_turned` gives it;
+    else None. Not where their line fills where it is False already: then the mask is not what is wrong."""
+    line = _mask_turned(obj, result, "scores = ")
+    if line is None or "~" not in line.split("   #")[0]:
+        return None
+    return line + " (and the other mistake the lines above point at)"
+
+
 _TO_ATTEND = ("decoding_mask", "tril")
 """Calls whose mask is True where a query may attend: ``gpt.decoding_mask(...)``, ``...tril(...)``."""
 
@@ -1199,7 +1236,11 @@ def _softmax_module(obj, attribute: str) -> list:
 
 def _softmax_over_the_keys(obj, result, renamed) -> str | None:
     """For a softmax over another axis than the keys', when the catalog's line names what the code does
-    not have: the learner's one line with a softmax, over the last dimension; else None."""
+    not have: the learner's one line with a softmax, over the last dimension; for a softmax by hand,
+    its line that divides by a sum, summed over the last dimension; else None."""
+    by_hand = _summed_over_the_keys(obj)
+    if len(by_hand) == 1:
+        return by_hand[0] + "   # in place of your line: over the keys, the last dimension"
     if not _names_missing(obj, renamed):
         return None
     found = []
@@ -1224,6 +1265,26 @@ def _softmax_over_the_keys(obj, result, renamed) -> str | None:
     return line + "   # in place of your line: over the keys, the last dimension" if line else None
 
 
+def _summed_over_the_keys(obj) -> list:
+    """The learner's lines that divide by a sum over an axis other than -1 (a softmax by hand: e /
+    e.sum(dim=-2, keepdim=True), replay 23's 02Z2), with that sum over the last axis."""
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        for division in ast.walk(node):
+            total = division.right if isinstance(division, ast.BinOp) and isinstance(division.op, ast.Div) \
+                else None
+            if not (isinstance(total, ast.Call) and getattr(total.func, "attr", "") == "sum"):
+                continue
+            axis = next((k.value for k in total.keywords if k.arg in ("dim", "axis")), None) or \
+                (total.args[0] if total.args else None)
+            if axis is None or ast.unparse(axis) == "-1":
+                continue
+            text, at = ast.get_source_segment(source, node), ast.get_source_segment(source, axis)
+            whole = ast.get_source_segment(source, total)
+            found.append(text.replace(whole, whole.replace(at, "-1", 1), 1))
+    return found
+
+
 def _bug(*ids):
     """Whether a verdict names one of ``ids``, or gives the fix of one (:attr:`CheckResult.fix_of`)."""
     return lambda result: result.bug in ids or result.fix_of in ids
@@ -1239,6 +1300,7 @@ RULES = (
     (_bug("gradient_blocked"), _no_decorator),
     (lambda result: "returned None" in result.headline, unreturned_fix),
     (lambda result: result.fix.startswith("run the cell that defines or imports "), _dangling),
+    (lambda result: result.fix.startswith("run the cell that defines or imports "), _out_of_reach),
     (lambda result: any("einsum(): the number of subscripts" in line for line in result.observed),
      _einsum_for_any_batch),
     (_bug("softmax_overflow"), _exp_of_the_row_less_its_largest),
@@ -1296,6 +1358,8 @@ RULES = (
     (_bug("mask_transposed"), _mask_as_given),
     (_bug("mask_inverted"), _mask_kept_as_given),
     (_bug("mask_inverted"), _mask_turned),
+    (lambda result: result.bug is None and any("only inputs with one go wrong" in line
+                                               for line in result.observed), _filled_where_true),
     (_bug("dtype_changed"), _in_their_own_dtype),
     (_bug("nan_on_fully_masked_row"), _fill_finite),
     (_bug("fill_overflows_float16"), _fill_not_added),

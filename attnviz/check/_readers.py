@@ -468,6 +468,10 @@ def your_names(obj) -> dict:
         seen[role] = {same.get(name, name) for name in seen[role]}
     _joined_names(nodes, seen)
     stepping = seen["x"] or any(embedded(node) for node in nodes)        # model.embed(...): a decoding step
+    if not seen["weights"] and not stepping:     # return out, w: the weights, however made (replay 23's 02Z2)
+        seen["weights"] = {node.value.elts[1].id for node in nodes if isinstance(node, ast.Return)
+                           and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2
+                           and isinstance(node.value.elts[1], ast.Name)}
     if stepping and type(obj) is types.FunctionType and obj.__code__.co_argcount >= 2:
         _mask_names(nodes, obj.__code__.co_varnames[1], seen)
     for role in ("k", "v"):                   # ... and kr, the name it is repeated under

@@ -316,9 +316,11 @@ def _cell(fn) -> _Cell | None:
                 todo.append(helper)
     read = {n.id for f in targets for n in ast.walk(f) if isinstance(n, ast.Name)}
     literal = (ast.Dict, ast.List, ast.Set, ast.Tuple, ast.Constant)
+    # a global cache the function reads, set anew for each change (``_tar: dict[int, Tensor] = {}`` too)
     kept = [n for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)) or n in targets
-            or isinstance(n, ast.Assign) and isinstance(n.value, literal)
-            and any(getattr(x, "id", None) in read for x in n.targets)]
+            or isinstance(n, (ast.Assign, ast.AnnAssign)) and isinstance(n.value, literal)
+            and any(getattr(x, "id", None) in read
+                    for x in (n.targets if isinstance(n, ast.Assign) else [n.target]))]
     return _Cell(_Text(text), fn.__name__, kept, targets)
 
 
@@ -393,7 +395,12 @@ def _search(fn, cell, edits_, probes, wrong):
         except Exception:  # noqa: BLE001
             return _FAR
         score = _score(candidate, few, wrong)
-        return score if score or _score(candidate, probes, wrong) else 0
+        if score:
+            return score
+        try:                    # all of them, in the check's order, on a fresh build (a cache starts empty)
+            return _score(_built(fn, code, cell.name), probes, wrong)
+        except Exception:  # noqa: BLE001
+            return _FAR
 
     order = sorted(range(len(edits_)), key=lambda i: edits_[i].rank)
     better = []
@@ -463,6 +470,13 @@ def repaired(fn, result, probes, wrong, passes, width: str | None = None):
     run in a child) and then passes the whole check (``passes(candidate)``); else ``result`` as it was."""
     if result.passed or result.status == "not_implemented" or any("stopped" in o for o in result.observed):
         return result
+    try:
+        return _repaired(fn, result, probes, wrong, passes, width)
+    except Exception:  # noqa: BLE001 - code the reader cannot follow keeps the Fix it had
+        return result
+
+
+def _repaired(fn, result, probes, wrong, passes, width):
     cell = _cell(fn)
     found = edits(fn, width, cell) if cell else []
     if not found:

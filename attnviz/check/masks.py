@@ -222,7 +222,9 @@ def _dtype_note(t):
         happened = f"{t.spec.subject} returned a mask of dtype {dtype_name(value)}, not bool"
         return t.bug("mask_not_bool", happened, [
             f"the pattern is right but the dtype is {dtype_name(value)}: {read}."])
-    t.notes.append(f"It is a {dtype_name(value)} mask, not bool, as well: {read}. Once its pattern is right, "
+    name = dtype_name(value)
+    article = "an" if name.startswith("i") else "a"
+    t.notes.append(f"It is {article} {name} mask, not bool, as well: {read}. Once its pattern is right, "
                    "return a bool mask (build it with dtype=torch.bool).")
     return None
 
@@ -526,13 +528,30 @@ def _earlier_mask(t):
     return None
 
 
+def _called_again(t):
+    """Right on every main input, wrong on one of them called a second time: something kept between calls
+    (a cache whose mask was changed after it was stored, a global changed in place) gives another mask
+    (replay 21's 04X1 and replay 23's 04Z2 asked for a repeat call: each n was called once)."""
+    for probe, ans in t.pairs("again"):
+        if not t.right(probe, ans):
+            said = probe.where.removeprefix("For ")
+            return t.problem(
+                f"{t.spec.subject} returned the wrong mask for {said}, where the first call was right.",
+                [_differences(probe, ans), "Something your function keeps between calls gives another mask "
+                 "on a repeat call: a mask kept from before (a cache that stores another mask than the one "
+                 "returned, or whose mask is changed after it is stored; a global changed in place). Build "
+                 "the mask anew each call, or store exactly the mask you return."],
+                fix=t.spec.complaint_fix)
+    return None
+
+
 MASK_RULES = rules(
     replace={"returned_odd": Rule("complaint", "always", _complaint)},
     before={
         "returned_odd": [Rule("raised_at_once", "always", _raised_at_once),
                          Rule("shape_named", "always", _shape_named)],
         "nondeterministic": [Rule("not_bool", "always", _dtype_note)],
-        "passed": [Rule("rectangles", "right", _rectangles)],
+        "passed": [Rule("rectangles", "right", _rectangles), Rule("called_again", "right", _called_again)],
         "hypothesis": [Rule("earlier_mask", "wrong", _earlier_mask)],
         "no_known_bug": [Rule("inverted_too", "wrong", _inverted_too)],
     },
@@ -646,6 +665,7 @@ def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
         return _verdict.problem("check_causal_mask", f"expected a function, got a {type(fn).__name__}.",
                                 ["Pass the function itself: check_causal_mask(my_causal_mask)."])
     probes = [_probe({"n": n}, causal(n)) for n in _CAUSAL_SIZES]
+    probes.append(_probe({"n": 4}, causal(4), kind="again", where="For n=4 called a second time"))
     if _takes_two(fn):
         probes += [_probe({"n_q": a, "n_k": b}, causal(a, b), kind="rectangle") for a, b in _RECTANGLES]
     result = code_notes(fn, globals_note(fn, _run(CAUSAL, fn, probes, time_limit)))
@@ -739,6 +759,9 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
         lengths = torch.tensor(lengths)
         expected = padding(lengths, n).expand(len(lengths), n, n)
         probes.append(_probe({"lengths": lengths, "n": n}, expected, batch_one=single, lengths=lengths))
+    again = next(p for p in probes if not p.facts["batch_one"])      # lengths=[2, 5, 1, 3], n=5
+    probes.append(_probe(again.args, again.expected, kind="again", lengths=again.facts["lengths"],
+                         where=f"For {again.where.removeprefix('For ')} called a second time"))
     result = code_notes(fn, globals_note(fn, _run(PADDING, fn, probes, time_limit)))
     code = getattr(fn, "__code__", None)
     width = code.co_varnames[1] if code is not None and code.co_argcount >= 2 else None
