@@ -3871,3 +3871,57 @@ def my_attention(q, k, v, mask=None):
         result.fix
     fixed = _pasted(source, "sulyok = e /", result.fix)
     assert check_attention(_load(tmp_path, "byhand_fixed", fixed).my_attention).passed
+
+
+def test_a_scale_of_a_tensor_and_a_no_grad_block_get_their_own_lines(tmp_path):
+    """Replay 23's 02Z3: torch.sqrt(torch.tensor(k.shape[-2], ...)) was given torch.sqrt(q.shape[-1]), which
+    raises (torch.sqrt takes no int); then a no_grad block was given its softmax line twice, the with kept."""
+    source = """
+def my_attention(q, k, v, mask=None):
+    olcek = torch.sqrt(torch.tensor(k.shape[-2], dtype=q.dtype))
+    with torch.no_grad():  # daha hızlı
+        skorlar = torch.matmul(q, k.transpose(-2, -1)) / olcek
+        if mask is not None:
+            skorlar = skorlar.masked_fill(~mask, torch.finfo(skorlar.dtype).min)
+        agirliklar = F.softmax(skorlar, dim=-1)
+        cikti = torch.matmul(agirliklar, v)
+    return cikti, agirliklar
+"""
+    result = check_attention(_load(tmp_path, "grad0", source).my_attention)
+    assert result.fix.startswith("olcek = torch.sqrt(torch.tensor(q.shape[-1], dtype=q.dtype))   #"), \
+        result.fix
+    source = _pasted(source, "olcek = torch.sqrt", result.fix)
+    result = check_attention(_load(tmp_path, "grad1", source).my_attention)
+    assert result.bug == "gradient_blocked", repr(result)
+    assert result.fix.startswith("leave out your line with torch.no_grad(): and move the lines under it one "
+                                 "indent to the left   #"), result.fix
+    source = source.replace("    with torch.no_grad():  # daha hızlı\n", "").replace("\n        ", "\n    ")
+    assert check_attention(_load(tmp_path, "grad2", source).my_attention).passed
+
+
+TURKISH = MODULE + """
+        self.orani = 0.1
+
+    def forward(self, x, mask=None):
+        b, n, d_model = x.shape
+        sorgu, anahtar, deger = (w(x).view(b, n, self.n_heads, self.d_k).transpose(1, 2)
+                                 for w in (self.W_q, self.W_k, self.W_v))
+        maske = None if mask is None else ~mask
+        cikti = F.scaled_dot_product_attention(sorgu, anahtar, deger, attn_mask=maske,
+                                               dropout_p=self.orani)
+        return self.W_o(cikti.transpose(1, 2).reshape(b, n, d_model))
+"""
+
+
+def test_the_fused_functions_dropout_and_a_mask_turned_in_a_conditional_get_their_own_lines(tmp_path):
+    """Replay 23's 05Z3: dropout_p (which .eval() does not turn off) was told of nn.Dropout and given a
+    weights line it had not; then maske = None if mask is None else ~mask was given the fused call as an
+    expression, with no name for its result."""
+    def load(i, text):
+        return _load(tmp_path, f"turkish{i}", text).MHA
+
+    _until_it_passes(check_multi_head, load, TURKISH, [
+        ("cikti = F.scaled_dot_product_attention(sorgu, anahtar, deger, attn_mask=maske, "
+         "dropout_p=self.orani if self.training else 0.0)   # in place of your 2 lines",
+         ("cikti = F.scaled", "dropout_p=")),
+        ("maske = mask   # in place of your line maske = None if mask is None else ~mask", "maske = None")])

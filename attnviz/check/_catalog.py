@@ -602,8 +602,9 @@ _ENTRIES = [
     ),
     Bug(
         "dropout_left_on",
-        "Dropout is applied to the weights with training on (F.dropout(..., training=True) or "
-        "an nn.Dropout in train mode).",
+        "Dropout is applied to the weights with training on (F.dropout(..., training=True), an "
+        "nn.Dropout in train mode, or F.scaled_dot_product_attention's dropout_p, which .eval() does not "
+        "turn off).",
         "The same input gives a different output on each call, and rows of weights do not sum to 1.",
         "weights = torch.softmax(scores, dim=-1)   # no dropout here; in a module: training=self.training",
         fixes={DECODING: "heads = F.scaled_dot_product_attention(query, key, value, attn_mask=mask)"},

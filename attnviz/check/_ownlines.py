@@ -249,6 +249,8 @@ def _own_root(obj, result, renamed: str) -> str | None:
     if not (one := the_one(found)):
         return None
     source, node, root = one
+    if isinstance(root, ast.Call) and getattr(root.func, "attr", "") in ("tensor", "as_tensor") and root.args:
+        root = root.args[0]       # torch.sqrt(torch.tensor(k.shape[-2], ...)): torch.sqrt takes no int (02Z3)
     line, size = ast.get_source_segment(source, node), ast.get_source_segment(source, root)
     right = ast.unparse(wanted[0])
     if size is None or size == right or line.count(size) != 1:
@@ -791,7 +793,11 @@ def _mask_kept_as_given(obj, result, renamed) -> str | None:
     found = set()
     for source, node in statements(obj, with_helpers=True):
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        turned = _turned(node.value) if target is not None else None
+        value = node.value if target is not None else None
+        if isinstance(value, ast.IfExp):      # maske = None if mask is None else ~mask (replay 23's 05Z3)
+            value = value.orelse if ast.unparse(value.body) == "None" else \
+                value.body if ast.unparse(value.orelse) == "None" else value
+        turned = _turned(value) if value is not None else None
         # ~mask, or ~mask[None, None] (replay 20's 05W3: the Fix was the call the mask is handed to)
         if isinstance(target, ast.Name) and target.id in handed and \
                 isinstance(turned, ast.Name | ast.Subscript | ast.Attribute):
@@ -1022,6 +1028,43 @@ def _no_decorator(obj, result, renamed) -> str | None:
             return (f"{head}   # in place of your lines {said}: no decorator, so that the output keeps its "
                     "graph and a backward pass reaches q, k and v")
     return None
+
+
+def _no_grad_block(obj, result, renamed) -> str | None:
+    """For a function that blocks the gradient inside ``with torch.no_grad():`` (or inference_mode): that
+    ``with`` line left out, its lines moved one indent to the left; else None. Replay 23's 02Z3 was given
+    its softmax line twice, 'no .detach(), torch.no_grad() ...', and the with stayed."""
+    for source, tree in parsed(obj, with_helpers=True):
+        for node in ast.walk(tree):
+            if isinstance(node, ast.With) and len(node.items) == 1 and \
+                    ast.unparse(node.items[0].context_expr) in _NO_GRAD:
+                head = f"with {ast.get_source_segment(source, node.items[0].context_expr)}:"
+                return (f"leave out your line {head} and move the lines under it one indent to the left   # "
+                        "no_grad stops the gradient: the output keeps no graph, and a backward pass never "
+                        "reaches q, k and v")
+    return None
+
+
+def _dropout_only_in_training(obj, result, renamed) -> str | None:
+    """For dropout left on where the learner hands F.scaled_dot_product_attention a ``dropout_p`` (which
+    .eval() does not turn off: replay 23's 05Z3 wrote it for that reason): that line with the rate given
+    only while training; else None."""
+    found = []
+    nodes = [(source, node) for source, tree in parsed(obj) for node in ast.walk(tree)
+             if isinstance(node, (ast.Assign, ast.Return, ast.Expr))]
+    for source, node in nodes:                              # on one line or several
+        for call in ast.walk(node):
+            rate = next((k.value for k in getattr(call, "keywords", []) if k.arg == "dropout_p"), None)
+            if rate is None or isinstance(rate, ast.IfExp) or ast.unparse(rate) in ("0", "0.0"):
+                continue
+            text = re.sub(r"\s*\n\s*", " ", ast.get_source_segment(source, node))
+            said = ast.get_source_segment(source, rate)
+            where = "line" if node.lineno == node.end_lineno else f"{node.end_lineno - node.lineno + 1} lines"
+            found.append((text.replace(f"dropout_p={said}", f"dropout_p={said} if self.training else 0.0", 1),
+                          where))
+    line, where = the_one(found) or (None, None)
+    return (line + f"   # in place of your {where}: dropout_p is not turned off by .eval(); the module's "
+            "training flag is") if line and type(obj) is type else None
 
 
 def _names_missing(obj, renamed) -> bool:
@@ -1298,6 +1341,8 @@ def _by_hand(result) -> bool:
 RULES = (
     (lambda result: True, _batch_first),
     (_bug("gradient_blocked"), _no_decorator),
+    (_bug("gradient_blocked"), _no_grad_block),
+    (_bug("dropout_left_on"), _dropout_only_in_training),
     (lambda result: "returned None" in result.headline, unreturned_fix),
     (lambda result: result.fix.startswith("run the cell that defines or imports "), _dangling),
     (lambda result: result.fix.startswith("run the cell that defines or imports "), _out_of_reach),
