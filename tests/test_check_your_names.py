@@ -542,7 +542,10 @@ def test_a_position_misread_is_fixed_under_the_steps_own_name(tmp_path):
         ".tril(diagonal=key.shape[-2] - query.shape[-2])")
     result = check_decoding_step(_load(tmp_path, "n", source).decode_step)
     assert result.bug == "cached_length_misread"
-    assert result.fix.startswith("n_past = 0 if cache is None else cache[0][0].shape[-2]   #"), result.fix
+    # their own line, the axis changed and their guard kept (replay 23's 08Z2: the catalog's guard, pasted
+    # over theirs, raised KeyError on a cache made {} on the first call)
+    assert result.fix.startswith("n_past = cache[0][0].shape[-2] if cache else 0   # in place of your line"), \
+        result.fix
     fixed = _load(tmp_path, "n_fixed", _pasted(source, "n_past = ", result.fix)).decode_step
     assert check_decoding_step(fixed).passed
 
@@ -3925,3 +3928,98 @@ def test_the_fused_functions_dropout_and_a_mask_turned_in_a_conditional_get_thei
          "dropout_p=self.orani if self.training else 0.0)   # in place of your 2 lines",
          ("cikti = F.scaled", "dropout_p=")),
         ("maske = mask   # in place of your line maske = None if mask is None else ~mask", "maske = None")])
+
+
+TAGALOG_STEP = """
+def isang_layer(model, block, x, lumang_kv):
+    atn = block.attention
+    b, n, _ = x.shape
+    grupo = model.n_heads // model.n_kv_heads
+    y = block.norm_attention(x)
+    q = split_heads(atn.W_q(y), model.n_heads)
+    k = split_heads(atn.W_k(y), model.n_kv_heads).repeat_interleave(grupo, dim=1)
+    v = split_heads(atn.W_v(y), model.n_kv_heads).repeat_interleave(grupo, dim=1)
+    if lumang_kv is not None:
+        k = torch.cat([lumang_kv[0], k], dim=2)
+        v = torch.cat([lumang_kv[1], v], dim=2)
+    maskara = gpt.decoding_mask(n, k.shape[2])
+    ulo = F.scaled_dot_product_attention(q, k, v, attn_mask=maskara)
+    x = x + atn.W_o(ulo.transpose(1, 2).reshape(b, n, -1))
+    x = x + block.mlp(block.norm_mlp(x))
+    return x, k, v
+
+
+def decode_step(model, tokens, cache):
+    simula = 0 if cache is None else cache[0][0].shape[-2]
+    x = model.embed(tokens, simula)
+    bagong_cache = []
+    for i, block in enumerate(model.blocks):
+        x, k, v = isang_layer(model, block, x, None if cache is None else cache[i])
+        bagong_cache.append((k, v))
+    return model.unembed(x), bagong_cache
+"""
+
+
+def test_heads_repeated_where_a_helper_projects_them_get_the_repeat_moved_to_the_attention(tmp_path):
+    """Replay 23's 08Z4 (stuck in a loop): keys and values repeated on the helper's projection lines, then
+    cached by the step; the Fix was the step's append line, which the helper's repeat never reaches."""
+    result = check_decoding_step(_step(tmp_path, "tagalog", TAGALOG_STEP))
+    assert result.bug == "cache_holds_repeated_heads", repr(result)
+    assert result.fix.startswith(
+        "k = split_heads(atn.W_k(y), model.n_kv_heads); v = split_heads(atn.W_v(y), model.n_kv_heads); ulo = "
+        "F.scaled_dot_product_attention(q, k.repeat_interleave(grupo, dim=1), v.repeat_interleave(grupo, "
+        "dim=1), attn_mask=maskara)   # in place of your three lines"), result.fix
+    lines = result.fix.split("   #")[0].split("; ")
+    source = TAGALOG_STEP
+    for start, line in zip(("k = split_heads", "v = split_heads", "ulo = F.scaled"), lines, strict=True):
+        source = _pasted(source, start, line)
+    assert check_decoding_step(_step(tmp_path, "tagalog_fixed", source)).passed
+
+
+HUNGARIAN_STEP = """
+def reteg_lepes(model, blokk, x, regi_kulcs, regi_ertek):
+
+    figy = blokk.attention
+    b, n, _ = x.shape
+    h, hkv, d = model.n_heads, model.n_kv_heads, model.d_head
+    norm = blokk.norm_attention(x)
+    q = figy.W_q(norm).view(b, n, h, d).transpose(1, 2)
+    k = figy.W_k(norm).view(b, n, hkv, d).transpose(1, 2)
+    v = figy.W_v(norm).view(b, n, hkv, d).transpose(1, 2)
+    if regi_kulcs is not None:
+        k = torch.cat([regi_kulcs, k], dim=2)
+        v = torch.cat([regi_ertek, v], dim=2)
+    osszes = k.shape[2]
+    csoport = h // hkv
+    k_h, v_h = k.repeat_interleave(csoport, dim=1), v.repeat_interleave(csoport, dim=1)
+    fejek = F.scaled_dot_product_attention(q, k_h, v_h, attn_mask=gpt.decoding_mask(n, osszes))
+    x = x + figy.W_o(fejek.transpose(1, 2).reshape(b, n, h * d))
+    x = x + blokk.mlp(blokk.norm_mlp(x))
+    return x, k, v
+
+
+def decode_step(model, tokens, cache):
+
+    if cache is None:
+        cache = {}
+    mult = cache[0][0].shape[1] if cache else 0
+    x = model.embed(tokens, mult)
+    uj_cache = {}
+    for i, blokk in enumerate(model.blocks):
+        regi_k, regi_v = cache.get(i, (None, None))
+        x, k, v = reteg_lepes(model, blokk, x, regi_k, regi_v)
+        uj_cache[i] = (k, v)
+    return model.unembed(x), uj_cache
+"""
+
+
+def test_a_cached_length_read_from_the_heads_axis_keeps_its_own_guard(tmp_path):
+    """Replay 23's 08Z2 (stuck): mult = cache[0][0].shape[1] if cache else 0 was given 'mult = 0 if cache is
+    None else cache[0][0].shape[-2]' in place of it; its cache, made {} on the first call, then raised
+    KeyError, with no Fix."""
+    result = check_decoding_step(_step(tmp_path, "hungarian", HUNGARIAN_STEP))
+    assert result.bug == "cached_length_misread", repr(result)
+    assert result.fix.startswith("mult = cache[0][0].shape[-2] if cache else 0   # in place of your line"), \
+        result.fix
+    fixed = _pasted(HUNGARIAN_STEP, "mult = ", result.fix)
+    assert check_decoding_step(_step(tmp_path, "hungarian_fixed", fixed)).passed

@@ -204,6 +204,47 @@ def past_from_the_positions_axis(obj, result, renamed) -> str | None:
         "they are joined along; the last axis is d_head" if line else None
 
 
+def _an_axis(node) -> ast.AST | None:
+    """The axis node of ``X.shape[k]`` or ``X.size(k)`` with ``X`` an entry read from a cache
+    (``cache[0][0]``, ``cache[0].keys``), k a whole number; else None."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and \
+            node.value.attr == "shape":
+        tensor, axis = node.value.value, node.slice
+    elif isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "size" and len(node.args) == 1:
+        tensor, axis = node.func.value, node.args[0]
+    else:
+        return None
+    whole = isinstance(axis, ast.Constant) or isinstance(axis, ast.UnaryOp) and isinstance(axis.operand,
+                                                                                           ast.Constant)
+    return axis if whole and isinstance(tensor, (ast.Subscript, ast.Attribute)) else None
+
+
+def past_read_along_the_positions(obj, result, renamed) -> str | None:
+    """For the cached length read from another axis than the positions' (``mult = cache[0][0].shape[1] if
+    cache else 0``: the heads): that line with the axis the step joins its keys along, the rest of it as
+    it was; else None. Replay 23's 08Z2 was given the catalog's ``0 if cache is None else ...`` in place of
+    its own guard, and its cache, made {} on the first call, then raised KeyError."""
+    embed = embed_line(obj)
+    if not embed or not embed[2]:
+        return None
+    past = embed[1]
+    axes = {ast.unparse(axis) for _, node in statements(obj) for call in ast.walk(node)
+            if (axis := joined_axis(call)) is not None}
+    along = axes.pop() if len(axes) == 1 else "-2"
+    found = []
+    for source, node in statements(obj):
+        if assigned(node) != past:
+            continue
+        read = [axis for part in ast.walk(node.value) if (axis := _an_axis(part)) is not None]
+        if len(read) == 1 and ast.unparse(read[0]) not in (along, "-2", "2"):
+            line, at = ast.get_source_segment(source, node), ast.get_source_segment(source, read[0])
+            cut = read[0].col_offset - node.col_offset
+            found.append(line[:cut] + along + line[cut + len(at):])
+    line = the_one(found)
+    return line + f"   # in place of your line: the positions cached are the keys' axis {along}, the one " \
+        "they are joined along: (batch, heads, positions, d_head)" if line else None
+
+
 def logits_of_every_token(obj, result, renamed) -> str | None:
     """For a step that returns one position's logits where every new token's belong, and runs its tokens
     one at a time in a loop (each embedded inside it): where to keep each token's logits, in the
@@ -712,8 +753,8 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
     .repeat_interleave(g, dim=1)``), then cached: those lines (two at most) without the repeat, to paste in
     place of them; the check then says where to repeat them (after caching, to attend). Else None (the
     catalog's append line, a line such code has already: replay 18's 08U3)."""
-    found, names = [], set()
-    for source, node in statements(obj):
+    found, names, repeats = [], set(), {}
+    for source, node in statements(obj, with_helpers=True):   # in a helper of theirs too (replay 23's 08Z4)
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         call = node.value if target is not None else None
         func = call.func if isinstance(call, ast.Call) else None
@@ -724,10 +765,25 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
         start, end = call.col_offset - node.col_offset, call.end_col_offset - node.col_offset
         found.append(line[:start] + ast.get_source_segment(source, func.value) + line[end:])
         names.add(target.id)
-    if not names or not any(_stores(node, names) for _, node in statements(obj)):
+        whole, tensor = ast.get_source_segment(source, call), ast.get_source_segment(source, func.value)
+        repeats[target.id] = whole[len(tensor):]                       # .repeat_interleave(grupo, dim=1)
+    if not names or not any(_stores(node, names) for _, node in statements(obj, with_helpers=True)):
         return None
+    # and the fused call they attend with, each repeated there (replay 22's 08Y4 pasted the two lines alone,
+    # and the next run raised: 6 query heads met 2 key/value heads)
+    for source, node in statements(obj, with_helpers=True):
+        calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and
+                 getattr(c.func, "attr", "") == "scaled_dot_product_attention"]
+        handed = [a for c in calls for a in c.args if isinstance(a, ast.Name) and a.id in repeats]
+        if len(calls) == 1 and handed and len(found) + 1 <= 3:
+            line = ast.get_source_segment(source, node)
+            for arg in sorted(handed, key=lambda a: -a.col_offset):
+                at = arg.col_offset - node.col_offset
+                line = line[:at] + arg.id + repeats[arg.id] + line[at + len(arg.id):]
+            found.append(line)
+            break
     return your_lines(found, "the cache keeps the n_kv_heads key/value heads; repeat them for the query "
-                             "heads only after caching, to attend", most=2)
+                             "heads only after caching, to attend", most=3)
 
 
 def _root(node) -> str | None:
