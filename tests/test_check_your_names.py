@@ -544,7 +544,7 @@ def test_a_position_misread_is_fixed_under_the_steps_own_name(tmp_path):
     assert result.bug == "cached_length_misread"
     # their own line, the axis changed and their guard kept (replay 23's 08Z2: the catalog's guard, pasted
     # over theirs, raised KeyError on a cache made {} on the first call)
-    assert result.fix.startswith("n_past = cache[0][0].shape[-2] if cache else 0   # in place of your line"), \
+    assert result.fix.startswith("n_past = cache[0][0].shape[-2] if cache else 0   # in place of your"), \
         result.fix
     fixed = _load(tmp_path, "n_fixed", _pasted(source, "n_past = ", result.fix)).decode_step
     assert check_decoding_step(fixed).passed
