@@ -3,26 +3,14 @@
 and where no small change passes, the Fix is what it was."""
 
 import difflib
-import importlib.util
-import textwrap
 import time
 
 import pytest
+from test_check_your_names import _load   # the learner's code in a file of its own, as a cell
 
 from attnviz import zoo
 from attnviz.check import check_causal_mask, check_padding_mask
 from attnviz.check._repair import edits
-
-HEAD = "import torch\nimport torch.nn.functional as F\n\n"
-
-
-def _load(tmp_path, name, source):
-    path = tmp_path / f"{name}.py"
-    path.write_text(HEAD + textwrap.dedent(source))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _pasted(source: str, fix: str) -> str:

@@ -177,12 +177,10 @@ def _last_axis(node) -> ast.AST | None:
     return axis if ast.unparse(axis) == "-1" else None
 
 
-def past_from_the_positions_axis(obj, result, renamed) -> str | None:
-    """For positions that do not continue after the cache, where the step's own past (the position it
-    embeds at) is read from a cached tensor's last axis (``nawpaq = cache[0][0].shape[-1]``: d_head):
-    that line reading the axis the step joins its keys along (``shape[2]`` for ``torch.cat(..., dim=2)``,
-    else ``shape[-2]``); else None. Replay 19's 08V1 was given the catalog's ``x = model.embed(tokens,
-    past)``: its own embed line under another name (a NameError pasted)."""
+def _past_along_the_positions(obj, axis_of, right=()) -> tuple | None:
+    """``(line, along)``: the step's one line that sets the past it embeds at reading a cached tensor's
+    axis (``axis_of(node)`` gives it, else None) other than ``right``, with the axis the step joins its
+    keys along (``2`` for ``torch.cat(..., dim=2)``, else ``-2``); else None."""
     embed = embed_line(obj)
     if not embed or not embed[2]:
         return None
@@ -194,14 +192,24 @@ def past_from_the_positions_axis(obj, result, renamed) -> str | None:
     for source, node in statements(obj):
         if assigned(node) != past:
             continue
-        last = [axis for part in ast.walk(node.value) if (axis := _last_axis(part)) is not None]
-        if len(last) == 1:
-            line, at = ast.get_source_segment(source, node), ast.get_source_segment(source, last[0])
-            cut = last[0].col_offset - node.col_offset
+        read = [axis for part in ast.walk(node.value) if (axis := axis_of(part)) is not None]
+        if len(read) == 1 and ast.unparse(read[0]) not in {along, *right}:
+            line, at = ast.get_source_segment(source, node), ast.get_source_segment(source, read[0])
+            cut = read[0].col_offset - node.col_offset
             found.append(line[:cut] + along + line[cut + len(at):])
     line = the_one(found)
-    return line + f"   # in place of your line: the positions cached are the keys' axis {along}, the one " \
-        "they are joined along; the last axis is d_head" if line else None
+    return (line, along) if line else None
+
+
+def past_from_the_positions_axis(obj, result, renamed) -> str | None:
+    """For positions that do not continue after the cache, where the step's own past (the position it
+    embeds at) is read from a cached tensor's last axis (``nawpaq = cache[0][0].shape[-1]``: d_head):
+    that line reading the axis the step joins its keys along (``shape[2]`` for ``torch.cat(..., dim=2)``,
+    else ``shape[-2]``); else None. Replay 19's 08V1 was given the catalog's ``x = model.embed(tokens,
+    past)``: its own embed line under another name (a NameError pasted)."""
+    found = _past_along_the_positions(obj, _last_axis)
+    return found[0] + "   # in place of your line: the positions cached are the keys' axis " \
+        f"{found[1]}, the one they are joined along; the last axis is d_head" if found else None
 
 
 def _an_axis(node) -> ast.AST | None:
@@ -224,25 +232,9 @@ def past_read_along_the_positions(obj, result, renamed) -> str | None:
     cache else 0``: the heads): that line with the axis the step joins its keys along, the rest of it as
     it was; else None. Replay 23's 08Z2 was given the catalog's ``0 if cache is None else ...`` in place of
     its own guard, and its cache, made {} on the first call, then raised KeyError."""
-    embed = embed_line(obj)
-    if not embed or not embed[2]:
-        return None
-    past = embed[1]
-    axes = {ast.unparse(axis) for _, node in statements(obj) for call in ast.walk(node)
-            if (axis := joined_axis(call)) is not None}
-    along = axes.pop() if len(axes) == 1 else "-2"
-    found = []
-    for source, node in statements(obj):
-        if assigned(node) != past:
-            continue
-        read = [axis for part in ast.walk(node.value) if (axis := _an_axis(part)) is not None]
-        if len(read) == 1 and ast.unparse(read[0]) not in (along, "-2", "2"):
-            line, at = ast.get_source_segment(source, node), ast.get_source_segment(source, read[0])
-            cut = read[0].col_offset - node.col_offset
-            found.append(line[:cut] + along + line[cut + len(at):])
-    line = the_one(found)
-    return line + f"   # in place of your line: the positions cached are the keys' axis {along}, the one " \
-        "they are joined along: (batch, heads, positions, d_head)" if line else None
+    found = _past_along_the_positions(obj, _an_axis, right=("-2", "2"))
+    return found[0] + "   # in place of your line: the positions cached are the keys' axis " \
+        f"{found[1]}, the one they are joined along: (batch, heads, positions, d_head)" if found else None
 
 
 def logits_of_every_token(obj, result, renamed) -> str | None:
