@@ -6,7 +6,7 @@ import difflib
 import time
 
 import pytest
-from test_check_your_names import _load   # the learner's code in a file of its own, as a cell
+from test_check_your_names import _load  # the learner's code in a file of its own, as a cell
 
 from attnviz import zoo
 from attnviz.check import check_causal_mask, check_padding_mask
