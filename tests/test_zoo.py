@@ -1,5 +1,7 @@
 """The bug zoo: every member is named by its own id, and every correct alternative passes."""
 
+import ast
+import functools
 import inspect
 import math
 import textwrap
@@ -444,11 +446,21 @@ def test_each_attention_fix_line_applied_to_its_zoo_member_passes(bug_id):
     assert result.passed, (BUGS[bug_id].fix, repr(result))
 
 
+@functools.cache
+def _zoo_classes() -> dict:
+    """The text of each class the zoo defines, by name, from one reading of its file (inspect.getsource
+    reads a class by parsing its whole file, each time)."""
+    text = inspect.getsource(zoo)
+    lines = text.split("\n")
+    return {node.name: "\n".join(lines[node.lineno - 1 : node.end_lineno]) for node in ast.parse(text).body
+            if isinstance(node, ast.ClassDef)}
+
+
 def _fix_decoding_member(step, fix):
     """A decoding zoo member's class with its one ``# BUG`` line replaced by the fix line (code before
     '   #'; an expression replacing a ``return`` line is returned)."""
     cls = type(step)
-    lines = textwrap.dedent(inspect.getsource(cls)).split("\n")
+    lines = _zoo_classes()[cls.__name__].split("\n")
     (bug,) = [i for i, line in enumerate(lines) if "# BUG" in line]
     code = fix.split("   #")[0]
     indent = lines[bug][: len(lines[bug]) - len(lines[bug].lstrip())]

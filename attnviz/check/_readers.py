@@ -10,6 +10,7 @@ handed to ``F.scaled_dot_product_attention``, ``x = model.embed(tokens, past)``,
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import linecache
 import re
@@ -266,8 +267,14 @@ def cell_returns(obj) -> int:
     """How many return statements with a value the cell (or file) of the learner's function holds, its
     helpers' and classes' among them: more than one, and "your return line" does not say which."""
     own = own_functions(obj)
+    return _returns_in("".join(linecache.getlines(own[0].__code__.co_filename)) if own else "")
+
+
+@functools.lru_cache(maxsize=64)
+def _returns_in(text: str) -> int:
+    """How many return statements with a value ``text`` holds (a file of many functions is read once)."""
     try:
-        tree = syntax_tree("".join(linecache.getlines(own[0].__code__.co_filename)) if own else "")
+        tree = syntax_tree(text)
     except (SyntaxError, ValueError):
         return 0
     return sum(isinstance(node, ast.Return) and node.value is not None for node in ast.walk(tree))
