@@ -22,7 +22,8 @@ import re
 import tokenize
 
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
-from ._ownlines import lengths_as_a_column, own_line_fix, swapped_unpack, unreturned_fix
+from ._ownlines import lengths_as_a_column, own_line_fix, unreturned_fix
+from ._ownlines_shapes import swapped_unpack
 from ._readers import (
     cell_returns,
     embed_line,

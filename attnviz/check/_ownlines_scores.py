@@ -1,0 +1,468 @@
+"""Own-line rules for the scores and the weights: the scale (a root kept, a scale on one path only, a
+scale handed to a helper), the softmax (by hand, its log, its row sums), casts, fills, and operations
+done in place on the learner's inputs. Each rule takes ``(obj, result, renamed)`` and gives the
+learner's one line, changed, with a comment saying where it goes, or None; :data:`._ownlines.RULES`
+says when each applies."""
+
+from __future__ import annotations
+
+import ast
+import types
+
+from ._learner_lines import statements
+from ._readers import (
+    assigned,
+    cell_functions,
+    cell_lines,
+    operands,
+    parsed,
+    scores_of,
+    the_one,
+    trees,
+    your_names,
+)
+
+__all__ = [
+    "cast_dropped", "einsum_for_any_batch", "exp_of_the_row_less_its_largest", "fill_finite",
+    "fill_not_added", "kept_anew", "keys_transposed", "out_of_place", "own_root", "root_kept",
+    "scale_on_both_paths", "softmax_not_its_log", "sum_kept", "weights_times_values",
+]
+
+
+def einsum_for_any_batch(obj, result, renamed) -> str | None:
+    """For an einsum whose equation names every axis (``'bhqd,bhkd->bhqk'``, which raises on 2-D
+    inputs): the learner's first such line with ``...`` in place of the leading axes, the same in
+    every term, the last two kept; else None. The checker's inputs have 2, 3 and 4 axes, as a
+    learner's may."""
+    found = []
+    for source, node in statements(obj):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            equation = call.args[0] if func is not None and call.args else None
+            written = equation.value if isinstance(equation, ast.Constant) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "einsum" and isinstance(written, str)):
+                continue
+            inputs, _, output = written.replace(" ", "").partition("->")
+            terms = [*inputs.split(","), output] if output else []
+            # the same leading axes in every term ('bh' of 'bhqd,bhkd->bhqk'): '...' stands for them exactly
+            shared = all(len(term) > 2 and term.isalpha() and term[:-2] == terms[0][:-2] for term in terms)
+            if terms and shared:
+                line = ast.get_source_segment(source, node)
+                written = ast.get_source_segment(source, equation)
+                new = ",".join("..." + term[-2:] for term in terms[:-1]) + "->..." + terms[-1][-2:]
+                found.append((node.lineno, line.replace(written, repr(new), 1)))
+    if not found:
+        return None
+    line = min(found)[1]
+    more = "; the same in your other einsum" + ("s" if len(found) > 2 else "") if len(found) > 1 else ""
+    return line + f"   # in place of your line: ... for any leading axes (2-D, 3-D, 4-D inputs alike){more}"
+
+
+def exp_of_the_row_less_its_largest(obj, result, renamed) -> str | None:
+    """For a softmax written by hand: the learner's one line that takes ``torch.exp(S)`` or ``S.exp()``
+    of a name S (in their function or a helper of theirs, ``_normalise``), with each row's largest score
+    taken off first; else None. A replay's learner, given ``weights = torch.softmax(scores, ...)`` in
+    names their function did not have, pasted it where it raised."""
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if not (isinstance(func, ast.Attribute) and func.attr == "exp"):
+                continue
+            taken = call.args[0] if call.args else func.value
+            if isinstance(taken, ast.Name) and len(call.args) <= 1:
+                name = taken.id
+                shifted = f"{name} - {name}.amax(-1, keepdim=True)"
+                new = f"torch.exp({shifted})" if call.args else f"({shifted}).exp()"
+                line = ast.get_source_segment(source, node)
+                found.append(line.replace(ast.get_source_segment(source, call), new))
+    line = the_one(found)
+    return line + "   # in place of your line: each row's largest score taken off first, so exp never " \
+                  "overflows (the weights are the same)" if line else None
+
+
+def _roots(node) -> list:
+    """The nodes whose square root ``node`` takes: ``math.sqrt(A)``, ``torch.rsqrt(A)``, ``A ** 0.5``,
+    ``A ** -0.5``."""
+    found = []
+    for n in ast.walk(node):
+        func = n.func if isinstance(n, ast.Call) else None
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name in ("sqrt", "rsqrt") and len(n.args) == 1:
+            found.append(n.args[0])
+        power = n.right if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Pow) else None
+        if isinstance(power, ast.UnaryOp) and isinstance(power.op, ast.USub):
+            power = power.operand
+        if isinstance(power, ast.Constant) and power.value == 0.5:
+            found.append(n.left)
+    return found
+
+
+def own_root(obj, result, renamed: str) -> str | None:
+    """For a scale of the wrong size: the learner's one simple line that takes a square root (wherever
+    their scale is computed: with the scores, on a line of its own, or handed to a helper of theirs),
+    with the root of the Fix's size (``q.shape[-1]``, ``model.d_head``; ``renamed``: the Fix in the
+    learner's names) in its place; else None.
+    A replay's learners, given the catalog's ``scores = ...`` where their scores came from a helper
+    (``raw = _compare(q, k) / math.sqrt(v.shape[-1])``) or their scale was handed to one, pasted it
+    where it read names they did not have."""
+    code, _, _ = renamed.partition("   #")
+    try:
+        wanted = _roots(ast.parse(code))
+    except SyntaxError:
+        return None
+    if len(wanted) != 1:
+        return None
+    simple = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Return, ast.Expr)
+    found = [(source, node, roots[0]) for source, node in statements(obj)
+             if isinstance(node, simple) and len(roots := _roots(node)) == 1]
+    if len(found) == 2 and (once := _scaled_once(obj, found)):
+        return once
+    if not (one := the_one(found)):
+        return None
+    source, node, root = one
+    if isinstance(root, ast.Call) and getattr(root.func, "attr", "") in ("tensor", "as_tensor") and root.args:
+        root = root.args[0]       # torch.sqrt(torch.tensor(k.shape[-2], ...)): torch.sqrt takes no int (02Z3)
+    line, size = ast.get_source_segment(source, node), ast.get_source_segment(source, root)
+    right = ast.unparse(wanted[0])
+    if size is None or size == right or line.count(size) != 1:
+        return None
+    line, why = line.replace(size, right), f"the root of {right}, not {size}"
+    given = {a.arg for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+             for a in f.args.args}
+    target = node.target.id if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else None
+    if target in given and type(node.op) in _OPERATORS:
+        # q *= s changes the caller's q (replay 19's 02V2 pasted it, and was told so the round after)
+        value = ast.get_source_segment(line, ast.parse(line).body[0].value)
+        sign = _OPERATORS[type(node.op)]
+        why += f", and {target} {sign} ... (a new tensor): {target} {sign}= changed the caller's {target}"
+        line = f"{target} = {target} {sign} ({value})"
+    return line + f"   # in place of your line: {why}"
+
+
+def kept_anew(obj, result, renamed: str) -> str | None:
+    """For state an earlier call left behind, where the learner's code sets something once and keeps it
+    (``if self.maska_plote is None: self.maska_plote = torch.ones(n, n, dtype=torch.bool)``): that line
+    alone, in place of the guard and it, so each call makes its own; else None (replay 20's 05W4)."""
+    line = root_kept(obj, result, renamed, scale=False)
+    return line.replace("from its own d_k", "for its own sizes") if line else None
+
+
+def root_kept(obj, result, renamed: str, scale: bool = True) -> str | None:
+    """For a scale of the wrong size where the learner's scale is set once and kept (``if self.scala is
+    None: self.scala = 1.0 / math.sqrt(q.shape[-1])``, in their function or an object's method it calls):
+    that line alone, in place of the guard and it, so each call takes its own d_k; else None. With
+    ``scale`` False, any value set so (:func:`kept_anew`)."""
+    found = []
+    for source, tree in parsed(obj, with_helpers=True):
+        for node in ast.walk(tree):
+            test = node.test if isinstance(node, ast.If) else None
+            kept = isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is) \
+                and ast.unparse(test.comparators[0]) == "None"
+            body = node.body[0] if kept and len(node.body) == 1 and not node.orelse else None
+            if isinstance(body, ast.Assign) and len(body.targets) == 1 and (_roots(body) or not scale) \
+                    and ast.unparse(body.targets[0]) == ast.unparse(test.left):
+                found.append((ast.get_source_segment(source, test), ast.get_source_segment(source, body)))
+    if not (one := the_one(found)):
+        return None
+    guard, line = one
+    return (f"{line}   # in place of your lines 'if {guard}:' and the one under it: set anew on each call, "
+            "from its own d_k (kept, it stays the first call's)")
+
+
+def _scaled_once(obj, found: list) -> str | None:
+    """For queries and keys each divided by a root (``q = ... / math.sqrt(d)``, ``k = ... / math.sqrt(d)``:
+    the scores divided by d): the keys' line without its division; else None."""
+    names = your_names(obj)
+    keys = {names.get("k"), names.get("new_k")} - {None}
+    for source, node, root in found:
+        target = assigned(node)
+        value = getattr(node, "value", None)
+        divided = value if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) else None
+        if target in keys and divided is not None and root in ast.walk(divided.right):
+            line = ast.get_source_segment(source, node)
+            segment = ast.get_source_segment
+            kept = line.replace(segment(source, divided), segment(source, divided.left))
+            return kept + "   # in place of your line: the scale once, on the queries (divided twice, the " \
+                          "scores are divided by d_k)"
+    return None
+
+
+def keys_transposed(obj, result, renamed) -> str | None:
+    """For scores that multiply the queries by the keys as they are (``torch.matmul(q, k)``, which runs
+    only when n_k equals d_k): the learner's one line that does, with the keys transposed; else None."""
+    if type(obj) is not types.FunctionType or obj.__code__.co_argcount < 2:
+        return None
+    queries, keys = obj.__code__.co_varnames[:2]
+    found = []
+    for source, node in statements(obj):
+        for inner in ast.walk(node):
+            pair = operands(inner)
+            names = [n.id for n in pair if isinstance(n, ast.Name)] if pair else []
+            if names == [queries, keys]:
+                line, at = ast.get_source_segment(source, node), pair[1].col_offset - node.col_offset
+                found.append(line[:at] + f"{keys}.transpose(-2, -1)" + line[at + len(keys):])
+    line = the_one(found)
+    return line + f"   # in place of your line: {queries} times {keys} transposed, each query against each " \
+                  "key (without it the product runs only when n_k equals d_k)" if line else None
+
+
+def scale_on_both_paths(obj, result, renamed) -> str | None:
+    """For a scale right on one path through the learner's code and wrong on the other (the verdict
+    says which: an early return when no mask is given, say), where the scores are made on one line and
+    scaled on one other: with the scores made unscaled, the scale moved onto the line that makes them
+    and taken off the other; with the scores made scaled and scaled again on one path, that path's line
+    without its second scale. Else None. Read from every function of the learner's cell (a static method
+    of a class of theirs among them). Replay 19's 02V3 was given the catalog's scores line in its names,
+    pasted it over their own and so scaled the other path twice; then was given the same line again."""
+    twice = any("divides the scores by √d_k twice" in line for line in result.observed)
+    if not twice and not any("does not scale the scores at all" in line for line in result.observed):
+        return None
+    text, functions = cell_functions(obj)
+    lines = [node for function in functions for node in ast.walk(function)
+             if isinstance(node, ast.stmt) and not isinstance(node, (ast.If, ast.For, ast.While, ast.With,
+                                                                     ast.FunctionDef))
+             and node.lineno == node.end_lineno]
+    if not (made := the_one([node for node in lines if assigned(node) and scores_of(node.value)])):
+        return None
+    scores = assigned(made)
+    rooted = {function.name for function in functions if _roots(function)} | \
+        {name for node in lines if (name := assigned(node)) and _roots(node.value)}
+
+    def a_scale(node) -> bool:
+        return bool(_roots(node)) or any(
+            isinstance(n, ast.Name) and n.id in rooted or isinstance(n, ast.Attribute) and n.attr in rooted
+            for n in ast.walk(node))
+
+    def scaling(node):              # scores * s, scores / s, s * scores: the scale's node, else None
+        if not isinstance(node, ast.BinOp) or not isinstance(node.op, (ast.Div, ast.Mult)):
+            return None
+        if isinstance(node.left, ast.Name) and node.left.id == scores and a_scale(node.right):
+            return node.right
+        mult = isinstance(node.op, ast.Mult) and isinstance(node.right, ast.Name) and node.right.id == scores
+        return node.left if mult and a_scale(node.left) else None
+
+    sites = [(node, part, scale) for node in lines if node is not made
+             for part in ast.walk(node) if (scale := scaling(part)) is not None]
+    if not (site := the_one(sites)) or a_scale(made.value) != twice:
+        return None
+    node, part, scale = site
+    segment = ast.get_source_segment
+    cut = segment(text, node).replace(segment(text, part), scores, 1)
+    if twice:
+        return (f"{cut}   # in place of your line: the scores are scaled where they are made already; "
+                "scaled here again, they are divided by d_k")
+    value, written = segment(text, made.value), segment(text, scale)
+    if isinstance(made.value, ast.BinOp) and not isinstance(made.value.op, (ast.MatMult, ast.Mult, ast.Div)):
+        value = f"({value})"
+    if isinstance(scale, ast.BinOp):
+        written = f"({written})"
+    op = "/" if isinstance(part.op, ast.Div) else "*"
+    scaled = segment(text, made).replace(segment(text, made.value), f"{value} {op} {written}", 1)
+    return (f"{scaled}; {cut}   # in place of your two lines: the first where the scores are made, scaled "
+            "there for both paths; the second where one path scaled them, now not again")
+
+
+_CASTS = {"float", "double", "half", "bfloat16"}
+
+
+def cast_dropped(obj, result, renamed) -> str | None:
+    """For an output or a step in another dtype than the inputs': the learner's one line that casts
+    (``scores.float().softmax(-1)``, ``x.to(torch.float32)``), without the cast; else None (then the
+    dtype comes from a tensor built inside their code, which the catalog's line is about). Where two or
+    three lines cast (a replay's softmax of ``scores.double()``, then ``weights @ v.double()``), the first
+    without its cast, and the others named: one cast taken out alone makes the product mix two dtypes."""
+    found = []
+    for source, node in statements(obj):
+        line = original = ast.get_source_segment(source, node)
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            to_float = isinstance(func, ast.Attribute) and func.attr == "to" and len(call.args) == 1 \
+                and not call.keywords and ast.unparse(call.args[0]).startswith("torch.float")
+            if isinstance(func, ast.Attribute) and (func.attr in _CASTS and not call.args or to_float):
+                receiver = ast.get_source_segment(source, func.value)
+                simple = isinstance(func.value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
+                if not simple and call is not getattr(node, "value", None):    # (a @ b).float() * 2
+                    receiver = f"({receiver})"
+                line = line.replace(ast.get_source_segment(source, call), receiver, 1)
+        if line != original:
+            found.append((line, original, _does_nothing(line)))
+    if not found or len(found) > 3:
+        return None
+    kept = [f for f in found if not f[2]]
+    gone = [f"'{original}'" for _, original, nothing in found if nothing]   # q, k, v = q.double(), ...
+    out = f"take out your line {' and '.join(gone)}" if gone else ""
+    if not kept:
+        return out + ": with no cast, all stays in the inputs' dtype"
+    also = "; take the cast out of " + " and ".join(f"'{o}'" for _, o, _ in kept[1:]) + " as well" \
+        if kept[1:] else ""
+    return kept[0][0] + "   # in place of your line: no cast, so all stays in the inputs' dtype" + also + \
+        (f"; {out}" if out else "")
+
+
+_MINUS_INF = {"float('-inf')", "-float('inf')", "-math.inf", "-torch.inf", "-np.inf", "-numpy.inf",
+              "float('-Infinity')", "-float('Infinity')", "torch.tensor(float('-inf'))"}
+
+
+def fill_finite(obj, result, renamed) -> str | None:
+    """For a fill of -inf (NaN on a fully masked row): the learner's one line that masks its scores with
+    -inf (``skorlar.masked_fill(~maske, float("-inf"))``), with the scores' dtype's own minimum in its
+    place; else None. Replay 19's 05V2 was given the catalog's line in the names of forward (``~mask``),
+    for a line in a helper whose mask is ``maske``: a NameError, then two rounds more."""
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if isinstance(func, ast.Attribute) and func.attr in ("masked_fill", "masked_fill_") and \
+                    len(call.args) == 2 and ast.unparse(call.args[1]) in _MINUS_INF and \
+                    isinstance(func.value, ast.Name | ast.Attribute):
+                scores = ast.get_source_segment(source, func.value)
+                fill = ast.get_source_segment(source, call.args[1])
+                line = ast.get_source_segment(source, node)
+                if line.count(fill) == 1:
+                    found.append(line.replace(fill, f"torch.finfo({scores}.dtype).min"))
+    line = the_one(found)
+    return line + "   # in place of your line: the dtype's own minimum, not -inf (a fully masked row " \
+        "then gets no NaN)" if line else None
+
+
+def fill_not_added(obj, result, renamed) -> str | None:
+    """For a fill float16 cannot hold where the learner's mask is added to the scores (``dagdag =
+    dagdag.masked_fill(~takip, torch.finfo(puntos.dtype).min)``, then ``softmax(puntos + dagdag)``:
+    float16's minimum added to a negative score is -inf): the line that adds it, with the scores filled
+    there in place of the sum; else None. Replay 19's 02V3 was given ``scores = scores.masked_fill(~mask,
+    ...)`` for code with neither name, inside a static method (and ``scores`` was a global of the
+    notebook's, so the line would have run on it)."""
+    text, functions = cell_functions(obj)
+    lines = [node for function in functions for node in ast.walk(function)
+             if isinstance(node, ast.stmt) and node.lineno == node.end_lineno]
+    fills = {}                          # the name a masked_fill is assigned to: (its mask, its call)
+    for node in lines:
+        value = getattr(node, "value", None)
+        func = value.func if isinstance(value, ast.Call) else None
+        if assigned(node) and isinstance(func, ast.Attribute) and func.attr == "masked_fill" \
+                and len(value.args) == 2:
+            fills[assigned(node)] = value.args[0]
+    scores = {assigned(node) for node in lines if assigned(node) and scores_of(node.value)}
+    found = []
+    for node in lines:
+        for part in ast.walk(node):
+            if not (isinstance(part, ast.BinOp) and isinstance(part.op, ast.Add)):
+                continue
+            pair = [ast.unparse(part.left), ast.unparse(part.right)]
+            added = [name for name in pair if name in fills]
+            kept = [name for name in pair if name in scores]
+            if len(added) == 1 and len(kept) == 1:
+                mask = ast.get_source_segment(text, fills[added[0]])
+                filled = f"{kept[0]}.masked_fill({mask}, torch.finfo({kept[0]}.dtype).min)"
+                line = ast.get_source_segment(text, node)
+                found.append(line.replace(ast.get_source_segment(text, part), filled, 1))
+    line = the_one(found)
+    return line + "   # in place of your line: the blocked scores filled with the dtype's minimum, not " \
+        "that minimum added to them (in float16 the sum of two large negatives is -inf)" if line else None
+
+
+def _does_nothing(line: str) -> bool:
+    """Whether a line, its casts taken out, only assigns names their own values (``q, k, v = q, k, v``)."""
+    try:
+        node = ast.parse(line).body[0]
+    except (SyntaxError, IndexError):
+        return False
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and \
+        ast.unparse(node.targets[0]) == ast.unparse(node.value)
+
+
+def out_of_place(obj, result, renamed) -> str | None:
+    """For a function that changes its inputs in place: its one line that calls an in-place method
+    (``q.div_(s)``, ``mask.masked_fill_(...)``) on one of its parameters, calling the method that
+    returns a new tensor instead, or that assigns to one in place (``q /= s``: ``q = q / s``) (kept
+    under the parameter's name when the call is the whole line:
+    ``mask = mask.logical_not()``); else None."""
+    given = {a.arg for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+             for a in f.args.args} - {"self"}
+    found = []
+    for source, node in statements(obj):
+        line = ast.get_source_segment(source, node)
+        augmented = isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
+        target = node.target.id if augmented else None
+        if target in given and type(node.op) in _OPERATORS:             # q /= s -> q = q / s
+            value = ast.get_source_segment(source, node.value)
+            found.append(f"{target} = {target} {_OPERATORS[type(node.op)]} {value}")
+            continue
+        if isinstance(node, ast.Expr) and (chain := _in_place_chain(node.value, given)):
+            for at in sorted((f.end_col_offset - node.col_offset for f in chain[1]), reverse=True):
+                line = line[:at - 1] + line[at:]                    # unsqueeze_( -> unsqueeze(
+            found.append(f"{chain[0]} = {line}")                     # the whole line: keep what it gives
+            continue
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if isinstance(func, ast.Attribute) and func.attr.endswith("_") and not func.attr.endswith("__") \
+                    and isinstance(func.value, ast.Name) and func.value.id in given:
+                at = func.end_col_offset - node.col_offset
+                found.append(line[:at - 1] + line[at:])          # div_( -> div(
+    line = the_one(found)
+    return line + "   # in place of your line: a new tensor, your input left as it was" if line else None
+
+
+_OPERATORS = {ast.Div: "/", ast.Mult: "*", ast.Add: "+", ast.Sub: "-", ast.MatMult: "@"}
+
+
+def _in_place_chain(node, given: set) -> tuple | None:
+    """``(name, [attributes])`` for a chain of calls on one of ``given`` with in-place methods in it
+    (``mask.unsqueeze_(0).unsqueeze_(0)``, ``mask.logical_not_()``); else None."""
+    methods = []
+    while isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr.endswith("_") and not node.func.attr.endswith("__"):
+            methods.append(node.func)
+        node = node.func.value
+    return (node.id, methods) if isinstance(node, ast.Name) and node.id in given and methods else None
+
+
+def weights_times_values(obj, result, renamed) -> str | None:
+    """For a module whose values never reach its output: its one line that multiplies the weights by
+    something other than the values (``torch.bmm(gewichte, schluessel)``), with the values; else None."""
+    names = your_names(obj)
+    weights, values = names.get("weights"), names.get("v") or names.get("new_v")
+    found = []
+    for source, node in statements(obj):
+        for inner in ast.walk(node):
+            pair = operands(inner, calls=("matmul", "bmm"))
+            left, right = pair if pair else (None, None)
+            if isinstance(left, ast.Name) and left.id == weights and isinstance(right, ast.Name) \
+                    and right.id != values:
+                line, at = ast.get_source_segment(source, node), pair[1].col_offset - node.col_offset
+                found.append(line[:at] + values + line[at + len(pair[1].id):])
+    line = the_one(found) if weights and values else None
+    return line + f"   # in place of your line: the weights times the values, {values}" if line else None
+
+
+def sum_kept(obj, result, renamed) -> str | None:
+    """For a softmax by hand whose row sums lose their axis: the learner's one line (in a helper too, a
+    return line there) that divides by a ``.sum(...)`` without ``keepdim``, with ``keepdim=True``; else
+    None."""
+    found = []
+    for source, node in statements(obj, with_helpers=True):
+        for inner in ast.walk(node):
+            divides = isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div)
+            call = inner.right if divides and isinstance(inner.right, ast.Call) else None
+            kept = call is not None and any(k.arg == "keepdim" for k in call.keywords)
+            if call and getattr(call.func, "attr", "") == "sum" and not kept:
+                text = ast.get_source_segment(source, call)
+                line = ast.get_source_segment(source, node)
+                found.append(line.replace(text, text[:-1] + ", keepdim=True)", 1))
+                break
+    line = the_one(found)
+    return line + "   # in place of your line: each row's sum keeps its axis, so it divides its own row" \
+        if line else None
+
+
+def softmax_not_its_log(obj, result, renamed) -> str | None:
+    """For weights that are not normalised: the learner's one line that names ``log_softmax`` (called, or
+    handed to a factory beside the def: ``_atencion = ruray(torch.log_softmax, ...)``), with ``softmax``;
+    else None."""
+    lines = [*statements(obj, with_helpers=True), *cell_lines(obj)]
+    found = {ast.get_source_segment(source, node) for source, node in lines
+             if any(isinstance(n, ast.Attribute) and n.attr == "log_softmax" for n in ast.walk(node))}
+    line = the_one(sorted(found))
+    why = "softmax gives weights that sum to 1; log_softmax gives their logarithms"
+    return line.replace("log_softmax", "softmax") + f"   # in place of your line: {why}" if line else None
