@@ -198,3 +198,43 @@ def test_a_cache_that_stores_another_mask_is_caught_on_a_repeat_call_and_its_lin
     assert result.fix.startswith("maszk = torch.tril(egyesek) == 1   # in place of your line"), result.fix
     fixed = _load(tmp_path, "cached2", _pasted(source, result.fix))
     assert check_causal_mask(fixed.my_causal_mask).passed
+
+
+# replay 23's 04Z3: a helper off by one (<=) and the query axis added last in the function: "matches no
+# known bug", no line said the mask ran down the queries, and the Fix joined two functions' lines unnamed
+HELPER_AND_FUNCTION = """
+def _gercek_konumlar(lengths, n):
+    konumlar = torch.arange(n).view(1, -1)          # (1, n)
+    return konumlar <= lengths.view(-1, 1)          # (batch, n)
+
+
+def my_padding_mask(lengths, n):
+    gercek = _gercek_konumlar(lengths, n)
+    return gercek.unsqueeze(-1)
+"""
+
+
+def test_two_mistakes_in_two_functions_are_said_as_such_with_whose_line_each_is(tmp_path):
+    result = check_padding_mask(_load(tmp_path, "helper", HELPER_AND_FUNCTION).my_padding_mask)
+    assert not result.passed and result.bug is None
+    assert result.headline.endswith(": no one known bug explains it, and two changes to two of your lines "
+                                    "make it right (the Fix names each)."), result.headline
+    assert any("Your mask has shape (1, 5, 1): its 5 positions run down the queries, so it blocks whole "
+               "query rows, not key columns" in line for line in result.observed), result.observed
+    assert result.fix == ("return konumlar < lengths.view(-1, 1); return gercek.unsqueeze(1)   # in place of "
+                          "your line in _gercek_konumlar and your line in my_padding_mask: < where you wrote "
+                          "<=; unsqueeze(1) where you wrote unsqueeze(-1)"), result.fix
+    fixed = _load(tmp_path, "helper_fixed", _pasted(HELPER_AND_FUNCTION, result.fix))
+    assert check_padding_mask(fixed.my_padding_mask).passed
+
+
+def test_two_changes_on_one_line_are_said_so_and_one_known_bug_keeps_its_name(tmp_path):
+    both = ("def my_padding_mask(lengths, n):\n"
+            "    return (torch.arange(n)[None, :] <= lengths[:, None])[:, :, None]\n")
+    result = check_padding_mask(_load(tmp_path, "both", both).my_padding_mask)
+    assert result.headline.endswith(": no one known bug explains it, and two changes to one of your lines "
+                                    "make it right (the Fix names each)."), result.headline
+    assert result.fix.endswith("< where you wrote <=; [:, None, :] where you wrote [:, :, None]"), result.fix
+    one = both.replace("[:, :, None]", "[:, None, :]")
+    result = check_padding_mask(_load(tmp_path, "one", one).my_padding_mask)
+    assert result.bug == "padding_off_by_one" and "no one known bug" not in result.headline, result.headline

@@ -243,7 +243,8 @@ def _differences(probe, ans):
         b, i, j = (got != expected).nonzero()[0].tolist()
         allowed = "may" if bool(got[b, i, j]) else "may not"
         length = int(probe.facts["lengths"][b])
-        return f"{line} In sequence {b} (length {length}) query {i} {allowed} attend to key {j}."
+        return f"{line} In sequence {b} (length {length}) query {i} {allowed} attend to key {j}." \
+            + _down_the_queries(probe, ans.output)
     if leaks:
         i, j = leaks[0][-2:]
         mirrored = len(shape) == 2 and shape[0] == shape[1] and (
@@ -255,6 +256,16 @@ def _differences(probe, ans):
     i, j = missing[0][-2:]
     return (f"{line} For example query {i} may not attend to key {j}, which is not after it."
             + _window_words(missing, shape))
+
+
+def _down_the_queries(probe, out) -> str:
+    """For a padding mask of shape (batch, n, 1): that its positions run down the queries, so it blocks
+    query rows, not key columns (replay 23's 04Z3 added the query axis last, and no line said so)."""
+    n = probe.args.get("n")
+    if out.dim() != 3 or not isinstance(n, int) or n < 2 or tuple(out.shape[1:]) != (n, 1):
+        return ""
+    return (f" Your mask has shape {shape_str(out.shape)}: its {n} positions run down the queries, so it "
+            "blocks whole query rows, not key columns (the keys are the last axis, (batch, 1, n)).")
 
 
 def _window_words(missing, shape) -> str:
