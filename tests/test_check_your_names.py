@@ -4023,3 +4023,91 @@ def test_a_cached_length_read_from_the_heads_axis_keeps_its_own_guard(tmp_path):
         result.fix
     fixed = _pasted(HUNGARIAN_STEP, "mult = ", result.fix)
     assert check_decoding_step(_step(tmp_path, "hungarian_fixed", fixed)).passed
+
+
+# replay 23's 08Z4: a layer helper that merges the heads straight out of the fused function; the step
+# keeps each layer's keys and values
+TAGALOG_STEP = """
+def isang_layer(model, block, x, lumang_kv):
+    atn = block.attention
+    b, n, _ = x.shape
+    grupo = model.n_heads // model.n_kv_heads
+    y = block.norm_attention(x)
+    q = split_heads(atn.W_q(y), model.n_heads)
+    k = split_heads(atn.W_k(y), model.n_kv_heads)
+    v = split_heads(atn.W_v(y), model.n_kv_heads)
+    if lumang_kv is not None:
+        k = torch.cat([lumang_kv[0], k], dim=2)
+        v = torch.cat([lumang_kv[1], v], dim=2)
+    maskara = gpt.decoding_mask(n, k.shape[2])
+    ulo = F.scaled_dot_product_attention(q, k.repeat_interleave(grupo, dim=1),
+                                         v.repeat_interleave(grupo, dim=1), attn_mask=maskara)
+    x = x + atn.W_o(ulo.reshape(b, n, -1))
+    x = x + block.mlp(block.norm_mlp(x))
+    return x, k, v
+
+
+def decode_step(model, tokens, cache):
+    simula = 0 if cache is None else cache[0][0].shape[2]
+    x = model.embed(tokens, simula)
+    bagong_cache = []
+    for i, block in enumerate(model.blocks):
+        x, k, v = isang_layer(model, block, x, None if cache is None else cache[i])
+        bagong_cache.append((k, v))
+    return model.unembed(x), bagong_cache
+"""
+
+
+def test_heads_merged_straight_in_a_layer_helper_get_the_helpers_own_line(tmp_path):
+    """Replay 23's 08Z4 was given 'merged = heads.transpose(1, 2).contiguous().view(batch, n_new, h * d)': no
+    place, and none of its names in the code (the step's own names were read, not its helper's)."""
+    result = check_decoding_step(_step(tmp_path, "tagalog", TAGALOG_STEP))
+    assert result.bug == "heads_merged_without_transpose", repr(result)
+    assert result.fix.startswith("x = x + atn.W_o(ulo.transpose(1, 2).reshape(b, n, -1))   # in place of "
+                                 "your line"), result.fix
+    fixed = _pasted(TAGALOG_STEP, "x = x + atn.W_o(", result.fix)
+    assert check_decoding_step(_step(tmp_path, "tagalog_fixed", fixed)).passed
+
+
+# replay 23's 08Z1: a gpt.KVCache under a name of the step's own, appended to in place; embedded with no
+# position
+FINNISH_STEP = """
+def decode_step(model, tokens, cache):
+    if cache is None:
+        cache = gpt.KVCache()
+    valimuisti = cache
+    n_uudet = tokens.shape[1]
+    ryhma = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens)
+    for kerros, lohko in enumerate(model.blocks):
+        huomio = lohko.attention
+        normitettu = lohko.norm_attention(x)
+        kysely = split_heads(huomio.W_q(normitettu), model.n_heads)
+        avain = split_heads(huomio.W_k(normitettu), model.n_kv_heads)
+        arvo = split_heads(huomio.W_v(normitettu), model.n_kv_heads)
+        avaimet, arvot = valimuisti.append(kerros, avain, arvo)
+        maski = gpt.decoding_mask(n_uudet, avaimet.shape[-2])
+        paat = F.scaled_dot_product_attention(kysely, avaimet.repeat_interleave(ryhma, dim=1),
+                                              arvot.repeat_interleave(ryhma, dim=1), attn_mask=maski)
+        x = x + huomio.W_o(merge_heads(paat))
+        x = x + lohko.mlp(lohko.norm_mlp(x))
+    return model.unembed(x), valimuisti
+"""
+
+
+def test_a_step_embedded_at_no_position_is_given_the_caches_length_and_then_its_alias_of_the_cache(tmp_path):
+    """Replay 23's 08Z1 was given 'x = model.embed(tokens, past)', with no past in its code (a NameError
+    pasted); then a copy of the cache 'in place of your own if cache is None lines', which its next line,
+    valimuisti = cache, undid (an AttributeError on None)."""
+    result = check_decoding_step(_step(tmp_path, "finnish", FINNISH_STEP))
+    assert result.bug == "positions_not_advanced", repr(result)
+    assert result.fix.startswith("x = model.embed(tokens, 0 if cache is None else cache.length)   # in place "
+                                 "of your line"), result.fix
+    step = _pasted(FINNISH_STEP, "x = model.embed(", result.fix)
+    result = check_decoding_step(_step(tmp_path, "finnish_2", step))
+    assert result.bug == "cache_modified_in_place", repr(result)
+    assert result.fix == ("valimuisti = gpt.KVCache() if cache is None else cache.copy()   # in place of "
+                          "your own 'if cache is None' lines and your line 'valimuisti = cache': a copy, so "
+                          "the cache you were given stays as it was"), result.fix
+    step = _pasted_over(step, "if cache is None:", "valimuisti = cache", result.fix)
+    assert check_decoding_step(_step(tmp_path, "finnish_3", step)).passed

@@ -9,6 +9,7 @@ import ast
 from ._learner_lines import joined_axis, statements, your_lines
 from ._readers import (
     assigned,
+    helpers,
     operands,
     parsed,
     the_one,
@@ -174,11 +175,14 @@ def heads_transposed_back(obj, result, renamed) -> str | None:
     (``upoko.reshape(x.shape)``, ``heads.contiguous().view(...)``; in a helper whose name says it merges,
     its first parameter), with ``.transpose(1, 2)`` after the heads and ``reshape`` for a ``view``; else
     None."""
-    heads, found, folded = your_names(obj).get("heads"), {}, _heads_in_the_batch(obj)
+    # the heads' name in the learner's function, or in a helper that attends (replay 23's 08Z4: a step whose
+    # layer helper merged `ulo` straight, given the catalog's line in names it has none of)
+    heads = {your_names(f).get("heads") for f in (obj, *helpers(obj))} - {None}
+    found, folded = {}, _heads_in_the_batch(obj)
     for source, tree in parsed(obj, with_helpers=True):
         for function in (f for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)):
             merging = "merge" in function.name.lower() and function.args.args
-            names = {heads, function.args.args[0].arg if merging else None} - {None}
+            names = heads | {function.args.args[0].arg if merging else None} - {None}
             lines = (n for n in ast.walk(function) if isinstance(n, ast.stmt) and n.lineno == n.end_lineno)
             for node in lines:
                 if line := _transposed_back(source, node, names, unfold=folded):

@@ -20,11 +20,12 @@ from ._readers import (
 )
 
 __all__ = ["along_the_positions", "cached_first", "causal_sized_by_your_call", "deep_copy_of_the_cache",
-           "each_token_at_its_position",
-           "embedded_at_the_caches_length", "entries_read_right", "every_block", "full_precision_cache",
-           "joined_along_positions", "joined_values_kept", "keys_first", "keys_stored_twice",
-           "mlp_after_attention", "pointer_moved_on", "projected_without_repeat", "projections_of_the_normed",
-           "repeated_after_caching", "returns_its_own_cache", "unembedded_once"]
+           "each_token_at_its_position", "embedded_at_the_caches_length",
+           "embedded_from_the_caches_length", "entries_read_right", "every_block",
+           "full_precision_cache", "joined_along_positions", "joined_values_kept", "keys_first",
+           "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projected_without_repeat",
+           "projections_of_the_normed", "repeated_after_caching", "returns_its_own_cache",
+           "unembedded_once"]
 
 
 def returns_its_own_cache(obj, result, renamed) -> str | None:
@@ -210,6 +211,37 @@ def past_from_the_positions_axis(obj, result, renamed) -> str | None:
     found = _past_along_the_positions(obj, _last_axis)
     return found[0] + "   # in place of your line: the positions cached are the keys' axis " \
         f"{found[1]}, the one they are joined along; the last axis is d_head" if found else None
+
+
+def embedded_from_the_caches_length(obj, result, renamed) -> str | None:
+    """For positions that do not continue after the cache, where the step embeds with no position at all
+    (``x = model.embed(tokens)``) and has no name for the positions cached: that line embedding at the
+    length of the cache it is given (``cache.length`` for a gpt.KVCache; else its first layer's keys read
+    along the axis it joins them on), a cache it reads as a gpt.KVCache or by index only; else None.
+    Replay 23's 08Z1 was given the catalog's ``x = model.embed(tokens, past)``, and ``past`` was nowhere
+    in its code: pasted, a NameError."""
+    function = next((t.body[0] for t in trees(obj) if t.body and isinstance(t.body[0], ast.FunctionDef)),
+                    None)
+    given = [a.arg for a in function.args.args if a.arg != "self"] if function else []
+    if len(given) != 3 or "past" in your_names(obj):
+        return None
+    cache, found = given[2], []
+    source = next(source for source, _ in parsed(obj))
+    indexed = any(isinstance(n, ast.Subscript) and getattr(n.value, "id", None) == cache
+                  for n in ast.walk(function))
+    axes = {ast.unparse(axis) for _, node in statements(obj) for call in ast.walk(node)
+            if (axis := joined_axis(call)) is not None}
+    count = f"{cache}.length" if "KVCache" in source else \
+        f"{cache}[0][0].shape[{axes.pop() if len(axes) == 1 else -2}]" if indexed else None
+    for _, node in statements(obj):
+        calls = [c for c in ast.walk(node) if embedded(c)] if isinstance(node, ast.Assign) else []
+        if count and len(calls) == 1 and len(calls[0].args) == 1 and not calls[0].keywords:
+            line, call = ast.get_source_segment(source, node), calls[0]
+            at = call.end_col_offset - 1 - node.col_offset            # the call's closing parenthesis
+            found.append(f"{line[:at]}, 0 if {cache} is None else {count}{line[at:]}")
+    line = the_one(found)
+    return (f"{line}   # in place of your line: embedded after the positions the cache you are given holds "
+            "(with none given, from 0)") if line else None
 
 
 def _an_axis(node) -> ast.AST | None:

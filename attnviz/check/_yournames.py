@@ -20,6 +20,7 @@ import ast
 import io
 import re
 import tokenize
+import types
 
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
 from ._ownlines import lengths_as_a_column, own_line_fix, unreturned_fix
@@ -163,9 +164,15 @@ def in_your_names(obj, fix: str) -> str:
         # KVCache (unlike a new empty list) keeps what was cached
         returned = {returned_cache(node) for tree in trees(obj) for node in ast.walk(tree)} - {None}
         if len(returned) == 1 and code.startswith("new_cache = gpt.KVCache()"):
-            code = returned.pop() + code[len("new_cache"):]
-            hash_, comment = "   #", (" in place of your own 'if cache is None' lines: a copy, so the cache "
-                                      "you were given stays as it was")
+            name = returned.pop()
+            code = name + code[len("new_cache"):]
+            # and their line that makes it the cache given (`välimuisti = cache`, replay 23's 08Z1): kept, it
+            # undoes the copy
+            alias = the_one([line for line, target, value in _plain_assignments(obj)
+                             if target == name and value == _cache_parameter(obj)])
+            also = f" and your line '{alias}'" if alias else ""
+            hash_, comment = "   #", (f" in place of your own 'if cache is None' lines{also}: a copy, so the "
+                                      "cache you were given stays as it was")
     plain, code = code, _repeated_as_theirs(obj, code, found)
     names = found
     for new, role, written in (("new_k", "k", "key"), ("new_v", "v", "value")):   # where only one is known,
@@ -195,6 +202,20 @@ def in_your_names(obj, fix: str) -> str:
         # append, last_position_only's unembed), so the Fix says so first
         return code + hash_ + " your code has this line already; the change is:" + comment
     return code + hash_ + comment
+
+
+def _plain_assignments(obj) -> list:
+    """``(line, target, value)`` for each one-line ``name = other_name`` of the learner's function."""
+    return [(ast.get_source_segment(source, node), node.targets[0].id, node.value.id)
+            for source, _, node in one_line_statements(obj)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Name)]
+
+
+def _cache_parameter(obj) -> str | None:
+    """The name of a step's third parameter, the cache it is given; else None."""
+    code = getattr(obj, "__code__", None)
+    return code.co_varnames[2] if type(obj) is types.FunctionType and code.co_argcount == 3 else None
 
 
 def _fused_line(obj) -> str | None:
