@@ -4027,7 +4027,7 @@ def test_a_cached_length_read_from_the_heads_axis_keeps_its_own_guard(tmp_path):
 
 # replay 23's 08Z4: a layer helper that merges the heads straight out of the fused function; the step
 # keeps each layer's keys and values
-TAGALOG_STEP = """
+TAGALOG_MERGE_STEP = """
 def isang_layer(model, block, x, lumang_kv):
     atn = block.attention
     b, n, _ = x.shape
@@ -4061,12 +4061,12 @@ def decode_step(model, tokens, cache):
 def test_heads_merged_straight_in_a_layer_helper_get_the_helpers_own_line(tmp_path):
     """Replay 23's 08Z4 was given 'merged = heads.transpose(1, 2).contiguous().view(batch, n_new, h * d)': no
     place, and none of its names in the code (the step's own names were read, not its helper's)."""
-    result = check_decoding_step(_step(tmp_path, "tagalog", TAGALOG_STEP))
+    result = check_decoding_step(_step(tmp_path, "tagalog_merge", TAGALOG_MERGE_STEP))
     assert result.bug == "heads_merged_without_transpose", repr(result)
     assert result.fix.startswith("x = x + atn.W_o(ulo.transpose(1, 2).reshape(b, n, -1))   # in place of "
                                  "your line"), result.fix
-    fixed = _pasted(TAGALOG_STEP, "x = x + atn.W_o(", result.fix)
-    assert check_decoding_step(_step(tmp_path, "tagalog_fixed", fixed)).passed
+    fixed = _pasted(TAGALOG_MERGE_STEP, "x = x + atn.W_o(", result.fix)
+    assert check_decoding_step(_step(tmp_path, "tagalog_merge_fixed", fixed)).passed
 
 
 # replay 23's 08Z1: a gpt.KVCache under a name of the step's own, appended to in place; embedded with no
