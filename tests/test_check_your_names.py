@@ -4111,3 +4111,56 @@ def test_a_step_embedded_at_no_position_is_given_the_caches_length_and_then_its_
                           "the cache you were given stays as it was"), result.fix
     step = _pasted_over(step, "if cache is None:", "valimuisti = cache", result.fix)
     assert check_decoding_step(_step(tmp_path, "finnish_3", step)).passed
+
+
+# replay 23's 08Z3: a bottom-right mask built by hand one diagonal too low, so no query sees its own key
+# (NaN), and the scores divided by the root of d_model
+TURKISH_STEP = """
+def decode_step(model, tokens, cache):
+    gecmis = 0 if cache is None else cache[0][0].shape[2]
+    yeni_sayi = tokens.shape[1]
+    grup = model.n_heads // model.n_kv_heads
+    x = model.embed(tokens, gecmis)
+    yeni_onbellek = []
+    for katman_no, blok in enumerate(model.blocks):
+        dikkat = blok.attention
+        h = blok.norm_attention(x)
+        sorgu = split_heads(dikkat.W_q(h), model.n_heads)
+        anahtar = split_heads(dikkat.W_k(h), model.n_kv_heads)
+        deger = split_heads(dikkat.W_v(h), model.n_kv_heads)
+        if cache is not None:
+            anahtar = torch.cat([cache[katman_no][0], anahtar], dim=2)
+            deger = torch.cat([cache[katman_no][1], deger], dim=2)
+        yeni_onbellek.append((anahtar, deger))
+        tum = anahtar.shape[2]
+        A, D = anahtar.repeat_interleave(grup, dim=1), deger.repeat_interleave(grup, dim=1)
+        skor = torch.einsum("bhqd,bhkd->bhqk", sorgu, A) / math.sqrt(model.d_model)
+        maske = torch.ones(yeni_sayi, tum).tril(tum - yeni_sayi - 1)
+        skor = skor.masked_fill(maske == 0, float("-inf"))
+        cikti = torch.einsum("bhqk,bhkd->bhqd", skor.softmax(dim=-1), D)
+        x = x + dikkat.W_o(merge_heads(cikti))
+        x = x + blok.mlp(blok.norm_mlp(x))
+    return model.unembed(x), yeni_onbellek
+"""
+
+
+def test_a_mask_that_hides_each_querys_own_key_is_found_by_moving_its_diagonal(tmp_path):
+    """Replay 23's 08Z3 was told only that its logits were NaN ('matches no known bug', the whole recipe as
+    its Fix). Its diagonal, moved by one, takes the NaN away: that is said, with the line changed as the
+    Fix, and beside the other mistake the step then shows; alone, it is the known bug."""
+    result = check_decoding_step(_step(tmp_path, "turkish", TURKISH_STEP))
+    assert result.bug is None and "two mistakes at once, and one of them is its mask" in result.headline, \
+        repr(result)
+    assert any("no longer gives NaN: your mask hides each query's own key" in line and
+               "It then shows another mistake: your step returned the wrong logits on 2 of 2 prefills. It "
+               'looks like the known bug "scale by d_model"' in line for line in result.observed), \
+        result.observed
+    assert result.fix == ("maske = torch.ones(yeni_sayi, tum).tril(tum - yeni_sayi)   # in place of your "
+                          "line: tum - yeni_sayi where you wrote tum - yeni_sayi - 1"), result.fix
+    mask_only = TURKISH_STEP.replace("math.sqrt(model.d_model)", "math.sqrt(model.d_head)")
+    result = check_decoding_step(_step(tmp_path, "turkish_mask", mask_only))
+    assert result.bug == "causal_excludes_self", repr(result)
+    fixed = _pasted(mask_only, "maske =", result.fix)
+    assert check_decoding_step(_step(tmp_path, "turkish_fixed", fixed)).passed
+    step = _pasted(TURKISH_STEP, "maske =", result.fix)
+    assert check_decoding_step(_step(tmp_path, "turkish_2", step)).bug == "scale_by_d_model"

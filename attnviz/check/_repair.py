@@ -30,7 +30,7 @@ import torch
 from ._sandbox import run_steps
 from ._stale import syntax_tree
 
-__all__ = ["Edit", "edits", "repaired"]
+__all__ = ["Edit", "diagonal_moved", "edits", "repaired"]
 
 _ORDER = ("<", "<=", ">", ">=")
 _AXES = ("0", "1", "2", "-1", "-2")
@@ -519,3 +519,31 @@ def _headline(headline: str, changes: int, lines: int) -> str:
     makes, names = ("makes", "it") if changes == 1 else ("make", "each")
     return (headline[: -len(_NO_KNOWN_BUG)] + f": no one known bug explains it, and {changed} to {where} "
             f"{makes} it right (the Fix names {names}).")
+
+
+def diagonal_moved(fn, verdict, still_wrong) -> tuple | None:
+    """For a function whose mask is built with ``tril`` or ``triu`` (a decoding step's bottom-right mask):
+    the first change of one of those calls' diagonals by one after which ``still_wrong(verdict(changed))``
+    is False (``verdict``: the whole check of the changed function, which runs it in a child); as
+    ``(fix, that verdict)``, the Fix the learner's line with that change; else None. Replay 23's 08Z3 wrote
+    ``tril(n_all - n_new - 1)``: no query saw its own key, the first row of a prefill was all -inf, and a
+    NaN matches no known bug."""
+    cell = _cell(fn)
+    if cell is None:
+        return None
+    spans = []
+    for target in cell.targets:
+        for node in ast.walk(target):
+            if isinstance(node, ast.Call) and _name_of(node.func) in ("tril", "triu", "tril_", "triu_"):
+                method = isinstance(node.func, ast.Attribute) and not _on_torch(node.func)
+                args = node.args if method else node.args[1:]
+                given = next((k.value for k in node.keywords if k.arg == "diagonal"),
+                             args[0] if args else None)
+                spans += [cell.text.span(given)] if given is not None else []
+    found = [e for e in edits(fn, cell=cell) if any(a <= e.start and e.end <= b for a, b in spans)]
+    for e in sorted(found, key=lambda e: e.rank):
+        code = _compiled(cell, [e])
+        if code is not None and not still_wrong(result := verdict(_proxy(fn, code, cell.name))):
+            return _fix(cell, [e]), result
+    return None
+

@@ -49,6 +49,7 @@ from ._compare import agrees, max_gap
 from ._diagnose import RAISED, Answer, Hypotheses, error_kind
 from ._engine import Probe, Rule, Spec, Trial, decide, run_check
 from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, neutral
+from ._repair import diagonal_moved
 from ._rules import hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
 from ._sandbox import error_info, to_plain
@@ -1370,8 +1371,51 @@ def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):
     if not callable(fn):
         return _verdict.problem(NAME, f"expected a function, got a {type(fn).__name__}.",
                                 ["Pass the function itself: check_decoding_step(decode_step)."])
+    result = _diagonal_tried(fn, _checked(fn, time_limit), time_limit)
+    return _with_state_on_itself(fn, _library_note(fn, result))
+
+
+def _checked(fn, time_limit):
     setup = _setup()
     spec = replace(SPEC, hypotheses=setup["prefill"])
     result = run_check(spec, setup["probes"], _steps(fn, setup), time_limit, read=_read, main_kind="prefill")
     result = _causal_mask_words(fn, _with_shared_default(fn, _with_models_read(fn, result)))
-    return _with_state_on_itself(fn, _library_note(fn, fix_in_your_names(fn, result)))
+    return fix_in_your_names(fn, result)
+
+
+def _nan(result) -> bool:
+    return not result.passed and "NaN or inf" in result.headline
+
+
+_NO_KNOWN_BUG = ", and it matches no known bug."
+
+
+def _diagonal_tried(fn, result, time_limit):
+    """A step whose logits are NaN, with no known bug named: where moving the diagonal of its tril (or
+    triu) by one takes the NaN away (:func:`._repair.diagonal_moved`, each change checked whole, in a
+    child), its mask hides each query's own key. Named so, with that line changed as the Fix, when the
+    change makes the step right; said beside the other mistake the changed step then shows, when it does
+    not (replay 23's 08Z3 had both, and the √d_model scale, and was told only of NaN)."""
+    if result.bug is not None or not _nan(result) or not result.headline.endswith(_NO_KNOWN_BUG):
+        return result
+    try:
+        found = diagonal_moved(fn, lambda changed: _checked(changed, time_limit), _nan)
+    except Exception:  # noqa: BLE001 - code the reader cannot follow keeps its verdict
+        return result
+    if found is None:
+        return result
+    fix, then = found
+    happened = result.headline[: -len(_NO_KNOWN_BUG)]
+    change = fix.split(": ", 1)[-1]
+    said = (f"With {change}, your step no longer gives NaN: your mask hides each query's own key, so the "
+            "first query of a prefill has no key left to attend to (a row of -inf, and its softmax is NaN).")
+    if then.passed:
+        observed = [line for line in result.observed if not line.startswith("Every number it returned is")]
+        found_bug = _verdict.bug_found(NAME, "causal_excludes_self", happened, [*observed, said], fix)
+        found_bug.warnings = result.warnings
+        return found_bug
+    result.headline = (f"{happened}, and it matches no one known bug: two mistakes at once, and one of them "
+                       "is its mask (below).")
+    result.observed.append(f"{said} It then shows another mistake: {then.headline}")
+    result.fix = fix
+    return result
