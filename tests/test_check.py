@@ -1821,3 +1821,42 @@ def test_a_mask_function_that_raises_is_told_where_and_what_to_do():
     line = my_padding_mask.__code__.co_firstlineno + 2                    # the return line
     assert f"(in my_padding_mask, line {line})" in repr(result), repr(result)
     assert result.fix.startswith("call your function by hand"), repr(result)
+
+
+def test_a_step_that_raises_on_the_notebooks_tensors_is_told_of_them_before_any_bug():
+    """Replay 23's 08Z4 cached the notebook's key and value (cell 11's, 4 heads) where its own had 6: it
+    raised in torch.cat, and was told 'cache wrong axis', though it joined along the positions. The
+    notebook's tensors come first, in the headline, and no bug is named from that raise."""
+    from attnviz import gpt
+    from attnviz.check import check_decoding_step
+    from attnviz.mha import split_heads
+
+    space = {"torch": torch, "F": torch.nn.functional, "gpt": gpt, "split_heads": split_heads,
+             "key": torch.randn(2, 4, 1, 8), "value": torch.randn(2, 4, 1, 8)}
+    exec(                                                                # noqa: S102 - the test's own code
+        "def decode_step(model, tokens, cache):\n"
+        "    past = 0 if cache is None else cache[0][0].shape[2]\n"
+        "    x = model.embed(tokens, past)\n"
+        "    new_cache = []\n"
+        "    g = model.n_heads // model.n_kv_heads\n"
+        "    for i, block in enumerate(model.blocks):\n"
+        "        a, y = block.attention, block.norm_attention(x)\n"
+        "        q = split_heads(a.W_q(y), model.n_heads)\n"
+        "        k = split_heads(a.W_k(y), model.n_kv_heads).repeat_interleave(g, dim=1)\n"
+        "        v = split_heads(a.W_v(y), model.n_kv_heads).repeat_interleave(g, dim=1)\n"
+        "        if cache is not None:\n"
+        "            k, v = torch.cat([cache[i][0], k], dim=2), torch.cat([cache[i][1], v], dim=2)\n"
+        "        new_cache.append((key, value))\n"
+        "        m = gpt.decoding_mask(q.shape[2], k.shape[2])\n"
+        "        o = F.scaled_dot_product_attention(q, k, v, attn_mask=m)\n"
+        "        x = x + a.W_o(o.transpose(1, 2).flatten(2))\n"
+        "        x = x + block.mlp(block.norm_mlp(x))\n"
+        "    return model.unembed(x), new_cache\n", space)
+    result = check_decoding_step(space["decode_step"])
+    assert result.bug is None and " raised RuntimeError" in result.headline, repr(result)
+    assert result.headline.endswith("and it reads the notebook's key, value: that first (a tensor left by "
+                                    "an earlier cell has the notebook's sizes, not the model's)."), \
+        result.headline
+    said = "Your step reads the notebook's key (a tensor of shape (2, 4, 1, 8))"
+    assert result.observed[0].startswith(said), result.observed
+    assert result.fix.startswith("compute key, value inside the step"), result.fix
