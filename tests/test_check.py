@@ -1387,6 +1387,38 @@ def test_masks_started_from_torch_empty_say_what_torch_empty_hands_back():
     assert right.passed and "torch.empty" not in repr(right), right
 
 
+def test_torch_empty_as_the_input_baddbmm_scales_away_is_not_warned_of():
+    """baddbmm(input, a, b, beta=0) reads none of its input: replay 22's 02Y4 started its scores from
+    torch.empty so, and was warned of torch.empty three times, before and after its real mistakes."""
+    def scores_from_empty(q, k, v, mask=None):
+        q3, k3 = q.reshape(-1, *q.shape[-2:]), k.reshape(-1, *k.shape[-2:])
+        start = torch.empty(q3.shape[0], q3.shape[1], k3.shape[1], dtype=q.dtype)
+        scores = torch.baddbmm(start, q3, k3.transpose(1, 2), beta=0, alpha=1 / q.shape[-1])  # d_k, no root
+        weights = scores.softmax(dim=-1).reshape(*q.shape[:-1], k.shape[-2])
+        return weights @ v, weights
+
+    def inline(q, k, v, mask=None):
+        q3, k3 = q.reshape(-1, *q.shape[-2:]), k.reshape(-1, *k.shape[-2:])
+        empty = torch.empty(q3.shape[0], q3.shape[1], k3.shape[1], dtype=q.dtype)
+        scores = empty.baddbmm(q3, k3.transpose(1, 2), beta=0, alpha=1 / q.shape[-1])
+        weights = scores.softmax(dim=-1).reshape(*q.shape[:-1], k.shape[-2])
+        return weights @ v, weights
+
+    for fn in (scores_from_empty, inline):
+        result = check_attention(fn)
+        assert not result.passed and not any("torch.empty" in line for line in result.observed), result
+
+    def kept(q, k, v, mask=None):                                 # beta=1 reads the empty memory: said
+        q3, k3 = q.reshape(-1, *q.shape[-2:]), k.reshape(-1, *k.shape[-2:])
+        start = torch.empty(q3.shape[0], q3.shape[1], k3.shape[1], dtype=q.dtype)
+        scores = torch.baddbmm(start, q3, k3.transpose(1, 2), alpha=1 / q.shape[-1])
+        weights = scores.softmax(dim=-1).reshape(*q.shape[:-1], k.shape[-2])
+        return weights @ v, weights
+
+    result = check_attention(kept)
+    assert result.observed[0].startswith("Your code calls torch.empty"), result
+
+
 def test_padding_additive_minus_10000_is_not_called_valid_and_an_int64_shape_bug_says_its_dtype():
     """BERT's -10000 blocks only keys less than 10000 above (check_multi_head fails it); HF's int64
     (batch, n) attention_mask gets both its mistakes at once (a fresh reader's findings)."""

@@ -158,7 +158,7 @@ def code_notes(obj, result):
             f"it returns: {call} makes a new tensor and leaves the one it was given as it was. Keep what it "
             f"returns ({keep}, with your tensor's name for t){in_place}."))
     names = names_used(obj)
-    if not result.passed and names & _UNSET.keys():
+    if not result.passed and names & _UNSET.keys() and not _unset_only_scaled_away(obj):
         called = _UNSET[sorted(names & _UNSET.keys())[0]]
         result.observed.insert(0, (
             f"Your code calls {called}: it hands back memory as it was left, not zeros or ones, so unless "
@@ -214,6 +214,55 @@ def discarded_results(obj) -> list:
 
 _UNSET = {"empty": "torch.empty", "empty_like": "torch.empty_like", "new_empty": ".new_empty",
           "empty_strided": "torch.empty_strided"}   # torch's uninitialised memory
+
+
+_BETA_INPUT = {"baddbmm", "addmm", "addbmm", "addmv", "addr"}   # input * beta + a product: beta=0 reads none
+
+
+def _unset_only_scaled_away(obj) -> bool:
+    """Whether each of the learner's calls of torch.empty (and its kin) is the input of an add-product
+    given beta=0 (``torch.baddbmm(torch.empty(...), q3, k3t, beta=0)``, or under a name only used so),
+    which reads none of it (replay 22's 02Y4 was warned of torch.empty three times, and passed with it
+    in place)."""
+    calls = ignored = 0
+    for fn in own_functions(obj):
+        try:
+            tree = syntax_tree(source_of(fn))
+        except (OSError, TypeError, SyntaxError):
+            return False
+        inputs = [given for node in ast.walk(tree) if (given := _scaled_away(node)) is not None]
+        for node in ast.walk(tree):
+            if _called(node) not in _UNSET:
+                continue
+            calls += 1
+            named = next((a.targets[0].id for a in ast.walk(tree) if isinstance(a, ast.Assign)
+                          and a.value is node and isinstance(a.targets[0], ast.Name)), None)
+            uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == named
+                    and isinstance(n.ctx, ast.Load)]
+            ignored += any(node is given for given in inputs) or bool(uses) and all(
+                any(use is given for given in inputs) for use in uses)
+    return calls > 0 and calls == ignored
+
+
+def _scaled_away(node):
+    """The input of an add-product called with beta=0 (``torch.baddbmm(I, a, b, beta=0)``,
+    ``I.addmm(a, b, beta=0)``); else None."""
+    if _called(node) not in _BETA_INPUT:
+        return None
+    beta = next((k.value for k in node.keywords if k.arg == "beta"), None)
+    if not (isinstance(beta, ast.Constant) and beta.value == 0):
+        return None
+    func = node.func
+    on_torch = not isinstance(func, ast.Attribute) or isinstance(func.value, ast.Name) \
+        and func.value.id == "torch"
+    keyword = next((k.value for k in node.keywords if k.arg == "input"), None)
+    return (node.args[0] if node.args else keyword) if on_torch else func.value
+
+
+def _called(node) -> str | None:
+    """The name a call calls (``empty`` for ``torch.empty(...)`` and ``x.new_empty(...)``); else None."""
+    func = node.func if isinstance(node, ast.Call) else None
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
 
 
 def _tensor_class():
