@@ -106,21 +106,28 @@ def mask_as_given(obj, result, renamed) -> str | None:
     transposed (``maska.mT``, ``mask.T``, ``mask.transpose(-2, -1)``) to ``masked_fill``, ``torch.where``
     or ``attn_mask=``, the transpose left out; else None."""
     found = {}
+    for source, node, line, mask in _masks_handed(obj, ("masked_fill", "masked_fill_", "where")):
+        mask = mask.operand if isinstance(mask, ast.UnaryOp) else mask
+        inner = _untransposed(mask)
+        if isinstance(inner, ast.Name) and "mask" in inner.id.lower():
+            start, end = inner.end_col_offset - node.col_offset, mask.end_col_offset - node.col_offset
+            found[(source, node.lineno)] = line[:start] + line[end:]
+    line = the_one(list(found.values()))
+    return line + "   # in place of your line: the mask as it is given, rows = queries" if line else None
+
+
+def _masks_handed(obj, fills):
+    """``(source, statement, line, mask)`` for each mask a one-line statement of the learner's function
+    (or a helper) hands to ``attn_mask=``, or to one of ``fills`` as its first argument."""
     for source, _, node in one_line_statements(obj, with_helpers=True):
         line = ast.get_source_segment(source, node)
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             name = getattr(func, "attr", getattr(func, "id", ""))
             handed = [k.value for k in getattr(call, "keywords", []) if k.arg == "attn_mask"]
-            handed += call.args[:1] if name in ("masked_fill", "masked_fill_", "where") and call.args else []
+            handed += call.args[:1] if name in fills and call.args else []
             for mask in handed:
-                mask = mask.operand if isinstance(mask, ast.UnaryOp) else mask
-                inner = _untransposed(mask)
-                if isinstance(inner, ast.Name) and "mask" in inner.id.lower():
-                    start, end = inner.end_col_offset - node.col_offset, mask.end_col_offset - node.col_offset
-                    found[(source, node.lineno)] = line[:start] + line[end:]
-    line = the_one(list(found.values()))
-    return line + "   # in place of your line: the mask as it is given, rows = queries" if line else None
+                yield source, node, line, mask
 
 
 def _turned(node):
@@ -171,22 +178,15 @@ def mask_turned(obj, result, renamed) -> str | None:
     if not target.isidentifier() or names_a(target, obj) and _masks_itself(obj):
         return None
     found = {}
-    for source, _, node in one_line_statements(obj, with_helpers=True):
-        line = ast.get_source_segment(source, node)
-        for call in ast.walk(node):
-            func = call.func if isinstance(call, ast.Call) else None
-            name = getattr(func, "attr", getattr(func, "id", ""))
-            handed = [k.value for k in getattr(call, "keywords", []) if k.arg == "attn_mask"]
-            handed += call.args[:1] if name in ("masked_fill", "masked_fill_") and call.args else []
-            for mask in handed:
-                if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert):
-                    turned = ast.get_source_segment(source, mask.operand)
-                elif isinstance(mask, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
-                    turned = "~" + ast.get_source_segment(source, mask)
-                else:
-                    continue
-                start, end = mask.col_offset - node.col_offset, mask.end_col_offset - node.col_offset
-                found[(source, node.lineno)] = line[:start] + turned + line[end:]
+    for source, node, line, mask in _masks_handed(obj, ("masked_fill", "masked_fill_")):
+        if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert):
+            turned = ast.get_source_segment(source, mask.operand)
+        elif isinstance(mask, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
+            turned = "~" + ast.get_source_segment(source, mask)
+        else:
+            continue
+        start, end = mask.col_offset - node.col_offset, mask.end_col_offset - node.col_offset
+        found[(source, node.lineno)] = line[:start] + turned + line[end:]
     line = the_one(list(found.values()))
     return line + "   # in place of your line: True = may attend, so block where the mask is False" if line \
         else None
