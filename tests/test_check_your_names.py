@@ -4164,3 +4164,39 @@ def test_a_mask_that_hides_each_querys_own_key_is_found_by_moving_its_diagonal(t
     assert check_decoding_step(_step(tmp_path, "turkish_fixed", fixed)).passed
     step = _pasted(TURKISH_STEP, "maske =", result.fix)
     assert check_decoding_step(_step(tmp_path, "turkish_2", step)).bug == "scale_by_d_model"
+
+
+# replay 24's 02A1: my_attention hands its parameters to an object of the learner's class, whose __call__
+# has names of its own; the fill float32's minimum (float16 overflows)
+POLISH_CALL = """
+class Uwaga:
+    def __init__(self):
+        self.wypelnienie = torch.finfo(torch.float32).min
+
+    def __call__(self, zapytania, klucze, wartosci, maska=None):
+        skala = zapytania.shape[-1] ** -0.5
+        wyniki = torch.einsum('...qd,...kd->...qk', zapytania, klucze) * skala
+        if maska is not None:
+            wyniki = wyniki.masked_fill(~maska, self.wypelnienie)
+        wagi = torch.softmax(wyniki, dim=-1)
+        return wagi @ wartosci, wagi
+
+
+uwaga = Uwaga()
+
+
+def my_attention(q, k, v, mask=None):
+    return uwaga(q, k, v, mask)
+"""
+
+
+def test_a_function_that_hands_its_parameters_to_an_objects_call_gets_the_calls_names_and_its_mask(tmp_path):
+    """Replay 24's 02A1 (stuck) was given 'scores = scores.masked_fill(~mask, ...)': none of its names is in
+    __call__, and four rounds of NameErrors followed. The method is read as the function's own, and mask is
+    the name its fourth parameter has (maska)."""
+    result = check_attention(_load(tmp_path, "polish", POLISH_CALL).my_attention)
+    assert result.bug == "fill_overflows_float16", repr(result)
+    line = "wyniki = wyniki.masked_fill(~maska, torch.finfo(wyniki.dtype).min)"
+    assert result.fix.startswith(line), result.fix
+    fixed = _pasted(POLISH_CALL, "wyniki = wyniki.masked_fill(", result.fix)
+    assert check_attention(_load(tmp_path, "polish_fixed", fixed).my_attention).passed

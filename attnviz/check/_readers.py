@@ -174,9 +174,17 @@ def delegated_to(fn) -> list:
     found = helpers(fn)
     if len(found) != 1:
         return []
-    theirs = [a for a in found[0].__code__.co_varnames[:found[0].__code__.co_argcount] if a != "self"]
-    # the same parameters only: a Fix line reads the function's (lengths, not the helper's haba)
-    return found if theirs == list(fn.__code__.co_varnames[:fn.__code__.co_argcount]) else []
+    code = found[0].__code__
+    theirs = [a for a in code.co_varnames[:code.co_argcount] if a != "self"]
+    given = list(fn.__code__.co_varnames[:fn.__code__.co_argcount])
+    # the same parameters only: a Fix line reads the function's (lengths, not the helper's haba); but a
+    # method of an object of theirs handed the function's parameters in order is where all the work is,
+    # its names the ones to write (replay 24's 02A1: Uwaga.__call__(self, zapytania, klucze, ...), given
+    # scores, mask, q and k, four rounds of NameErrors)
+    call = body[0].value
+    handed = [a.id for a in call.args if isinstance(a, ast.Name)] == given and not call.keywords
+    method = code.co_argcount > len(theirs) and len(theirs) == len(given) and handed
+    return found if theirs == given or method else []
 
 
 def sources(obj, with_helpers: bool = False) -> list:

@@ -27,6 +27,7 @@ from ._ownlines import lengths_as_a_column, own_line_fix, unreturned_fix
 from ._ownlines_shapes import swapped_unpack
 from ._readers import (
     cell_returns,
+    delegated_to,
     embed_line,
     fused,
     handed_back_guard,
@@ -360,6 +361,35 @@ def _fix_in_your_names(obj, result):
     """``result`` with its Fix line in the learner's names (:func:`in_your_names`) when it failed; a
     Fix that says what a name of an earlier Fix line stands for ("scores in a Fix line means your
     scores ...") also says which of the learner's names that is, when their code shows it."""
+    result = _fix_in_their_names(obj, result)
+    if result.checked == "check_attention" and result.fix:
+        result.fix = _mask_as_named(obj, result.fix)
+    return result
+
+
+def _mask_as_named(obj, fix: str) -> str:
+    """``fix`` with ``mask`` under the name the learner's attention gives its fourth parameter (read through
+    a method it hands its work to), where their code has no ``mask`` of its own (replay 24's 02A1:
+    ``maska`` in Uwaga.__call__, given ``~mask``, a NameError)."""
+    function = (delegated_to(obj) or [obj])[0] if type(obj) is types.FunctionType else None
+    code = getattr(function, "__code__", None)
+    given = [a for a in code.co_varnames[:code.co_argcount] if a != "self"] if code else []
+    if len(given) != 4 or given[3] == "mask":
+        return fix
+    try:
+        tree = syntax_tree(source_of(function))
+    except (OSError, TypeError, SyntaxError):
+        return fix
+    if any(isinstance(n, ast.Name) and n.id == "mask" for n in ast.walk(tree)):
+        return fix
+    head, hash_, comment = fix.partition("   #")
+    try:
+        return _renamed(head, {"mask": given[3]}) + hash_ + comment
+    except (SyntaxError, tokenize.TokenError):            # words, not code
+        return fix
+
+
+def _fix_in_their_names(obj, result):
     if result.passed or not result.fix:
         return result
     if own := own_line_fix(obj, result, in_your_names(obj, result.fix)):
