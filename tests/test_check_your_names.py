@@ -2581,7 +2581,7 @@ def test_a_masks_wrong_values_are_said_with_its_wrong_shape(tmp_path):
     """Replay 16's 04T2 and 04T4: a (1, n, n) causal mask that also leaves out the diagonal, and a padding
     mask inverted and built over an arange kept from the first call, were told their shape only; the
     values (and the kept arange) went unsaid. Both are said now, and the Fix names which return line
-    it replaces when the cell has others (a class's)."""
+    it replaces when the cell has others (the class's, which the function hands its work to)."""
     causal = check_causal_mask(_load(tmp_path, "indonesian", INDONESIAN).my_causal_mask)
     assert "returned shape (1, 4, 4)" in causal.headline, repr(causal)
     assert any('values are wrong as well: the known bug "causal excludes self"' in line
@@ -2592,8 +2592,11 @@ def test_a_masks_wrong_values_are_said_with_its_wrong_shape(tmp_path):
     observed = " ".join(padding.observed)
     assert "Its last dimension is 5, the n of an earlier call (lengths=[3], n=5)" in observed, observed
     assert 'its values are wrong as well: the known bug "mask inverted"' in observed, observed
-    assert "in place of your return line in my_padding_mask" in padding.fix, padding.fix
-    fixed = _load(tmp_path, "tagalog_fixed", _pasted(TAGALOG, "return _gumawa", padding.fix)).my_padding_mask
+    # in the __call__ my_padding_mask hands its lengths and n to, in its names (since replay 24's 02A1)
+    said = ("return (torch.arange(n)[None, :] < haba[:, None])[:, None, :]   # in place of your line return "
+            "maskara[:, None, :]")
+    assert padding.fix.startswith(said), padding.fix
+    fixed = _load(tmp_path, "tagalog_fixed", _pasted(TAGALOG, "return maskara", padding.fix)).my_padding_mask
     assert check_padding_mask(fixed).passed
 
 

@@ -480,8 +480,9 @@ def _expression(code: str) -> bool:
 def _in_your_parameters(obj, fix: str, exercise: tuple) -> str:
     """A mask Fix with the exercise's parameters (``exercise``: ``("n",)``, ``("lengths", "n")``) under
     the names the learner's function gives them, by position, when it takes as many."""
-    code = getattr(obj, "__code__", None)
-    given = code.co_varnames[:code.co_argcount] if code is not None else ()
+    through = delegated_to(obj) if type(obj) is types.FunctionType else []
+    code = getattr(through[0] if through else obj, "__code__", None)     # a method it hands its work to
+    given = [a for a in code.co_varnames[:code.co_argcount] if a != "self"] if code is not None else ()
     if len(given) != len(exercise):
         return fix
     names = {ours: theirs for ours, theirs in zip(exercise, given, strict=True) if ours != theirs}
