@@ -200,6 +200,36 @@ def test_a_cache_that_stores_another_mask_is_caught_on_a_repeat_call_and_its_lin
     assert check_causal_mask(fixed.my_causal_mask).passed
 
 
+# replay 24's 04A1: a cache that stores the float triangle before it is turned into the bool mask returned
+FLOAT_CACHED = """
+_pamiec = {}
+
+
+def my_causal_mask(n):
+    if n in _pamiec:
+        return _pamiec[n]
+    gorny_trojkat = torch.triu(torch.ones(n, n), diagonal=1)
+    _pamiec[n] = gorny_trojkat
+    maska = gorny_trojkat.logical_not()
+    return maska
+"""
+
+
+def test_a_float_mask_handed_back_by_a_cache_on_a_repeat_call_is_said_as_a_repeat_call(tmp_path):
+    """Replay 24's 04A1 (stuck) was told five times that its pattern was right and its dtype float32, and
+    given '.bool()' once more each round: only the repeat call returned the cached float triangle."""
+    result = check_causal_mask(_load(tmp_path, "float_cached", FLOAT_CACHED).my_causal_mask)
+    assert result.bug is None and "dtype" not in result.headline, repr(result)
+    assert result.headline.startswith("your function returned the wrong mask for n=4 called a second time, "
+                                      "where the first call was right"), result.headline
+    assert not any("float32" in line for line in result.observed + result.notes), result
+    assert result.fix.startswith("return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your "
+                                 "lines 'if n in _pamiec:' and the one under it"), result.fix
+    pasted = FLOAT_CACHED.replace("    if n in _pamiec:\n        return _pamiec[n]\n",
+                                  "    " + result.fix.split("   #")[0] + "\n")
+    assert check_causal_mask(_load(tmp_path, "float_cached_fixed", pasted).my_causal_mask).passed
+
+
 # replay 23's 04Z3: a helper off by one (<=) and the query axis added last in the function: "matches no
 # known bug", no line said the mask ran down the queries, and the Fix joined two functions' lines unnamed
 HELPER_AND_FUNCTION = """

@@ -191,7 +191,11 @@ def _additive_words(fill: float, words: str) -> str:
 def _dtype_note(t):
     """A non-bool mask: named, when its pattern is right everywhere (an additive float mask, or 1/0);
     otherwise a note that the dtype is wrong too, and the pattern's own rules go on."""
-    additive = next((a.extra for _, a in t.pairs() if a.extra and "additive" in a.extra), None)
+    # a repeat call's mask is _called_again's: a cache that hands back another mask than the first call's
+    # (replay 24's 04A1 stored its float triangle, returned it on the second call, and was told its
+    # pattern was right and its dtype float32, five rounds)
+    pairs = [(p, a) for p, a in t.pairs() if p.kind != "again"]
+    additive = next((a.extra for _, a in pairs if a.extra and "additive" in a.extra), None)
     if additive is not None:
         fill = additive["additive"]
         dtype = additive["dtype"]
@@ -208,7 +212,7 @@ def _dtype_note(t):
         t.notes.append(f"{said[0].upper()}{said[1:]}, read here as mask == 0. Once its pattern is right, "
                        "return it as a bool mask: mask == 0.")
         return None
-    others = [(p, a) for p, a in t.pairs() if isinstance(a.output, torch.Tensor) and not a.complaint
+    others = [(p, a) for p, a in pairs if isinstance(a.output, torch.Tensor) and not a.complaint
               and a.output.dtype != torch.bool]
     if not others:
         return None
