@@ -268,3 +268,30 @@ def test_two_changes_on_one_line_are_said_so_and_one_known_bug_keeps_its_name(tm
     one = both.replace("[:, :, None]", "[:, None, :]")
     result = check_padding_mask(_load(tmp_path, "one", one).my_padding_mask)
     assert result.bug == "padding_off_by_one" and "no one known bug" not in result.headline, result.headline
+
+
+# replay 24's 04A4: a helper off by one (<=) that builds an additive 0/-inf mask with torch.where
+ADDITIVE_HELPER = """
+def _mwgwd_allweddi(hydoedd, n):
+    safleoedd = torch.arange(n)
+    hyd_colofn = hydoedd[:, None].expand(-1, n)
+    cyfan = safleoedd <= hyd_colofn
+    return torch.where(cyfan, 0.0, float("-inf"))
+
+
+def my_padding_mask(lengths, n):
+    allweddi = _mwgwd_allweddi(lengths, n)
+    return allweddi[:, None, :]
+"""
+
+
+def test_an_additive_mask_is_made_bool_with_equals_zero_not_bool_and_a_turned_comparison(tmp_path):
+    """Replay 24's 04A4 was given '>= where you wrote <=' and '.bool()': .bool() reads an additive mask the
+    other way round (True where -inf), and >= turned it back, against the verdict's own words (< for <=)."""
+    result = check_padding_mask(_load(tmp_path, "additive", ADDITIVE_HELPER).my_padding_mask)
+    assert result.bug == "padding_off_by_one", repr(result)
+    assert result.fix == ("cyfan = safleoedd < hyd_colofn; return allweddi[:, None, :] == 0   # in place of "
+                          "your line in _mwgwd_allweddi and your line in my_padding_mask: < where you wrote "
+                          "<=; the additive mask made bool: == 0 at the end (0 = may attend)"), result.fix
+    fixed = _load(tmp_path, "additive_fixed", _pasted(ADDITIVE_HELPER, result.fix))
+    assert check_padding_mask(fixed.my_padding_mask).passed

@@ -111,8 +111,9 @@ def _on_torch(func) -> bool:
 class _Edits:
     """Every change of :func:`edits`, node by node."""
 
-    def __init__(self, text: _Text, width: str | None):
+    def __init__(self, text: _Text, width: str | None, additive: bool = False):
         self.t, self.width, self.found, self.group = text, width, [], 0
+        self.additive = additive      # the code fills with -inf or a large negative: a float mask to add
 
     def add(self, start, end, new, said, rank=1, axis=False):
         self.found.append(Edit(start, end, new, said, self.group, rank, axis))
@@ -144,8 +145,13 @@ class _Edits:
         elif isinstance(node, ast.Return) and node.value is not None and not (
                 isinstance(node.value, ast.Call) and _name_of(node.value.func) == "bool"):
             start, end = t.span(node.value)
-            self.add(start, end, _atom(node.value, t.of(node.value)) + ".bool()",
-                     "the mask made bool: .bool() at the end", rank=0)
+            # 0 = may attend in an additive mask: .bool() reads it the other way round (replay 24's 04A4)
+            if self.additive:
+                self.add(start, end, _atom(node.value, t.of(node.value)) + " == 0",
+                         "the additive mask made bool: == 0 at the end (0 = may attend)", rank=0)
+            else:
+                self.add(start, end, _atom(node.value, t.of(node.value)) + ".bool()",
+                         "the mask made bool: .bool() at the end", rank=0)
         elif isinstance(node, ast.Call):
             self.call(node, parents)
         elif isinstance(node, ast.Subscript):
@@ -331,7 +337,8 @@ def edits(fn, width: str | None = None, cell: _Cell | None = None) -> list[Edit]
     cell = cell or _cell(fn)
     if cell is None:
         return []
-    maker = _Edits(cell.text, width)
+    maker = _Edits(cell.text, width, additive=any(_fills_to_add(node) for target in cell.targets
+                                                  for node in ast.walk(target)))
     for target in cell.targets:
         parents = {child: node for node in ast.walk(target) for child in ast.iter_child_nodes(node)}
         loops = {id(n) for w in ast.walk(target) if isinstance(w, ast.While) for n in ast.walk(w.test)}
@@ -340,6 +347,24 @@ def edits(fn, width: str | None = None, cell: _Cell | None = None) -> list[Edit]
                 maker.node(node, parents)
     line = cell.text.line_of
     return [e for e in maker.found if line(e.start) == line(max(e.end - 1, e.start))]
+
+
+def _fills_to_add(node) -> bool:
+    """Whether ``node`` is a fill of an additive mask: -inf (``float("-inf")``, ``-math.inf``,
+    ``-torch.inf``), a dtype's minimum (``torch.finfo(...).min``) or a number at or below -1e4."""
+    if isinstance(node, ast.Call) and _name_of(node.func) == "float" and node.args:
+        return isinstance(node.args[0], ast.Constant) and str(node.args[0].value).strip() == "-inf"
+    if isinstance(node, ast.Attribute) and node.attr == "min" and isinstance(node.value, ast.Call):
+        return _name_of(node.value.func) == "finfo"
+    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+        operand = node.operand
+        if isinstance(operand, ast.Attribute) and operand.attr == "inf":
+            return True
+        if isinstance(operand, ast.Call) and _name_of(operand.func) == "float" and operand.args:
+            return isinstance(operand.args[0], ast.Constant) and str(operand.args[0].value) == "inf"
+        return isinstance(operand, ast.Constant) and isinstance(operand.value, (int, float)) \
+            and operand.value >= 1e4
+    return False
 
 
 def _snippet(cell: _Cell, chosen) -> str:
