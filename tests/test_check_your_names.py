@@ -4203,3 +4203,35 @@ def test_a_function_that_hands_its_parameters_to_an_objects_call_gets_the_calls_
     assert result.fix.startswith(line), result.fix
     fixed = _pasted(POLISH_CALL, "wyniki = wyniki.masked_fill(", result.fix)
     assert check_attention(_load(tmp_path, "polish_fixed", fixed).my_attention).passed
+
+
+# replay 24's 02A4: one query row at a time, the mask under a name of its own and indexed by the row
+WELSH_ROWS = """
+def my_attention(q, k, v, mask=None):
+    n_q, n_k = q.shape[-2], k.shape[-2]
+    graddfa = math.sqrt(q.shape[-1])
+    allbwn = torch.zeros(*q.shape[:-1], v.shape[-1], dtype=v.dtype)
+    pwysau = torch.zeros(*q.shape[:-1], n_k, dtype=q.dtype)
+    mwgwd = mask
+    for i in range(n_q):
+        sgoriau = (k @ q[..., i, :].unsqueeze(-1)).squeeze(-1) / graddfa
+        if mwgwd is not None:
+            sgoriau = sgoriau.masked_fill(~mwgwd[..., i, :], torch.finfo(sgoriau.dtype).min)
+        rhes = torch.softmax(sgoriau, dim=-1)
+        pwysau[..., i, :] = rhes
+        allbwn[..., i, :] = (rhes.unsqueeze(-2) @ v).squeeze(-2)
+    return allbwn, pwysau
+"""
+
+
+def test_a_mask_indexed_by_a_loop_over_the_query_rows_gets_a_line_that_broadcasts_it_first(tmp_path):
+    """Replay 24's 02A4 raised IndexError on a padding mask (3, 1, 5), whose query axis has size 1, and was
+    told to run its function by hand; the line above the loop was given only for a loop over the batch."""
+    result = check_attention(_load(tmp_path, "welsh", WELSH_ROWS).my_attention)
+    assert "raised IndexError" in result.headline, repr(result)
+    assert result.fix.startswith("if mwgwd is not None: mwgwd = mwgwd.expand(*q.shape[:-1], k.shape[-2])   # "
+                                 "above your loop: mwgwd indexed by i reads an axis"), result.fix
+    lines = WELSH_ROWS.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("for i in"))
+    lines.insert(at, "    " + result.fix.split("   #")[0])
+    assert check_attention(_load(tmp_path, "welsh_fixed", "\n".join(lines) + "\n").my_attention).passed

@@ -250,6 +250,9 @@ RULES = (
     (_by_hand, raised_on_a_reversed_transpose),
     (_by_hand, loop_over_the_first_axis),
     (_by_hand, mask_broadcast_before_it_is_flattened),
+    # a loop over the query rows that indexes a padding mask's size-1 query axis (replay 24's 02A4)
+    (lambda result: _by_hand(result) and any("IndexError" in said for said in result.observed),
+     mask_broadcast_before_the_loop),
     # row sums without their axis raise where n_q differs from n_k (replay 20's 02W2)
     (lambda result: _by_hand(result) and any("must match the size" in said for said in result.observed),
      sum_kept),

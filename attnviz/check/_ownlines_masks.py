@@ -335,18 +335,25 @@ def mask_broadcast_before_the_loop(obj, result, renamed) -> str | None:
         if len(given) != 4:
             continue
         q, k, _, mask = given
+        # the mask under a name of its own too (mwgwd = mask: replay 24's 02A4, a loop over the query rows)
+        names = {mask} | {n.targets[0].id for n in ast.walk(function) if isinstance(n, ast.Assign)
+                          and isinstance(n.value, ast.Name) and n.value.id == mask
+                          and isinstance(n.targets[0], ast.Name)}
         loops = [n for n in ast.walk(function) if isinstance(n, ast.For) and isinstance(n.target, ast.Name)]
         for loop in loops:
             index = loop.target.id
-            if any(isinstance(n, ast.Subscript) and ast.unparse(n.value) == mask
-                   and ast.unparse(n.slice) == index for n in ast.walk(loop)):
-                found.add((q, k, mask, index))
+            for n in ast.walk(loop):
+                if isinstance(n, ast.Subscript) and ast.unparse(n.value) in names and any(
+                        isinstance(part, ast.Name) and part.id == index for part in ast.walk(n.slice)):
+                    found.add((q, k, ast.unparse(n.value), index, ast.unparse(n.slice) == index))
     if len(found) != 1:
         return None
-    q, k, mask, index = found.pop()
+    q, k, mask, index, first = found.pop()
+    read = (f"{mask}[{index}] reads a batch axis" if first else
+            f"{mask} indexed by {index} reads an axis")
     return (f"if {mask} is not None: {mask} = {mask}.expand(*{q}.shape[:-1], {k}.shape[-2])   # above your "
-            f"loop: {mask}[{index}] reads a batch axis that a mask which broadcasts ((n_q, n_k), or one axis "
-            "of size 1 for the heads) does not have; expanded to the scores' shape, it has it")
+            f"loop: {read} that a mask which broadcasts ((n_q, n_k), or an axis of size 1 for the heads or "
+            "the queries) does not have; expanded to the scores' shape, it has it")
 
 
 def mask_broadcast_before_it_is_flattened(obj, result, renamed) -> str | None:
