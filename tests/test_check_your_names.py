@@ -4235,3 +4235,52 @@ def test_a_mask_indexed_by_a_loop_over_the_query_rows_gets_a_line_that_broadcast
     at = next(i for i, line in enumerate(lines) if line.strip().startswith("for i in"))
     lines.insert(at, "    " + result.fix.split("   #")[0])
     assert check_attention(_load(tmp_path, "welsh_fixed", "\n".join(lines) + "\n").my_attention).passed
+
+
+# replay 24's 05A1: heads merged by a method of the module's own, viewed straight after the transpose; the
+# (n, n) mask given a heads' axis in front of its rows under a name of its own; a buffer of sqrt(d_model) as
+# the scale
+POLISH_MODULE = """
+class MyMultiHeadAttention(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        self.n_heads, self.d_k = n_heads, d_model // n_heads
+        self.W_q = nn.Linear(d_model, d_model, bias=False)
+        self.W_k = nn.Linear(d_model, d_model, bias=False)
+        self.W_v = nn.Linear(d_model, d_model, bias=False)
+        self.W_o = nn.Linear(d_model, d_model, bias=False)
+        self.register_buffer("skala", torch.tensor(math.sqrt(d_model)))
+
+    def podziel_glowy(self, t):
+        b, n, _ = t.shape
+        return t.reshape(b, n, self.n_heads, -1).transpose(1, 2)
+
+    def polacz_glowy(self, t):
+        b, h, n, d_k = t.shape
+        return t.transpose(1, 2).view(b, n, h * d_k)
+
+    def forward(self, x, mask=None):
+        zapytania = self.podziel_glowy(self.W_q(x))
+        klucze = self.podziel_glowy(self.W_k(x))
+        wartosci = self.podziel_glowy(self.W_v(x))
+        wyniki = torch.matmul(zapytania, klucze.transpose(2, 3)) / self.skala
+        if mask is not None:
+            maska = mask.unsqueeze(1)
+            wyniki = wyniki.masked_fill(~maska, torch.finfo(wyniki.dtype).min)
+        wagi = torch.softmax(wyniki, dim=-1)
+        return self.W_o(self.polacz_glowy(torch.matmul(wagi, wartosci)))
+"""
+
+
+def test_a_merge_method_viewed_after_a_transpose_and_a_mask_given_a_heads_axis_get_their_own_lines(tmp_path):
+    """Replay 24's 05A1 was given 'merged = kontekst.transpose(1, 2).contiguous().view(x.shape)' (no such
+    names in its merge method), then, for maska = mask.unsqueeze(1) on an (n, n) mask, no Fix at all."""
+    def load(i, text):
+        return _load(tmp_path, f"polish_module{i}", text).MyMultiHeadAttention
+
+    _until_it_passes(check_multi_head, load, POLISH_MODULE, [
+        ("return t.transpose(1, 2).contiguous().view(b, n, h * d_k)   # in place of your line: contiguous() "
+         "before view", "return t.transpose(1, 2).view("),
+        ("maska = mask   # in place of your line maska = mask.unsqueeze(1)", "maska = mask.unsqueeze(1)"),
+        ('self.register_buffer("skala", torch.tensor(math.sqrt(self.d_k)))   # in place of your line',
+         "self.register_buffer(")])

@@ -61,7 +61,7 @@ def _whole(node) -> int | None:
 
 
 def misplaced_axes(forward) -> tuple[str, list] | None:
-    """``(line, axes)`` for forward's one line ``mask = <mask with axes added>`` whose queries and keys
+    """``(line, axes)`` for forward's one line ``m = <mask with axes added>`` whose queries and keys
     are not its last two axes (``axes``: 'q', 'k' or 1 for each); else None."""
     found = []
     for source, tree in parsed(forward):
@@ -70,8 +70,9 @@ def misplaced_axes(forward) -> tuple[str, list] | None:
             continue
         mask = function.args.args[2].arg
         for node in ast.walk(function):
+            # under its own name or another (maska = mask.unsqueeze(1): replay 24's 05A1)
             if isinstance(node, ast.Assign) and len(node.targets) == 1 and \
-                    getattr(node.targets[0], "id", None) == mask and node.lineno == node.end_lineno:
+                    isinstance(node.targets[0], ast.Name) and node.lineno == node.end_lineno:
                 axes = _axes(node.value, mask)
                 if axes and len(axes) > 2 and axes[-2:] != [_Q, _K]:
                     found.append((ast.get_source_segment(source, node), axes))

@@ -24,6 +24,7 @@ import types
 from ._learner_lines import statements
 from ._ownlines_heads import (
     blend_over_the_keys,
+    contiguous_before_view,
     heads_side_by_side,
     heads_transposed_back,
     split_into_heads_of_d_k,
@@ -303,6 +304,7 @@ RULES = (
     (_bug("cache_prepended"), cached_first),
     (_bug("parallel_block"), mlp_after_attention),
     (_bug("heads_merged_without_transpose"), heads_transposed_back),
+    (_bug("missing_contiguous"), contiguous_before_view),
     (_bug("no_block_without_cache"), every_block),
     (_bug("mask_replaced_by_causal"), the_mask_given),
     (_bug("causal_when_no_mask"), no_mask_made_causal),

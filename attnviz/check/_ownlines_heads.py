@@ -10,14 +10,16 @@ from ._learner_lines import joined_axis, statements, your_lines
 from ._readers import (
     assigned,
     helpers,
+    one_line_statements,
     operands,
     parsed,
     the_one,
     your_names,
 )
 
-__all__ = ["blend_over_the_keys", "heads_side_by_side", "heads_transposed_back", "split_into_heads_of_d_k",
-           "repeated_interleaved", "split_then_transposed", "stacked_heads_kept_whole", "whole_width"]
+__all__ = ["blend_over_the_keys", "contiguous_before_view", "heads_side_by_side", "heads_transposed_back",
+           "split_into_heads_of_d_k", "repeated_interleaved", "split_then_transposed",
+           "stacked_heads_kept_whole", "whole_width"]
 
 
 def whole_width(obj, result, renamed) -> str | None:
@@ -290,3 +292,28 @@ def blend_over_the_keys(obj, result, renamed) -> str | None:
     line = the_one(found)
     return line + "   # in place of your line: each query's row of weights blends the values over the keys" \
         if line else None
+
+
+_TRANSPOSING = {"transpose", "permute", "swapaxes", "swapdims", "movedim"}
+
+
+def contiguous_before_view(obj, result, renamed) -> str | None:
+    """For ``.view`` on a transposed tensor: the learner's one line that calls ``.view(...)`` straight on a
+    transpose (``t.transpose(1, 2).view(b, n, h * d_k)``, in a method that merges their heads, say), with
+    ``.contiguous()`` before the view; else None. Replay 24's 05A1 was given the catalog's ``merged =
+    kontekst.transpose(1, 2)...view(x.shape)`` for its merge method's return line: neither name is in it."""
+    found = {}
+    for source, _, node in one_line_statements(obj, with_helpers=True):
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            inner = func.value if isinstance(func, ast.Attribute) and func.attr == "view" else None
+            turned = isinstance(inner, ast.Call) and getattr(inner.func, "attr", "") in _TRANSPOSING \
+                or isinstance(inner, ast.Attribute) and inner.attr in ("mT", "T")
+            if turned and inner.lineno == node.lineno:
+                line = ast.get_source_segment(source, node)
+                at = inner.end_col_offset - node.col_offset
+                found[(source, node.lineno)] = line[:at] + ".contiguous()" + line[at:]
+    line = the_one(list(found.values()))
+    return line + ("   # in place of your line: contiguous() before view (after a transpose the numbers are "
+                   "not laid out in the order view needs), or reshape in place of view") if line else None
+

@@ -197,7 +197,8 @@ def in_your_names(obj, fix: str) -> str:
             code = f"scores = {guarded[2]} if {guarded[1]} else scores"
         code, comment = _in_place_of(*inline, code, comment)
         hash_ = "   #"
-    held = _squeezed(code) in _squeezed("\n".join(sources(obj))) and not _first_branch_only(obj, code)
+    held = _squeezed(code) in _squeezed("\n".join(sources(obj))) and not _first_branch_only(obj, code) \
+        and not _cut_short(obj, code)
     if comment and held:
         # pasting it would change nothing: the change is in the comment (cache_holds_repeated_heads's
         # append, last_position_only's unembed), so the Fix says so first
@@ -266,6 +267,21 @@ def _past_where_embedded(line: str, position: str, own: bool, code: str, comment
 
 def _squeezed(text: str) -> str:
     return "".join(text.split())
+
+
+def _cut_short(obj, code: str) -> bool:
+    """Whether ``code`` sets a name (``maska = mask``) and is found in the learner's text only as the start
+    of a longer line of theirs (``maska = mask.unsqueeze(1)``): a line they do not have as it is."""
+    try:
+        statement = ast.parse(code).body
+    except SyntaxError:
+        return False
+    if len(statement) != 1 or not isinstance(statement[0], ast.Assign):
+        return False
+    squeezed = _squeezed(code)
+    lines = [_squeezed(ast.get_source_segment(source, node) or "")
+             for source, _, node in one_line_statements(obj)]
+    return squeezed not in lines and any(line.startswith(squeezed) for line in lines)
 
 
 def _first_branch_only(obj, code: str) -> bool:

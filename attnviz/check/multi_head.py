@@ -7,6 +7,7 @@ it was given as they are); the decisions are the shared engine's (:mod:`._engine
 
 from __future__ import annotations
 
+import ast
 import inspect
 import re
 from dataclasses import replace
@@ -552,11 +553,17 @@ def _mask_axes_misplaced(t):
     """forward raised, or was wrong, wherever a mask is given, and a line of it gives the (n, n) mask
     axes that put its queries elsewhere than the scores' second-to-last axis (:mod:`._mask_axes`)."""
     found = t.spec.words.get("mask_axes")
-    masked = [(p, a) for p, a in t.main if p.args.get("mask") is not None]
+    masked = [(p, a) for p, a in t.main if p.args.get("mask") is not None and p.args["mask"].dim() == 2]
     if not found or not masked or any(t.right(p, a) for p, a in masked):
         return None
     line, axes = found
     probe, ans = masked[0]
+    # right where the mask has a batch axis ((batch, 1, n) padding): mask.unsqueeze(1) lines those up, and
+    # the heads' axis counted from the end lines up both (replay 24's 05A1 was given no Fix)
+    batched = any(t.right(p, a) for p, a in t.main
+                  if p.args.get("mask") is not None and p.args["mask"].dim() > 2)
+    if batched and line.count(".unsqueeze(1)") != 1:
+        return None
     x, (_, heads) = probe.args["x"], CONFIGS[probe.facts["config"]]
     n = x.shape[1]
     scores = (x.shape[0], heads, n, n)
@@ -565,8 +572,25 @@ def _mask_axes_misplaced(t):
         f"Your line {line} makes the ({n}, {n}) mask {shape_str(shape_for(axes, n))}: against the scores "
         f"(batch, n_heads, n, n) = {shape_str(scores)} its queries no longer line up with the scores' "
         "queries. An (n, n) mask broadcasts over the batch and the heads as it is."],
-        fix=f"leave out your line {line}   # the (n, n) mask lines up with the scores' last two axes as "
-            "it is")
+        fix=(line.replace(".unsqueeze(1)", ".unsqueeze(-3)") + "   # in place of your line: the heads' axis "
+             "counted from the end, so an (n, n) mask and a (batch, 1, n) one both line up with the scores")
+        if batched else _left_out(line))
+
+
+def _left_out(line: str) -> str:
+    """The Fix for a line that gives the mask misplaced axes: leave it out, or, where it sets a name of
+    its own (``maska = mask.unsqueeze(1)``: the lines below read maska), set that name to the mask as it
+    is given."""
+    try:
+        statement = ast.parse(line).body[0]
+        target = statement.targets[0].id
+        given = next(n.id for n in ast.walk(statement.value) if isinstance(n, ast.Name))
+    except (SyntaxError, AttributeError, IndexError, StopIteration):
+        target = given = None
+    if target != given:
+        return (f"{target} = {given}   # in place of your line {line}: the (n, n) mask lines up with the "
+                "scores' last two axes as it is")
+    return f"leave out your line {line}   # the (n, n) mask lines up with the scores' last two axes as it is"
 
 
 def _heads_left_before_positions(t):
