@@ -4284,3 +4284,67 @@ def test_a_merge_method_viewed_after_a_transpose_and_a_mask_given_a_heads_axis_g
         ("maska = mask   # in place of your line maska = mask.unsqueeze(1)", "maska = mask.unsqueeze(1)"),
         ('self.register_buffer("skala", torch.tensor(math.sqrt(self.d_k)))   # in place of your line',
          "self.register_buffer(")])
+
+
+# replay 24's 08A3: the step an object of the learner's class; key/value heads tiled by [:, None].expand(...)
+# .reshape(...) over two lines; its count of positions kept on the object; None made a tuple of None
+YORUBA_OBJECT = """
+class IgbeseDecode:
+    def __init__(self):
+        self.ipo = 0
+
+    def _bulooki(self, model, bulooki, x, iranti_ipele):
+        akiyesi = bulooki.attention
+        b, n, _ = x.shape
+        h = bulooki.norm_attention(x)
+        ibeere = akiyesi.W_q(h).reshape(b, n, model.n_heads, model.d_head).transpose(1, 2)
+        kokoro = akiyesi.W_k(h).reshape(b, n, model.n_kv_heads, model.d_head).transpose(1, 2)
+        iye = akiyesi.W_v(h).reshape(b, n, model.n_kv_heads, model.d_head).transpose(1, 2)
+        if iranti_ipele is not None:
+            kokoro = torch.cat((iranti_ipele[0], kokoro), dim=2)
+            iye = torch.cat((iranti_ipele[1], iye), dim=2)
+        L = kokoro.shape[2]
+        egbe = model.n_heads // model.n_kv_heads
+        k_gbogbo = kokoro[:, None].expand(b, egbe, model.n_kv_heads, L, model.d_head).reshape(
+            b, model.n_heads, L, model.d_head)
+        v_gbogbo = iye[:, None].expand(b, egbe, model.n_kv_heads, L, model.d_head).reshape(
+            b, model.n_heads, L, model.d_head)
+        jade = F.scaled_dot_product_attention(ibeere, k_gbogbo, v_gbogbo, attn_mask=gpt.decoding_mask(n, L))
+        x = x + akiyesi.W_o(jade.transpose(1, 2).reshape(b, n, -1))
+        x = x + bulooki.mlp(bulooki.norm_mlp(x))
+        return x, (kokoro, iye)
+
+    def __call__(self, model, tokens, cache):
+        if cache is None:
+            self.ipo = 0
+            cache = tuple(None for _ in model.blocks)
+        x = model.embed(tokens, self.ipo)
+        iranti_tuntun = []
+        for bulooki, iranti_ipele in zip(model.blocks, cache):
+            x, kv = self._bulooki(model, bulooki, x, iranti_ipele)
+            iranti_tuntun.append(kv)
+        self.ipo += tokens.shape[1]
+        return model.unembed(x), tuple(iranti_tuntun)
+
+
+decode_step = IgbeseDecode()
+"""
+
+
+def test_a_step_that_is_an_object_of_the_learners_class_gets_its_own_lines(tmp_path):
+    """Replay 24's 08A3 (an object with __call__) had none of its lines read: it was given 'key, value =
+    key.repeat_interleave(group, dim=1), ...' in names it had not, with no place. Its two tiling lines are
+    now read (over two lines each), and a Fix that would read its cache where it is a tuple of None is
+    not written into its embed line."""
+    result = check_decoding_step(_step(tmp_path, "yoruba", YORUBA_OBJECT))
+    assert result.bug == "kv_heads_repeated_not_interleaved", repr(result)
+    assert result.fix.startswith("k_gbogbo = kokoro.repeat_interleave(egbe, dim=1); v_gbogbo = "
+                                 "iye.repeat_interleave(egbe, dim=1)   # in place of your two lines"), \
+        result.fix
+    step = _pasted_over(YORUBA_OBJECT, "k_gbogbo = kokoro", "b, model.n_heads, L, model.d_head)",
+                        result.fix.split("; ")[0])
+    step = _pasted_over(step, "v_gbogbo = iye", "b, model.n_heads, L, model.d_head)",
+                        result.fix.split("; ")[1])
+    result = check_decoding_step(_step(tmp_path, "yoruba_2", step))
+    assert result.bug == "state_outside_cache", repr(result)
+    assert not result.fix.startswith("x = model.embed(tokens, (0 if cache is None"), result.fix

@@ -86,6 +86,8 @@ def _tiled(call) -> tuple | None:
     if isinstance(first, ast.Attribute) and first.attr == "unsqueeze" and len(unsqueeze.args) == 1 and \
             ast.unparse(unsqueeze.args[0]) == "1":
         return first.value, expand.args[1]
+    if isinstance(unsqueeze, ast.Subscript) and ast.unparse(unsqueeze.slice) == "(:, None)":   # k[:, None]
+        return unsqueeze.value, expand.args[1]
     return None
 
 
@@ -115,6 +117,14 @@ def repeated_interleaved(obj, result, renamed) -> str | None:
                 break
         if done:
             found.append(line)
+    # a tiling written over two lines: the statement as one line (replay 24's 08A3)
+    for source, tree in parsed(obj, with_helpers=True) if not found else ():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and node.lineno != node.end_lineno and len(node.targets) == 1 \
+                    and (tiled := _tiled(node.value)):
+                tensor, group = (ast.get_source_segment(source, part) for part in tiled)
+                target = ast.get_source_segment(source, node.targets[0])
+                found.append(f"{target} = {tensor}.repeat_interleave({group}, dim=1)")
     return your_lines(found, "each key/value head repeated in place, next to itself (the query heads of a "
                              "group share it), not the whole block of heads again")
 

@@ -11,6 +11,7 @@ import types
 from ._learner_lines import joined_axis, statements, your_lines
 from ._readers import (
     assigned,
+    cache_remade,
     embed_line,
     embedded,
     parsed,
@@ -225,8 +226,10 @@ def embedded_from_the_caches_length(obj, result, renamed) -> str | None:
     given = [a.arg for a in function.args.args if a.arg != "self"] if function else []
     if len(given) != 3 or "past" in your_names(obj):
         return None
-    cache, found = given[2], []
+    if cache_remade(obj):        # a tuple of None for each block is not a cache to read
+        return None
     source = next(source for source, _ in parsed(obj))
+    cache, found = given[2], []
     indexed = any(isinstance(n, ast.Subscript) and getattr(n.value, "id", None) == cache
                   for n in ast.walk(function))
     axes = {ast.unparse(axis) for _, node in statements(obj) for call in ast.walk(node)
@@ -651,6 +654,8 @@ def embedded_at_the_caches_length(obj, result, renamed) -> str | None:
         stored = {n.id for n in ast.walk(function)
                   if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
         cache = given[2]
+        if cache_remade(obj):    # made something else in the step (a tuple of None for each block: replay
+            continue             # 24's 08A3): there it is not the cache it was given
         count = f"{cache}.length" if "KVCache" in source else f"{cache}[0][0].shape[-2]"
         for node in ast.walk(function):
             calls = [c for c in ast.walk(node) if embedded(c)] if isinstance(node, ast.Assign) else []

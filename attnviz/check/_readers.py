@@ -16,11 +16,11 @@ import linecache
 import re
 import types
 
-from ._stale import code_objects, own_functions, source_of, syntax_tree
+from ._stale import code_objects, names_used, own_functions, source_of, syntax_tree
 
-__all__ = ["assigned", "embed_line", "embedded", "fused", "helpers", "inline_scores", "names_a",
-           "one_line_statements", "operands", "parsed", "returned", "returned_cache", "returns_a_value",
-           "scores_of", "softmaxed", "sources", "the_one", "trees", "your_names"]
+__all__ = ["assigned", "cache_remade", "embed_line", "embedded", "fused", "helpers", "inline_scores",
+           "names_a", "one_line_statements", "operands", "parsed", "returned", "returned_cache",
+           "returns_a_value", "scores_of", "softmaxed", "sources", "the_one", "trees", "your_names"]
 
 
 _TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "movedim"}   # methods: k.transpose(-2, -1)
@@ -598,6 +598,20 @@ def embed_line(obj) -> tuple | None:
         own = isinstance(position, ast.Name) and position.id in stored - shared
         found.append((ast.get_source_segment(source, node), ast.get_source_segment(source, position), own))
     return the_one(found)
+
+
+def cache_remade(obj) -> bool:
+    """Whether a decoding step sets its third parameter, the cache it is given, to something else in its
+    own body (``cache = tuple(None for _ in model.blocks)`` when it is None): below that line, ``cache``
+    is no longer what the caller handed in, and a Fix that reads it there may raise (replay 24's 08A3). A
+    new gpt.KVCache is not counted: its length is 0, as a None cache's past is."""
+    for tree in trees(obj)[:1]:
+        function = tree.body[0] if tree.body and isinstance(tree.body[0], ast.FunctionDef) else None
+        given = [a.arg for a in function.args.args if a.arg != "self"] if function else []
+        if len(given) == 3:
+            return any(isinstance(n, ast.Name) and n.id == given[2] and isinstance(n.ctx, ast.Store)
+                       for n in ast.walk(function)) and "KVCache" not in names_used(obj)
+    return False
 
 
 def names_a(name: str, obj) -> bool:

@@ -26,6 +26,7 @@ from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NA
 from ._ownlines import lengths_as_a_column, own_line_fix, unreturned_fix
 from ._ownlines_shapes import swapped_unpack
 from ._readers import (
+    cache_remade,
     cell_returns,
     delegated_to,
     embed_line,
@@ -183,7 +184,7 @@ def in_your_names(obj, fix: str) -> str:
         comment = re.sub(r"\bpast\b", names.get("past", "past"), comment)
     if code != _renamed(plain, names) and _squeezed(code) in _squeezed("\n".join(sources(obj))):
         code = _renamed(plain, names)     # their repeat line already: the catalog's, repeating in place
-    if code.startswith("past = ") and (embedding := embed_line(obj)):
+    if code.startswith("past = ") and (embedding := embed_line(obj)) and not cache_remade(obj):
         code, comment = _past_where_embedded(*embedding, code, comment)
         hash_ = "   #"
     guarded = re.match(r"if (mask is not None): scores = (.*)$", code)
