@@ -4348,3 +4348,36 @@ def test_a_step_that_is_an_object_of_the_learners_class_gets_its_own_lines(tmp_p
     result = check_decoding_step(_step(tmp_path, "yoruba_2", step))
     assert result.bug == "state_outside_cache", repr(result)
     assert not result.fix.startswith("x = model.embed(tokens, (0 if cache is None"), result.fix
+
+
+# replay 25's 02B1: my_attention builds an object of the learner's class with the mask and calls it; the
+# mask is used the wrong way round in a torch.where
+CZECH_CLASS = """
+class Pozornost:
+    def __init__(self, maska=None):
+        self.maska = maska
+
+    def __call__(self, dotazy, klice, hodnoty):
+        skore = torch.matmul(dotazy, klice.mT) / math.sqrt(dotazy.shape[-1])
+        if self.maska is not None:
+            skore = torch.where(self.maska, torch.finfo(skore.dtype).min, skore)
+        vahy = torch.softmax(skore, dim=-1)
+        return torch.matmul(vahy, hodnoty), vahy
+
+
+def my_attention(q, k, v, mask=None):
+    pozornost = Pozornost(maska=mask)
+    return pozornost(q, k, v)
+"""
+
+
+def test_a_where_the_wrong_way_round_in_a_class_the_function_builds_gets_its_branches_swapped(tmp_path):
+    """Replay 25's 02B1 (stuck) was given 'scores = scores.masked_fill(~mask, ...)': none of those names is in
+    Pozornost.__call__, where the mask is self.maska; six rounds went in a circle. The class's __call__ is
+    read as a helper now, and the torch.where line gets its two branches swapped."""
+    result = check_attention(_load(tmp_path, "czech", CZECH_CLASS).my_attention)
+    assert result.bug == "mask_inverted", repr(result)
+    assert result.fix.startswith("skore = torch.where(self.maska, skore, torch.finfo(skore.dtype).min)   # "
+                                 "in place of your line"), result.fix
+    fixed = _pasted(CZECH_CLASS, "skore = torch.where(", result.fix)
+    assert check_attention(_load(tmp_path, "czech_fixed", fixed).my_attention).passed

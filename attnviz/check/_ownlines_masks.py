@@ -178,6 +178,17 @@ def mask_turned(obj, result, renamed) -> str | None:
     if not target.isidentifier() or names_a(target, obj) and _masks_itself(obj):
         return None
     found = {}
+    # torch.where(m, a, b): a and b swapped (replay 25's 02B1, in a class's __call__ with the mask on self)
+    for source, _, node in one_line_statements(obj, with_helpers=True):
+        line = ast.get_source_segment(source, node)
+        for call in ast.walk(node):
+            func = call.func if isinstance(call, ast.Call) else None
+            if getattr(func, "attr", getattr(func, "id", "")) == "where" and len(call.args) == 3 \
+                    and _reads_mask_named(call.args[0]) and not call.keywords:
+                one, two = (ast.get_source_segment(source, a) for a in call.args[1:])
+                start = call.args[1].col_offset - node.col_offset
+                end = call.args[2].end_col_offset - node.col_offset
+                found[(source, node.lineno)] = line[:start] + f"{two}, {one}" + line[end:]
     for source, node, line, mask in _masks_handed(obj, ("masked_fill", "masked_fill_")):
         if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert):
             turned = ast.get_source_segment(source, mask.operand)
@@ -190,6 +201,13 @@ def mask_turned(obj, result, renamed) -> str | None:
     line = the_one(list(found.values()))
     return line + "   # in place of your line: True = may attend, so block where the mask is False" if line \
         else None
+
+
+def _reads_mask_named(node) -> bool:
+    """Whether ``node`` reads a name or an attribute whose name says mask (``mask``, ``self.maska``,
+    ``m.bool()`` of one): what a torch.where's condition is when it is the mask."""
+    return any(isinstance(n, (ast.Name, ast.Attribute)) and "mask" in (getattr(n, "id", "") or n.attr).lower()
+               for n in ast.walk(node) if isinstance(n, (ast.Name, ast.Attribute)))
 
 
 def _masks_itself(obj) -> bool:

@@ -146,8 +146,8 @@ def helpers(fn) -> list:
     names = sorted({name for code in code_objects(fn.__code__) for name in code.co_names})
     found = []
     for value in (fn.__globals__.get(name) for name in names):
-        if isinstance(value, type):
-            found.append(vars(value).get("forward"))
+        if isinstance(value, type):         # a module's forward, or the __call__ of a class of theirs
+            found.append(vars(value).get("forward") or vars(value).get("__call__"))
         elif isinstance(value, types.FunctionType | types.ModuleType) or value is None:
             found.append(value)
         else:                           # an object: its class's methods it calls, where that class is theirs
