@@ -119,8 +119,28 @@ _JS_SLIDERS = r"""(index) => {
 }"""
 
 
+_JS_SLIDERS_NAMED = r"""(index) => {
+  const root = document.querySelector(`[data-attnviz-root="${index}"]`);
+  const box = root.closest('.attnviz-explorer') || root.closest('.jp-OutputArea-output');
+  const handles = Array.from(box.querySelectorAll('.widget-slider [role="slider"]'));
+  return handles.every(handle => handle.getAttribute('aria-label'));
+}"""
+
+
+def sliders_named(page: NotebookPage, index: int, wait: float = 10.0) -> None:
+    """Give explorer ``index`` up to ``wait`` seconds to name its slider handles. It names them as
+    ipywidgets draws them, on ipywidgets' schedule (a fresh clone's run on a loaded machine read them, and
+    ran axe, before the names came); a handle still unnamed after that fails the checks that follow."""
+    try:
+        page.page.wait_for_function(_JS_SLIDERS_NAMED, arg=index, timeout=wait * 1000, polling=100)
+    except Exception:  # noqa: BLE001 - still unnamed: the checks that follow say which
+        pass
+
+
 def slider_failures(page: NotebookPage, index: int, where: str) -> list[str]:
-    """Slider handles a screen reader would not name by their label, or whose value is not the readout's."""
+    """Slider handles a screen reader would not name by their label, or whose value is not the readout's
+    (after :func:`sliders_named`)."""
+    sliders_named(page, index)
     failures = []
     for slider in page.page.evaluate(_JS_SLIDERS, index):
         if slider["name"] != slider["label"]:

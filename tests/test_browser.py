@@ -45,6 +45,7 @@ from _a11y import (
     ring_failures,
     save,
     slider_failures,
+    sliders_named,
     tab_stops,
     unreached,
 )
@@ -256,6 +257,7 @@ def _accessibility_failures(name: str, page: NotebookPage, theme: str, record: d
     not asserted, so make test does not spend the ~3 s a notebook it takes)."""
     failures, mine = [], []
     for explorer in explorers(page):
+        sliders_named(page, explorer["index"])
         result = axe_explorer(page, explorer["index"])
         where = f"{name}, cell {explorer['cell']}, {explorer['explorer']} explorer, {theme}"
         failures += axe_failures(result, where)
