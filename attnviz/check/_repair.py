@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import torch
 
+from ._rules import NO_KNOWN_BUG
 from ._sandbox import run_steps
 from ._stale import syntax_tree
 
@@ -530,19 +531,16 @@ def _repaired(fn, result, probes, wrong, passes, width):
     return result
 
 
-_NO_KNOWN_BUG = ", and it matches no known bug."
-
-
 def _headline(headline: str, changes: int, lines: int) -> str:
     """A headline that said the mask matches no known bug, saying what the repair found instead: the
     mistakes are a token each, on one line or two (replay 23's 04Z3 read "no known bug" of an off-by-one
     and a misplaced axis at once, as if its code were strange)."""
-    if not headline.endswith(_NO_KNOWN_BUG):
+    if not headline.endswith(NO_KNOWN_BUG):
         return headline
     changed = "one change" if changes == 1 else "two changes"
     where = "one of your lines" if lines == 1 else "two of your lines"
     makes, names = ("makes", "it") if changes == 1 else ("make", "each")
-    return (headline[: -len(_NO_KNOWN_BUG)] + f": no one known bug explains it, and {changed} to {where} "
+    return (headline[: -len(NO_KNOWN_BUG)] + f": no one known bug explains it, and {changed} to {where} "
             f"{makes} it right (the Fix names {names}).")
 
 

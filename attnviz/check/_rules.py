@@ -34,7 +34,9 @@ from ._engine import Rule, Trial, default_compare, dtype_name, live_queries, liv
 from ._run import describe_error
 from ._stops import stop_verdict, where_note
 
-__all__ = ["RULES", "rules"]
+NO_KNOWN_BUG = ", and it matches no known bug."   # how a headline that names no bug ends
+
+__all__ = ["NO_KNOWN_BUG", "RULES", "rules"]
 
 
 def stopped(t):
@@ -800,7 +802,7 @@ def no_known_bug(t):
             "Every number it returned is NaN or inf, which many mistakes give: look for a -inf that meets a "
             "0 (0 * -inf, (1 - mask) * -inf) or a softmax over scores that are all -inf."
         )
-    return t.problem(f"{t.happened(probe, ans)}, and it matches no known bug.", detail, fix=fix)
+    return t.problem(f"{t.happened(probe, ans)}{NO_KNOWN_BUG}", detail, fix=fix)
 
 
 def _other_widths(t) -> str:

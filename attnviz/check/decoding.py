@@ -50,7 +50,7 @@ from ._diagnose import RAISED, Answer, Hypotheses, error_kind
 from ._engine import Probe, Rule, Spec, Trial, decide, run_check
 from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, neutral
 from ._repair import diagonal_moved
-from ._rules import hypothesis, no_known_bug, raised, rules
+from ._rules import NO_KNOWN_BUG, hypothesis, no_known_bug, raised, rules
 from ._run import TIME_LIMIT, Odd, rebuild, shape_str
 from ._sandbox import error_info, to_plain
 from ._stale import (
@@ -1395,16 +1395,13 @@ def _nan(result) -> bool:
     return not result.passed and "NaN or inf" in result.headline
 
 
-_NO_KNOWN_BUG = ", and it matches no known bug."
-
-
 def _diagonal_tried(fn, result, time_limit):
     """A step whose logits are NaN, with no known bug named: where moving the diagonal of its tril (or
     triu) by one takes the NaN away (:func:`._repair.diagonal_moved`, each change checked whole, in a
     child), its mask hides each query's own key. Named so, with that line changed as the Fix, when the
     change makes the step right; said beside the other mistake the changed step then shows, when it does
     not (replay 23's 08Z3 had both, and the √d_model scale, and was told only of NaN)."""
-    if result.bug is not None or not _nan(result) or not result.headline.endswith(_NO_KNOWN_BUG):
+    if result.bug is not None or not _nan(result) or not result.headline.endswith(NO_KNOWN_BUG):
         return result
     try:
         found = diagonal_moved(fn, lambda changed: _checked(changed, time_limit), _nan)
@@ -1413,7 +1410,7 @@ def _diagonal_tried(fn, result, time_limit):
     if found is None:
         return result
     fix, then = found
-    happened = result.headline[: -len(_NO_KNOWN_BUG)]
+    happened = result.headline[: -len(NO_KNOWN_BUG)]
     change = fix.split(": ", 1)[-1]
     said = (f"With {change}, your step no longer gives NaN: your mask hides each query's own key, so the "
             "first query of a prefill has no key left to attend to (a row of -inf, and its softmax is NaN).")
