@@ -11,8 +11,9 @@ allows them (``/sys/kernel/mm/transparent_hugepage/enabled`` is ``always`` or ``
 Each round starts two fresh processes one after the other, one without the setting and one with it.
 Each imports the checkers and the zoo and runs one check of each kind (as a test worker or a kernel
 would have), then times, ``--calls`` times each: a bare ``os.fork`` whose child exits at once, one
-empty step in the sandbox, and ``check_attention`` on a zoo bug. The table shows each measurement's
-fastest round; CPU counts the process and its children, user and system.
+empty step in the sandbox, and ``check_attention`` on a zoo bug; and a fork whose child seeds torch
+first, with ``torch.manual_seed`` and with the sandbox's ``reseed`` (the CPU's generator alone). The
+table shows each measurement's fastest round; CPU counts the process and its children, user and system.
 """
 
 import argparse
@@ -27,6 +28,7 @@ SETTING = "glibc.malloc.hugetlb=1"
 
 _PROBE = r"""
 import contextlib, io, json, os, resource, sys, time
+import torch
 import attnviz.check as C
 from attnviz import zoo
 from attnviz.check import _sandbox
@@ -44,9 +46,10 @@ def cpu():
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
-def bare_fork():
+def bare_fork(then=lambda: None):
     pid = os.fork()
     if pid == 0:
+        then()
         os._exit(0)
     os.waitpid(pid, 0)
 
@@ -64,6 +67,8 @@ rss = int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE
 print(json.dumps({
     "rss": rss,
     "fork": timed(bare_fork),
+    "fork, torch.manual_seed(0)": timed(lambda: bare_fork(lambda: torch.manual_seed(0))),
+    "fork, reseed(0)": timed(lambda: bare_fork(lambda: _sandbox.reseed(0))),
     "empty step": timed(lambda: _sandbox.run_steps([lambda: None], time_limit=5, budget=5)),
     "check_attention": timed(lambda: C.check_attention(bug)),
 }))
@@ -97,7 +102,7 @@ def main():
     print()
     print("| measurement (per call) | small pages: wall / CPU ms | huge pages: wall / CPU ms | wall ratio |")
     print("|---|---|---|---|")
-    for what in ("fork", "empty step", "check_attention"):
+    for what in ("fork", "fork, torch.manual_seed(0)", "fork, reseed(0)", "empty step", "check_attention"):
         small = min(r[what][0] for r in results[""]), min(r[what][1] for r in results[""])
         huge = min(r[what][0] for r in results[SETTING]), min(r[what][1] for r in results[SETTING])
         print(f"| {what} | {small[0]:.1f} / {small[1]:.1f} | {huge[0]:.1f} / {huge[1]:.1f} "

@@ -231,3 +231,22 @@ def test_the_child_leaves_the_kernels_objects_out_of_its_garbage_collector():
     if fork_available():
         assert run.steps[0].value > 10_000, run.steps[0]
     assert gc.get_freeze_count() == 0
+
+
+def test_each_step_starts_from_seed_0_without_torch_manual_seed(monkeypatch):
+    """The child seeds the CPU's generator as ``torch.manual_seed(0)`` would, so a learner's dropout or
+    ``torch.rand`` draws the same numbers in every check, whatever the kernel drew before; it does not
+    call ``torch.manual_seed``, which queues the seed for each accelerator torch knows and records the
+    Python stack each time (benchmarks/fork_cost.py)."""
+    torch.manual_seed(0)
+    expected = torch.rand(3).tolist()
+    torch.rand(5)                                  # the kernel's generator has moved on
+
+    def refused(seed):
+        raise AssertionError("torch.manual_seed was called")
+
+    monkeypatch.setattr(torch, "manual_seed", refused)
+    run = run_steps([lambda: torch.rand(3).tolist()], time_limit=5, budget=5)
+    if fork_available():
+        assert run.steps[0].status == "ok", run.steps[0]
+        assert run.steps[0].value == expected

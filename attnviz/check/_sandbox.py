@@ -53,6 +53,7 @@ __all__ = [
     "error_info",
     "fork_available",
     "on_cpu",
+    "reseed",
     "THREAD_NOTE",
 ]
 
@@ -71,6 +72,19 @@ def on_cpu():
     the device context sees every torch call in Python (a third of a check's time), so it is entered
     only when it changes something."""
     return torch.device("cpu") if torch.get_default_device().type != "cpu" else contextlib.nullcontext()
+
+
+def reseed(seed: int) -> None:
+    """``torch.manual_seed(seed)`` for a check's child, where only the CPU's generator draws.
+
+    ``torch.manual_seed`` also queues the seed for every accelerator torch was built to know (CUDA,
+    XPU, MTIA, ...) and records the Python stack for each, and its first call in a process wraps
+    itself for torch's compiler: 3 to 5 ms of a check's child, which lives for one check
+    (benchmarks/fork_cost.py). Where an accelerator is there, this is ``torch.manual_seed`` itself."""
+    if torch.accelerator.is_available():
+        torch.manual_seed(seed)
+    else:
+        torch.default_generator.manual_seed(seed)
 
 
 def fork_available() -> bool:
@@ -243,7 +257,7 @@ def _child_setup():
     signal.signal(signal.SIGINT, signal.default_int_handler)
     torch.set_default_dtype(torch.float32)  # the checker's inputs and modules are float32
     torch.set_grad_enabled(True)
-    torch.manual_seed(0)
+    reseed(0)
 
 
 def _printed():

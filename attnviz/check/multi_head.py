@@ -31,7 +31,7 @@ from ._reference import (
 )
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
-from ._sandbox import to_plain
+from ._sandbox import reseed, to_plain
 from ._stale import code_notes, globals_note, globals_read, library_used, with_stale_note
 from ._yournames import called_on_self, fix_in_your_names
 
@@ -478,7 +478,7 @@ def _forward_step(key, probe, state, weights):
     def step():
         module = state[key]
         if probe.facts.get("seed") is not None:        # dropout's draws, the same as at the first call
-            torch.manual_seed(probe.facts["seed"])
+            reseed(probe.facts["seed"])
         result = guarded_call(_forward(module), probe.args, ("x",))
         changed = _changed_weights(module, weights[key[0]])
         if changed:
