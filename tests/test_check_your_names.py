@@ -4381,3 +4381,65 @@ def test_a_where_the_wrong_way_round_in_a_class_the_function_builds_gets_its_bra
                                  "in place of your line"), result.fix
     fixed = _pasted(CZECH_CLASS, "skore = torch.where(", result.fix)
     assert check_attention(_load(tmp_path, "czech_fixed", fixed).my_attention).passed
+
+
+# its float32 minimum made a tensor on a line of its own
+CZECH_FILL = """
+class Pozornost:
+    def __init__(self, maska=None):
+        self.maska = maska
+
+    def __call__(self, dotazy, klice, hodnoty):
+        skore = torch.matmul(dotazy, klice.mT) / math.sqrt(dotazy.shape[-1])
+        if self.maska is not None:
+            minimum = torch.tensor(torch.finfo(torch.float32).min)
+            skore = torch.where(self.maska.bool(), skore, minimum)
+        vahy = torch.softmax(skore, dim=-1)
+        return torch.matmul(vahy, hodnoty), vahy
+
+
+def my_attention(q, k, v, mask=None):
+    return Pozornost(maska=mask)(q, k, v)
+"""
+
+# -1e9 written into the scores by indexing
+SUBSCRIPT_FILL = """
+def my_attention(q, k, v, mask=None):
+    wyniki = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        wyniki = wyniki.clone()
+        wyniki[~mask.expand_as(wyniki)] = -1e9
+    return torch.softmax(wyniki, dim=-1) @ v
+"""
+
+
+def test_a_fill_of_a_fixed_dtype_gets_the_scores_own_minimum_on_its_own_line(tmp_path):
+    """Replay 25's 02B1, its mask mended: 'minimum = torch.tensor(torch.finfo(torch.float32).min)', then
+    'skore = torch.where(m, skore, minimum)' in the __call__ of a class the function builds, was given
+    the catalog's 'scores = scores.masked_fill(~mask, ...)', which names nothing it has. Now the line
+    that writes the fill gets the minimum of the scores it fills, made a tensor in their dtype (a float32
+    tensor turns float64's minimum into -inf); so does '-1e9' written by indexing."""
+    for name, source, line, theirs in (
+            ("cz", CZECH_FILL, "minimum = torch.tensor(torch.finfo(skore.dtype).min, dtype=skore.dtype)",
+             "minimum ="),
+            ("pl", SUBSCRIPT_FILL, "wyniki[~mask.expand_as(wyniki)] = torch.finfo(wyniki.dtype).min",
+             "wyniki[~mask")):
+        result = check_attention(_load(tmp_path, name, source).my_attention)
+        assert result.bug == "fill_overflows_float16", repr(result)
+        assert result.fix.startswith(f"{line}   # in place of your line"), result.fix
+        fixed = _pasted(source, theirs, result.fix)
+        assert check_attention(_load(tmp_path, f"{name}_fixed", fixed).my_attention).passed, fixed
+
+
+def test_a_minimum_made_a_float32_tensor_is_made_in_the_scores_dtype(tmp_path):
+    """'minimum = torch.tensor(torch.finfo(skore.dtype).min)' is float32: float64's minimum there is -inf,
+    and a fully masked row NaN on float64 inputs alone. The Fix was the catalog's 'keep the scores in their
+    own dtype: torch.softmax(scores, dim=-1), with no dtype= ...', a line with no softmax to change; now it
+    is the learner's line with the tensor in the scores' dtype, and pasted it passes."""
+    source = CZECH_FILL.replace("torch.finfo(torch.float32).min", "torch.finfo(skore.dtype).min")
+    result = check_attention(_load(tmp_path, "cz64", source).my_attention)
+    assert "NaN or inf on float64 inputs" in result.headline, repr(result)
+    line = "minimum = torch.tensor(torch.finfo(skore.dtype).min, dtype=skore.dtype)"
+    assert result.fix.startswith(f"{line}   # in place of your line"), result.fix
+    fixed = _pasted(source, "minimum =", result.fix)
+    assert check_attention(_load(tmp_path, "cz64_fixed", fixed).my_attention).passed, fixed

@@ -51,6 +51,8 @@ from ._ownlines_scores import (
     exp_of_the_row_less_its_largest,
     fill_finite,
     fill_not_added,
+    fill_of_a_fixed_dtype,
+    fill_tensor_in_float32,
     kept_anew,
     keys_transposed,
     out_of_place,
@@ -292,6 +294,9 @@ RULES = (
     (_bug("dtype_changed"), in_their_own_dtype),
     (_bug("nan_on_fully_masked_row"), fill_finite),
     (_bug("fill_overflows_float16"), fill_not_added),
+    (_bug("fill_overflows_float16"), fill_of_a_fixed_dtype),
+    (lambda result: result.bug is None and "NaN or inf on float64 inputs, although float32 is fine"
+     in result.headline, fill_tensor_in_float32),
     (lambda result: result.bug is None and any("Every number it returned is NaN or inf" in line
                                                for line in result.observed), attend_mask_filled),
     (_bug("weights_transposed"), blend_over_the_keys),

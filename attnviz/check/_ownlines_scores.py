@@ -24,8 +24,9 @@ from ._readers import (
 
 __all__ = [
     "cast_dropped", "einsum_for_any_batch", "exp_of_the_row_less_its_largest", "fill_finite",
-    "fill_not_added", "kept_anew", "keys_transposed", "out_of_place", "own_root", "root_kept",
-    "scale_on_both_paths", "softmax_not_its_log", "sum_kept", "weights_times_values",
+    "fill_not_added", "fill_of_a_fixed_dtype", "fill_tensor_in_float32", "kept_anew", "keys_transposed",
+    "out_of_place", "own_root", "root_kept", "scale_on_both_paths", "softmax_not_its_log", "sum_kept",
+    "weights_times_values",
 ]
 
 
@@ -360,6 +361,112 @@ def fill_not_added(obj, result, renamed) -> str | None:
     line = the_one(found)
     return line + "   # in place of your line: the blocked scores filled with the dtype's minimum, not " \
         "that minimum added to them (in float16 the sum of two large negatives is -inf)" if line else None
+
+
+_FLOAT16_MAX = 65504.0
+_WIDER = {"float32", "float", "float64", "double", "bfloat16"}
+
+
+def _fixed_fill(node) -> bool:
+    """Whether ``node`` is a fill float16 cannot hold, fixed whatever the scores' dtype: a number below
+    float16's minimum (``-1e9``) or a wider type's minimum (``torch.finfo(torch.float32).min``)."""
+    negative = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    if negative and isinstance(node.operand, ast.Constant):
+        value = node.operand.value
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and value > _FLOAT16_MAX
+    finfo = node.value if isinstance(node, ast.Attribute) and node.attr == "min" else None
+    if not (isinstance(finfo, ast.Call) and ast.unparse(finfo.func) in ("torch.finfo", "finfo")
+            and len(finfo.args) == 1):
+        return False
+    return ast.unparse(finfo.args[0]).removeprefix("torch.") in _WIDER
+
+
+def _tensor_of(call, fill) -> bool:
+    """Whether ``call`` is ``torch.tensor(fill)`` with no dtype given."""
+    return isinstance(call, ast.Call) and ast.unparse(call.func) == "torch.tensor" and call.args == [fill] \
+        and not call.keywords
+
+
+def _filled_into(node, fill: str) -> ast.AST | None:
+    """The scores ``node`` fills with ``fill`` (a name or a fill's text): ``S`` of ``S.masked_fill(m,
+    fill)``, of ``torch.where(m, S, fill)`` or ``torch.where(m, fill, S)``, or of ``S[m] = fill``; else
+    None."""
+    for call in ast.walk(node):
+        func = call.func if isinstance(call, ast.Call) else None
+        if isinstance(func, ast.Attribute) and func.attr in ("masked_fill", "masked_fill_") and \
+                len(call.args) == 2 and ast.unparse(call.args[1]) == fill:
+            return func.value
+        if isinstance(func, ast.Attribute) and func.attr == "where" and len(call.args) == 3:
+            branches = [ast.unparse(branch) for branch in call.args[1:]]
+            if branches.count(fill) == 1:
+                return call.args[2 - branches.index(fill)]
+    target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+    if isinstance(target, ast.Subscript) and ast.unparse(node.value) == fill:
+        return target.value
+    return None
+
+
+def fill_of_a_fixed_dtype(obj, result, renamed) -> str | None:
+    """For a fill float16 cannot hold: the learner's one line that writes it (``-1e9``, or
+    ``torch.finfo(torch.float32).min``), with ``torch.finfo(S.dtype).min`` in its place, ``S`` the scores
+    it fills: those of the line itself (``S.masked_fill(m, -1e9)``, ``torch.where(m, S, -1e9)``, ``S[m]
+    = -1e9``), or those a name it is given to fills, in a line of the same function (replay 25's 02B1:
+    ``minimum = torch.tensor(torch.finfo(torch.float32).min)``, then ``skore = torch.where(m, skore,
+    minimum)``, in a class's ``__call__``, was given the catalog's ``scores = scores.masked_fill(~mask,
+    ...)``). A fill made a tensor (``torch.tensor(fill)``) is made one in the scores' dtype: a float32
+    tensor turns float64's minimum into -inf. Else None. A fill added to the scores is
+    :func:`fill_not_added`'s."""
+    line = _fill_line(obj, _fixed_fill)
+    return line + "   # in place of your line: the scores' own dtype's minimum, which float16 holds " \
+        "too" if line else None
+
+
+def _fill_line(obj, is_fill) -> str | None:
+    """The learner's one line with a fill (``is_fill``) of the scores, the scores' own minimum in its
+    place (:func:`fill_of_a_fixed_dtype`); else None."""
+    lines = list(statements(obj, with_helpers=True))
+    found = []
+    for source, node in lines:
+        for part in ast.walk(node):
+            if not is_fill(part):
+                continue
+            scores = _filled_into(node, ast.unparse(part))
+            if scores is None and (name := assigned(node)):            # minimum = torch.tensor(-1e9)
+                used = [_filled_into(other, name) for text, other in lines if text == source]
+                scores = the_one([filled for filled in used if filled is not None])
+            if isinstance(scores, (ast.Name, ast.Attribute)):
+                line, fill = ast.get_source_segment(source, node), ast.get_source_segment(source, part)
+                named = ast.unparse(scores)
+                minimum = f"torch.finfo({named}.dtype).min"
+                tensor = part if _a_tensor(part) else \
+                    next((call for call in ast.walk(node) if _tensor_of(call, part)), None)
+                if tensor is not None:    # torch.tensor(fill) is float32: float64's minimum there is -inf
+                    fill = ast.get_source_segment(source, tensor)
+                    minimum = f"torch.tensor({minimum}, dtype={named}.dtype)"
+                found.append(line.replace(fill, minimum, 1))
+    return the_one(found)
+
+
+def _a_tensor(call) -> bool:
+    """Whether ``call`` is ``torch.tensor(x)``, one argument and no dtype."""
+    return isinstance(call, ast.Call) and len(call.args) == 1 and _tensor_of(call, call.args[0])
+
+
+def _float32_minimum(node) -> bool:
+    """Whether ``node`` is ``torch.tensor(torch.finfo(...).min)`` with no dtype: a float32 tensor, -inf for
+    float64's minimum."""
+    return _a_tensor(node) and isinstance(node.args[0], ast.Attribute) and node.args[0].attr == "min" and \
+        "finfo" in ast.unparse(node.args[0])
+
+
+def fill_tensor_in_float32(obj, result, renamed) -> str | None:
+    """For NaN on float64 inputs alone, where the learner fills the scores with a minimum made a tensor with
+    no dtype (``torch.tensor(torch.finfo(s.dtype).min)``, float32, so -inf for float64's minimum): that
+    line with the tensor in the scores' dtype; else None (the catalog's line then says where float64
+    meets float32)."""
+    line = _fill_line(obj, _float32_minimum)
+    return line + "   # in place of your line: the fill in the scores' own dtype (a tensor made with no " \
+        "dtype is float32, where float64's minimum is -inf)" if line else None
 
 
 def _does_nothing(line: str) -> bool:
