@@ -4443,3 +4443,29 @@ def test_a_minimum_made_a_float32_tensor_is_made_in_the_scores_dtype(tmp_path):
     assert result.fix.startswith(f"{line}   # in place of your line"), result.fix
     fixed = _pasted(source, "minimum =", result.fix)
     assert check_attention(_load(tmp_path, "cz64_fixed", fixed).my_attention).passed, fixed
+
+
+# the scale from a helper handed the values
+VIETNAMESE_SCALE = """
+ti_le = lambda t: t.shape[-1] ** -0.5   # he so ti le 1/sqrt(d)
+
+
+def my_attention(q, k, v, mask=None):
+    diem = q @ k.swapaxes(-1, -2)
+    diem = diem * ti_le(v)
+    if mask is not None:
+        diem = diem.masked_fill(mask.int() == 0, torch.finfo(diem.dtype).min)
+    trong_so = F.softmax(diem, dim=-1, dtype=torch.float32)
+    return trong_so @ v, trong_so
+"""
+
+
+def test_a_scale_helper_handed_the_values_is_handed_the_queries(tmp_path):
+    """Replay 24's 02A2 scaled by 'ti_le(v)', a lambda of its own taking the root of its input's last size,
+    and was given 'diem = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])' with no place: pasted over the
+    product, the helper's scale under it scaled the scores twice, and three rounds followed. Now the line
+    that calls the helper hands it q; pasted, then the next Fix (the softmax's dtype=), it passes."""
+    _until_it_passes(check_attention, lambda i, source: _load(tmp_path, f"vi{i}", source).my_attention,
+                     VIETNAMESE_SCALE,
+                     [("diem = diem * ti_le(q)   # in place of your line", "diem = diem * ti_le("),
+                      ("trong_so = F.softmax(diem, dim=-1)   # in place of your line", "trong_so = F.softmax(")])

@@ -14,6 +14,7 @@ from ._readers import (
     assigned,
     cell_functions,
     cell_lines,
+    helpers,
     operands,
     parsed,
     scores_of,
@@ -21,12 +22,13 @@ from ._readers import (
     trees,
     your_names,
 )
+from ._stale import own_functions, source_of, syntax_tree
 
 __all__ = [
     "cast_dropped", "einsum_for_any_batch", "exp_of_the_row_less_its_largest", "fill_finite",
     "fill_not_added", "fill_of_a_fixed_dtype", "fill_tensor_in_float32", "kept_anew", "keys_transposed",
-    "out_of_place", "own_root", "root_kept", "scale_on_both_paths", "softmax_not_its_log", "sum_kept",
-    "weights_times_values",
+    "out_of_place", "own_root", "root_kept", "scale_of_the_values", "scale_on_both_paths",
+    "softmax_not_its_log", "sum_kept", "weights_times_values",
 ]
 
 
@@ -147,6 +149,38 @@ def kept_anew(obj, result, renamed: str) -> str | None:
     alone, in place of the guard and it, so each call makes its own; else None (replay 20's 05W4)."""
     line = root_kept(obj, result, renamed, scale=False)
     return line.replace("from its own d_k", "for its own sizes") if line else None
+
+
+def scale_of_the_values(obj, result, renamed) -> str | None:
+    """For a scale of the wrong size taken by a helper of the learner's from the values: their one line
+    that hands the values to a helper whose text takes the root of its input's last size (``diem *
+    ti_le(v)``, ``ti_le = lambda t: t.shape[-1] ** -0.5``), handing it the queries instead; else None.
+    Replay 24's 02A2 was given ``diem = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])`` with no place,
+    and pasted it over the product, the helper's scale kept under it: scaled twice, then three rounds
+    more."""
+    names = your_names(obj)
+    queries, values = names.get("q"), names.get("v")
+    if not queries or not values or queries == values:
+        return None
+    scales = set()
+    for function in own_functions(obj):
+        for helper in helpers(function):
+            try:
+                text = ast.unparse(syntax_tree(source_of(helper)))
+            except Exception:  # noqa: BLE001 - no text to read
+                continue
+            if ".shape[-1]" in text and _roots(ast.parse(text)):
+                scales |= {name for name, value in function.__globals__.items() if value is helper}
+    found = []
+    for source, node in statements(obj) if scales else ():
+        for call in ast.walk(node):
+            if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in scales and \
+                    [ast.unparse(a) for a in call.args] == [values] and not call.keywords:
+                line, given = ast.get_source_segment(source, node), ast.get_source_segment(source, call)
+                found.append(line.replace(given, f"{call.func.id}({queries})", 1))
+    line = the_one(found)
+    return line + f"   # in place of your line: the root of d_k, the last size of {queries}, not of " \
+        f"{values} (its d_v)" if line else None
 
 
 def root_kept(obj, result, renamed: str, scale: bool = True) -> str | None:
