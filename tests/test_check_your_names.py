@@ -4468,4 +4468,61 @@ def test_a_scale_helper_handed_the_values_is_handed_the_queries(tmp_path):
     _until_it_passes(check_attention, lambda i, source: _load(tmp_path, f"vi{i}", source).my_attention,
                      VIETNAMESE_SCALE,
                      [("diem = diem * ti_le(q)   # in place of your line", "diem = diem * ti_le("),
-                      ("trong_so = F.softmax(diem, dim=-1)   # in place of your line", "trong_so = F.softmax(")])
+                      ("trong_so = F.softmax(diem, dim=-1)   # in place of your line",
+                       "trong_so = F.softmax(")])
+
+
+# replay 24's 08A1: a list of [keys, values] lists, written into in place
+POLISH_STEP = """
+def decode_step(model, tokens, cache):
+    if cache is None:
+        cache = [[None, None] for _ in model.blocks]
+        poprzednie = 0
+    else:
+        poprzednie = cache[0][0].size(2)
+    b, n_nowe = tokens.shape
+    x = model.embed(tokens, poprzednie)
+    grupa = model.n_heads // model.n_kv_heads
+    maska = gpt.decoding_mask(n_nowe, poprzednie + n_nowe)
+    for nr, blok in enumerate(model.blocks):
+        uwaga = blok.attention
+        h = blok.norm_attention(x)
+        q = uwaga.W_q(h).view(b, n_nowe, model.n_heads, model.d_head).transpose(1, 2)
+        k = uwaga.W_k(h).view(b, n_nowe, model.n_kv_heads, model.d_head).transpose(1, 2)
+        v = uwaga.W_v(h).view(b, n_nowe, model.n_kv_heads, model.d_head).transpose(1, 2)
+        if cache[nr][0] is not None:
+            k = torch.cat([cache[nr][0], k], dim=-2)
+            v = torch.cat([cache[nr][1], v], dim=-2)
+        cache[nr][0] = k
+        cache[nr][1] = v
+        wyniki = q @ k.repeat_interleave(grupa, dim=1).transpose(-2, -1) / math.sqrt(model.d_head)
+        wagi = torch.softmax(wyniki.masked_fill(~maska, float('-inf')), dim=-1)
+        o = (wagi @ v.repeat_interleave(grupa, dim=1)).transpose(1, 2).reshape(b, n_nowe, -1)
+        x = x + uwaga.W_o(o)
+        x = x + blok.mlp(blok.norm_mlp(x))
+    return model.unembed(x), cache
+"""
+
+
+def test_a_step_that_writes_into_the_cache_it_is_given_gets_a_copy_of_its_entries_under_its_guard(tmp_path):
+    """Replay 24's 08A1 wrote each layer's keys into the [keys, values] lists of the cache it was given,
+    and was given 'new_cache = []   # build the returned cache anew', with no place and nothing its lines
+    read. Now: a line of its own that copies the cache's entries, under its 'if cache is None:' lines;
+    pasted there, it passes. A step whose guard leaves the cache None gets a line that keeps it None."""
+    result = check_decoding_step(_step(tmp_path, "pl", POLISH_STEP))
+    assert result.bug == "cache_modified_in_place", repr(result)
+    line = "cache = [copy.copy(entry) for entry in cache]"
+    assert result.fix.startswith(f"import copy; {line}   # a line of its own, under your 'if cache is None:' "
+                                 "lines (after them, not in them)"), result.fix
+    code = result.fix.split("   #")[0]
+    start = "    b, n_nowe = tokens.shape\n"
+    fixed = POLISH_STEP.replace(start, f"    {code}\n{start}")
+    assert check_decoding_step(_step(tmp_path, "pl_fixed", fixed)).passed, fixed
+    unmade = POLISH_STEP.replace("        cache = [[None, None] for _ in model.blocks]\n", "").replace(
+        "    b, n_nowe = tokens.shape\n",
+        "    b, n_nowe = tokens.shape\n    cache = cache or [[None, None] for _ in model.blocks]\n")
+    result = check_decoding_step(_step(tmp_path, "pl_unmade", unmade))
+    line = "cache = None if cache is None else [copy.copy(entry) for entry in cache]"
+    assert result.fix.startswith(f"import copy; {line}   # a line of its own"), result.fix
+    fixed = unmade.replace(start, f"    import copy; {line}\n{start}")
+    assert check_decoding_step(_step(tmp_path, "pl_unmade_fixed", fixed)).passed, fixed

@@ -19,9 +19,10 @@ from ._readers import (
     trees,
     your_names,
 )
+from ._stale import names_used
 
 __all__ = ["along_the_positions", "cached_first", "causal_sized_by_your_call", "deep_copy_of_the_cache",
-           "each_token_at_its_position", "embedded_at_the_caches_length",
+           "each_token_at_its_position", "embedded_at_the_caches_length", "entries_copied",
            "embedded_from_the_caches_length", "entries_read_right", "every_block",
            "full_precision_cache", "joined_along_positions", "joined_values_kept", "keys_first",
            "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projected_without_repeat",
@@ -447,6 +448,65 @@ def deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     imported = isinstance(obj.__globals__.get("copy"), types.ModuleType)
     return ("" if imported else "import copy; ") + line + "   # in place of your line: a copy whose lists " \
         "are new too, so the cache you were given stays as it was"
+
+
+def _written_into(node, given: str) -> bool:
+    """Whether ``node`` writes into the cache ``given`` or its entries: ``cache[i][0] = k``, ``cache[i] =
+    (k, v)``, ``cache.append(...)``, ``cache[i].append(...)`` (two indexes at most)."""
+    def based(target, most=2):
+        while isinstance(target, ast.Subscript) and most:
+            target, most = target.value, most - 1
+        return isinstance(target, ast.Name) and target.id == given
+    targets = node.targets if isinstance(node, ast.Assign) else []
+    if any(isinstance(t, ast.Subscript) and based(t) for t in targets):
+        return True
+    call = node.value if isinstance(node, ast.Expr) else None
+    func = call.func if isinstance(call, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr in ("append", "extend") and based(func.value, 1)
+
+
+def _a_dict(obj, given: str) -> bool:
+    """Whether the learner's step reads the cache ``given`` as a dict (``cache["n"]``) or makes it one
+    (``cache = {...}``): its entries are then not a list's, to copy one by one."""
+    for _, tree in parsed(obj):
+        for node in ast.walk(tree):
+            index = node.slice if isinstance(node, ast.Subscript) else None
+            keyed = index is not None and isinstance(node.value, ast.Name) and node.value.id == given and \
+                isinstance(index, ast.Constant) and isinstance(index.value, str)
+            made = assigned(node) == given and any(isinstance(part, (ast.Dict, ast.DictComp))
+                                                   for part in ast.walk(node.value))
+            if keyed or made:
+                return True
+    return False
+
+
+def entries_copied(obj, result, renamed) -> str | None:
+    """For a step that writes into the cache it is given (``cache[nr][0] = k``, a list of lists) and never
+    copies it: a line of its own that gives it new lists for its entries (``cache = [copy.copy(entry) for
+    entry in cache]``), under the step's ``if cache is None:`` lines (kept None where those leave it None),
+    or as its first line; else None. Replay 24's 08A1 was given 'new_cache = []   # build the returned
+    cache anew', with no place, and a new list its own lines then read nothing from."""
+    code = getattr(obj, "__code__", None)
+    if type(obj) is not types.FunctionType or code.co_argcount < 3 or "KVCache" in names_used(obj):
+        return None
+    given = code.co_varnames[2]
+    if not any(_written_into(node, given) for _, node in statements(obj)) or _a_dict(obj, given):
+        return None
+    own = [tree.body[0] for _, tree in parsed(obj) if isinstance(tree.body[0], ast.FunctionDef)]
+    if len(own) != 1:
+        return None
+    function = own[0]
+    guard = next((node for node in function.body if isinstance(node, ast.If)
+                  and ast.unparse(node.test) == f"{given} is None"), None)
+    made = guard is not None and any(assigned(node) == given for node in guard.body)
+    copied = f"{given} = [copy.copy(entry) for entry in {given}]"
+    line = copied if made else f"{given} = None if {given} is None else {copied.split(' = ', 1)[1]}"
+    imported = isinstance(obj.__globals__.get("copy"), types.ModuleType)
+    where = "under your 'if cache is None:' lines (after them, not in them)" if guard is not None else \
+        "as your step's first line"
+    where = where.replace("cache", given)
+    return ("" if imported else "import copy; ") + line + f"   # a line of its own, {where}: new lists for " \
+        "its entries, so what your step writes into them leaves the cache you were given as it was"
 
 
 def projections_of_the_normed(obj, result, renamed) -> str | None:
