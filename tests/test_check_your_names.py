@@ -4526,3 +4526,55 @@ def test_a_step_that_writes_into_the_cache_it_is_given_gets_a_copy_of_its_entrie
     assert result.fix.startswith(f"import copy; {line}   # a line of its own"), result.fix
     fixed = unmade.replace(start, f"    import copy; {line}\n{start}")
     assert check_decoding_step(_step(tmp_path, "pl_unmade_fixed", fixed)).passed, fixed
+
+
+# replay 24's 08A2: keys and values repeated where they are made, each appended to a dict's list
+VIETNAMESE_STEP = """
+import torch.nn.functional as F
+from attnviz.mha import split_heads, merge_heads
+
+
+def decode_step(model, tokens, cache):
+    so_cu = 0 if cache is None else cache['k'][0].shape[2]
+    so_moi = tokens.shape[1]
+    x = model.embed(tokens, so_cu)
+    nhom = model.n_heads // model.n_kv_heads
+    mat_na = torch.ones(so_moi, so_cu + so_moi, dtype=torch.bool).tril(diagonal=so_cu)
+    bo_nho_moi = {'k': [], 'v': []}
+    for lop, khoi in enumerate(model.blocks):
+        chu_y = khoi.attention
+        h = khoi.norm_attention(x)
+        truy_van = split_heads(chu_y.W_q(h), model.n_heads)
+        khoa = split_heads(chu_y.W_k(h), model.n_kv_heads).repeat_interleave(nhom, dim=1)
+        gia_tri = split_heads(chu_y.W_v(h), model.n_kv_heads).repeat_interleave(nhom, dim=1)
+        if cache is not None:
+            khoa = torch.cat([cache['k'][lop], khoa], dim=2)
+            gia_tri = torch.cat([cache['v'][lop], gia_tri], dim=2)
+        bo_nho_moi['k'].append(khoa)
+        bo_nho_moi['v'].append(gia_tri)
+        ra = F.scaled_dot_product_attention(truy_van, khoa, gia_tri, attn_mask=mat_na)
+        x = x + chu_y.W_o(merge_heads(ra))
+        x = x + khoi.mlp(khoi.norm_mlp(x))
+    return model.unembed(x), bo_nho_moi
+"""
+
+
+def test_keys_and_values_repeated_before_each_is_appended_on_its_own_line_get_their_lines(tmp_path):
+    """Replay 24's 08A2 repeated its keys and values where it made them, and appended each to its own list
+    of a dict: the rule that gives those lines without the repeat looked for one line storing both, and
+    the catalog's 'new_cache.append((khoa, gia_tri))' came instead, a line it has no form of. Now its three
+    lines, the attention one below the cache lines said to stay there; each pasted where it was, it passes."""
+    result = check_decoding_step(_step(tmp_path, "vi", VIETNAMESE_STEP))
+    assert result.bug == "cache_holds_repeated_heads", repr(result)
+    code, _, comment = result.fix.partition("   #")
+    parts = code.split("; ")
+    assert parts[:2] == ["khoa = split_heads(chu_y.W_k(h), model.n_kv_heads)",
+                         "gia_tri = split_heads(chu_y.W_v(h), model.n_kv_heads)"], result.fix
+    assert parts[2].startswith("ra = F.scaled_dot_product_attention(truy_van, khoa.repeat_interleave(nhom, "
+                               "dim=1), gia_tri.repeat_interleave(nhom, dim=1)"), result.fix
+    assert comment.startswith(" in place of your three lines, each where yours was (the last one below your "
+                              "cache lines, as now)"), result.fix
+    fixed = VIETNAMESE_STEP
+    for part, theirs in zip(parts, ("khoa = split_heads", "gia_tri = split_heads", "ra = F."), strict=True):
+        fixed = _pasted(fixed, theirs, part)
+    assert check_decoding_step(_step(tmp_path, "vi_fixed", fixed)).passed, fixed

@@ -20,13 +20,14 @@ def statements(obj, with_helpers: bool = False):
             yield source, node
 
 
-def your_lines(found: list, why: str, most: int = 3) -> str | None:
+def your_lines(found: list, why: str, most: int = 3, where: str = "") -> str | None:
     """``found``, the learner's lines each with its change, as one line to paste in place of them all,
-    its comment saying how many it replaces and ``why``; None for none, or for more than ``most``."""
+    its comment saying how many it replaces (and ``where``, when they are apart) and ``why``; None for
+    none, or for more than ``most``."""
     if not 1 <= len(found) <= most:
         return None
     which = "line" if len(found) == 1 else f"{('two', 'three')[len(found) - 2]} lines"
-    return "; ".join(found) + f"   # in place of your {which}: {why}"
+    return "; ".join(found) + f"   # in place of your {which}{where}: {why}"
 
 
 def joined_axis(node) -> ast.AST | None:

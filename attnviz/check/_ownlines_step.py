@@ -759,12 +759,17 @@ def _repeated_names(node) -> list[str]:
 def _stores(node, names: set) -> bool:
     """Whether a statement hands the cache what ``names`` hold: an ``append`` of them, or an entry set
     to them (``out[i] = {"k": k, "v": v}``)."""
+    return bool(names) and names <= _stored(node)
+
+
+def _stored(node) -> set:
+    """The names a statement hands the cache (an ``append``, or an entry set: :func:`_stores`)."""
     call = node.value if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) else None
     appended = call and isinstance(call.func, ast.Attribute) and call.func.attr == "append" \
         and len(call.args) == 1
     entry = isinstance(node, ast.Assign) and isinstance(node.targets[0], ast.Subscript)
     held = call.args[0] if appended else node.value if entry else None
-    return held is not None and names <= {n.id for n in ast.walk(held) if isinstance(n, ast.Name)}
+    return {n.id for n in ast.walk(held) if isinstance(n, ast.Name)} if held is not None else set()
 
 
 def repeated_after_caching(obj, result, renamed) -> str | None:
@@ -842,7 +847,7 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
     .repeat_interleave(g, dim=1)``), then cached: those lines (two at most) without the repeat, to paste in
     place of them; the check then says where to repeat them (after caching, to attend). Else None (the
     catalog's append line, a line such code has already: replay 18's 08U3)."""
-    found, names, repeats = [], set(), {}
+    found, names, repeats, last, apart = [], set(), {}, 0, ""
     for source, node in statements(obj, with_helpers=True):   # in a helper of theirs too (replay 23's 08Z4)
         target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         call = node.value if target is not None else None
@@ -853,10 +858,14 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
         line = ast.get_source_segment(source, node)
         start, end = call.col_offset - node.col_offset, call.end_col_offset - node.col_offset
         found.append(line[:start] + ast.get_source_segment(source, func.value) + line[end:])
+        last = max(last, node.end_lineno)
         names.add(target.id)
         whole, tensor = ast.get_source_segment(source, call), ast.get_source_segment(source, func.value)
         repeats[target.id] = whole[len(tensor):]                       # .repeat_interleave(grupo, dim=1)
-    if not names or not any(_stores(node, names) for _, node in statements(obj, with_helpers=True)):
+    # stored on one line or each on its own (replay 24's 08A2: bo_nho_moi['k'].append(khoa), then the
+    # values'), either way the cache holds them
+    stored = set().union(*(_stored(node) for _, node in statements(obj, with_helpers=True)))
+    if not names or not names <= stored:
         return None
     # and the fused call they attend with, each repeated there (replay 22's 08Y4 pasted the two lines alone,
     # and the next run raised: 6 query heads met 2 key/value heads)
@@ -870,9 +879,12 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
                 at = arg.col_offset - node.col_offset
                 line = line[:at] + arg.id + repeats[arg.id] + line[at + len(arg.id):]
             found.append(line)
+            # lines between (replay 24's 08A2: the cache joined and stored): each goes where it was
+            apart = ", each where yours was (the last one below your cache lines, as now)" \
+                if node.lineno > last + 1 else ""
             break
     return your_lines(found, "the cache keeps the n_kv_heads key/value heads; repeat them for the query "
-                             "heads only after caching, to attend", most=3)
+                             "heads only after caching, to attend", most=3, where=apart)
 
 
 def _root(node) -> str | None:
