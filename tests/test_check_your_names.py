@@ -4383,24 +4383,11 @@ def test_a_where_the_wrong_way_round_in_a_class_the_function_builds_gets_its_bra
     assert check_attention(_load(tmp_path, "czech_fixed", fixed).my_attention).passed
 
 
-# its float32 minimum made a tensor on a line of its own
-CZECH_FILL = """
-class Pozornost:
-    def __init__(self, maska=None):
-        self.maska = maska
-
-    def __call__(self, dotazy, klice, hodnoty):
-        skore = torch.matmul(dotazy, klice.mT) / math.sqrt(dotazy.shape[-1])
-        if self.maska is not None:
-            minimum = torch.tensor(torch.finfo(torch.float32).min)
-            skore = torch.where(self.maska.bool(), skore, minimum)
-        vahy = torch.softmax(skore, dim=-1)
-        return torch.matmul(vahy, hodnoty), vahy
-
-
-def my_attention(q, k, v, mask=None):
-    return Pozornost(maska=mask)(q, k, v)
-"""
+# its float32 minimum made a tensor on a line of its own, the mask now the right way round
+CZECH_FILL = CZECH_CLASS.replace(
+    "            skore = torch.where(self.maska, torch.finfo(skore.dtype).min, skore)\n",
+    "            minimum = torch.tensor(torch.finfo(torch.float32).min)\n"
+    "            skore = torch.where(self.maska.bool(), skore, minimum)\n")
 
 # -1e9 written into the scores by indexing
 SUBSCRIPT_FILL = """
@@ -4437,6 +4424,7 @@ def test_a_minimum_made_a_float32_tensor_is_made_in_the_scores_dtype(tmp_path):
     own dtype: torch.softmax(scores, dim=-1), with no dtype= ...', a line with no softmax to change; now it
     is the learner's line with the tensor in the scores' dtype, and pasted it passes."""
     source = CZECH_FILL.replace("torch.finfo(torch.float32).min", "torch.finfo(skore.dtype).min")
+    assert source != CZECH_FILL != CZECH_CLASS
     result = check_attention(_load(tmp_path, "cz64", source).my_attention)
     assert "NaN or inf on float64 inputs" in result.headline, repr(result)
     line = "minimum = torch.tensor(torch.finfo(skore.dtype).min, dtype=skore.dtype)"
