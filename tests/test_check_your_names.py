@@ -4566,3 +4566,38 @@ def test_keys_and_values_repeated_before_each_is_appended_on_its_own_line_get_th
     for part, theirs in zip(parts, ("khoa = split_heads", "gia_tri = split_heads", "ra = F."), strict=True):
         fixed = _pasted(fixed, theirs, part)
     assert check_decoding_step(_step(tmp_path, "vi_fixed", fixed)).passed, fixed
+
+
+# replay 25's 04B4: a padding mask kept by n alone, in an object of the learner's class
+CATALAN_CACHE = """
+class GeneradorMascara:
+    def __init__(self):
+        self.cau = {}
+
+    def __call__(self, lengths, n):
+        if n in self.cau:
+            return self.cau[n]
+        mascara = (F.one_hot(lengths, num_classes=n + 1)[:, :n].cumsum(dim=-1) == 0)[:, None, :]
+        self.cau[n] = mascara
+        return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]
+
+
+_generador = GeneradorMascara()
+
+
+def my_padding_mask(lengths, n):
+    return _generador(lengths, n)
+"""
+
+
+def test_a_padding_mask_kept_by_n_alone_gets_its_guard_replaced(tmp_path):
+    """Replay 25's 04B4 kept each mask by n alone and handed it out for other lengths: 'the mask of an earlier
+    call'. Its Fix replaced its return line with that same line, the guard above it left as it was (the
+    words the Fix looked for were 'a mask kept from before', and this verdict says 'from an earlier call').
+    Now the guard and the line under it are replaced; pasted there, it passes."""
+    result = check_padding_mask(_load(tmp_path, "ca", CATALAN_CACHE).my_padding_mask)
+    assert "the mask of an earlier call" in result.headline, repr(result)
+    assert result.fix.startswith("return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]   # in "
+                                 "place of your lines 'if n in self.cau:' and the one under it"), result.fix
+    fixed = _pasted_over(CATALAN_CACHE, "if n in self.cau:", "return self.cau[n]", result.fix)
+    assert check_padding_mask(_load(tmp_path, "ca_fixed", fixed).my_padding_mask).passed, fixed

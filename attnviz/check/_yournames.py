@@ -452,8 +452,9 @@ def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
         return result
     result.fix = _in_your_parameters(obj, result.fix, parameters)
     code, hash_, comment = result.fix.partition("   #")
-    kept = any("built on an earlier call" in line or "a mask kept from before" in line
-               for line in result.observed)
+    # (and a padding mask kept by n alone, handed out for other lengths: replay 25's 04B4, whose return line
+    # was "replaced" by itself, the guard above it left as it was)
+    kept = any("built on an earlier call" in line or "a mask kept from" in line for line in result.observed)
     if kept and (guard := handed_back_guard(obj)):
         # "in place of your line return _mask_zakhire" named two lines, and neither alone mended it
         # (replay 18's 04U2): the right mask in place of the guard that hands back the kept one
