@@ -166,10 +166,10 @@ def scale_of_the_values(obj, result, renamed) -> str | None:
     for function in own_functions(obj):
         for helper in helpers(function):
             try:
-                text = ast.unparse(syntax_tree(source_of(helper)))
+                tree = syntax_tree(source_of(helper))
             except Exception:  # noqa: BLE001 - no text to read
                 continue
-            if ".shape[-1]" in text and _roots(ast.parse(text)):
+            if ".shape[-1]" in ast.unparse(tree) and _roots(tree):
                 scales |= {name for name, value in function.__globals__.items() if value is helper}
     found = []
     for source, node in statements(obj) if scales else ():

@@ -502,9 +502,8 @@ def entries_copied(obj, result, renamed) -> str | None:
     copied = f"{given} = [copy.copy(entry) for entry in {given}]"
     line = copied if made else f"{given} = None if {given} is None else {copied.split(' = ', 1)[1]}"
     imported = isinstance(obj.__globals__.get("copy"), types.ModuleType)
-    where = "under your 'if cache is None:' lines (after them, not in them)" if guard is not None else \
+    where = f"under your 'if {given} is None:' lines (after them, not in them)" if guard is not None else \
         "as your step's first line"
-    where = where.replace("cache", given)
     return ("" if imported else "import copy; ") + line + f"   # a line of its own, {where}: new lists for " \
         "its entries, so what your step writes into them leaves the cache you were given as it was"
 
