@@ -3069,10 +3069,38 @@ def test_scores_named_with_a_type_hint_are_read_as_the_scores(tmp_path):
     its own, which still leaves them unnamed: left as it was.)"""
     result = check_attention(_load(tmp_path, "el", GREEK_HINTED).my_attention)
     assert result.bug == "nan_on_fully_masked_row", repr(result)
-    assert result.fix.startswith("vathmoi = vathmoi.masked_fill(~mask, torch.finfo(vathmoi.dtype).min)"), \
-        result.fix
+    # their own torch.where line, with the minimum in place of -inf (it was a masked_fill in their names)
+    line = "vathmoi = torch.where(mask, vathmoi, torch.finfo(vathmoi.dtype).min)"
+    assert result.fix.startswith(line + "   # in place of your line"), result.fix
     fixed = _pasted(GREEK_HINTED, "vathmoi = torch.where", result.fix)
     assert check_attention(_load(tmp_path, "el_fixed", fixed).my_attention).passed
+
+
+MINUS_INF_ELSEWHERE = """
+def my_attention(q, k, v, mask=None):
+    puan = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        puan = torch.where(mask, puan, -math.inf)
+    return torch.softmax(puan, dim=-1) @ v
+"""
+
+
+def test_minus_inf_filled_through_where_or_an_index_gets_its_own_line_with_the_minimum(tmp_path):
+    """-inf written with torch.where or by indexing (S[~m] = -inf) was given the catalog's masked_fill line
+    in the names it found, a form the learner's line does not have: the rule that gives a learner's own
+    line looked for masked_fill alone. Now it is their line with the dtype's own minimum in place of -inf;
+    pasted in place of it, it passes."""
+    indexed = MINUS_INF_ELSEWHERE.replace("puan = torch.where(mask, puan, -math.inf)",
+                                          "puan[~mask.expand_as(puan)] = -math.inf")
+    expected = {"where": "puan = torch.where(mask, puan, torch.finfo(puan.dtype).min)",
+                "indexed": "puan[~mask.expand_as(puan)] = torch.finfo(puan.dtype).min"}
+    for name, source, first in (("where", MINUS_INF_ELSEWHERE, "puan = torch.where"),
+                                ("indexed", indexed, "puan[~mask")):
+        result = check_attention(_load(tmp_path, f"tr_{name}", source).my_attention)
+        assert result.bug == "nan_on_fully_masked_row", repr(result)
+        assert result.fix.startswith(expected[name] + "   # in place of your line"), result.fix
+        fixed = _pasted(source, first, result.fix)
+        assert check_attention(_load(tmp_path, f"tr_{name}_fixed", fixed).my_attention).passed, fixed
 
 
 PATHS = """
@@ -4514,6 +4542,57 @@ def test_a_step_that_writes_into_the_cache_it_is_given_gets_a_copy_of_its_entrie
     assert result.fix.startswith(f"import copy; {line}   # a line of its own"), result.fix
     fixed = unmade.replace(start, f"    import copy; {line}\n{start}")
     assert check_decoding_step(_step(tmp_path, "pl_unmade_fixed", fixed)).passed, fixed
+
+
+# buffers of every position, made once and written in place (the corpus's preallocated_in_place)
+SPANISH_BUFFER_STEP = """
+def decode_step(model, tokens, cache):
+    lote, nuevos = tokens.shape
+    if cache is None:
+        forma = (lote, model.n_kv_heads, model.max_len, model.d_head)
+        cache = {"pos": 0, "claves": [torch.zeros(forma) for _ in model.blocks],
+                 "valores": [torch.zeros(forma) for _ in model.blocks]}
+    pos = cache["pos"]
+    x = model.embed(tokens, pos)
+    grupo = model.n_heads // model.n_kv_heads
+    mascara = gpt.decoding_mask(nuevos, pos + nuevos)
+    for capa, bloque in enumerate(model.blocks):
+        atencion = bloque.attention
+        h = bloque.norm_attention(x)
+        q = atencion.W_q(h).view(lote, nuevos, model.n_heads, model.d_head).transpose(1, 2)
+        claves, valores = cache["claves"][capa], cache["valores"][capa]
+        claves[:, :, pos:pos + nuevos] = atencion.W_k(h).view(lote, nuevos, -1, model.d_head).transpose(1, 2)
+        valores[:, :, pos:pos + nuevos] = atencion.W_v(h).view(lote, nuevos, -1, model.d_head).transpose(1, 2)
+        k = claves[:, :, :pos + nuevos].repeat_interleave(grupo, dim=1)
+        v = valores[:, :, :pos + nuevos].repeat_interleave(grupo, dim=1)
+        puntos = q @ k.transpose(-2, -1) / math.sqrt(model.d_head)
+        pesos = torch.softmax(puntos.masked_fill(~mascara, -1e9), -1)
+        x = x + atencion.W_o((pesos @ v).transpose(1, 2).reshape(lote, nuevos, -1))
+        x = x + bloque.mlp(bloque.norm_mlp(x))
+    cache["pos"] = pos + nuevos
+    return model.unembed(x), cache
+"""
+
+
+def test_buffers_written_in_place_get_a_copy_of_the_whole_cache_under_the_guard(tmp_path):
+    """A step that makes buffers of every position once, in a dict, and writes each call's keys and values
+    into them was told 'new_cache = []   # build the returned cache anew': a list its own lines never
+    read. Now: a line of its own under its 'if cache is None:' lines that deep-copies the cache; pasted
+    there, it passes. The same step returning a new dict around the same buffers (its writes reach the
+    cache only through the buffers it took from it) gets the same line, and passes with it too."""
+    start = '    pos = cache["pos"]\n'
+    line = "cache = copy.deepcopy(cache)"
+    written = '    cache["pos"] = pos + nuevos\n    return model.unembed(x), cache\n'
+    returned = '    return model.unembed(x), {**cache, "pos": pos + nuevos}\n'
+    shared = SPANISH_BUFFER_STEP.replace(written, returned)
+    assert shared != SPANISH_BUFFER_STEP
+    for name, source in (("es_buffers", SPANISH_BUFFER_STEP), ("es_shared", shared)):
+        result = check_decoding_step(_step(tmp_path, name, source))
+        assert result.bug == "cache_modified_in_place", repr(result)
+        assert result.fix.startswith(f"import copy; {line}   # a line of its own, under your 'if cache is "
+                                     "None:' lines (after them, not in them)"), result.fix
+        fixed = source.replace(start, f"    {result.fix.split('   #')[0]}\n{start}")
+        assert check_decoding_step(_step(tmp_path, f"{name}_fixed", fixed)).passed, fixed
 
 
 # replay 24's 08A2: keys and values repeated where they are made, each appended to a dict's list

@@ -83,6 +83,7 @@ from ._ownlines_shapes import (
 from ._ownlines_step import (
     along_the_positions,
     both_repeated,
+    buffers_copied,
     cached_first,
     causal_sized_by_your_call,
     deep_copy_of_the_cache,
@@ -276,6 +277,7 @@ RULES = (
     (_bug("heads_merged_interleaved"), stacked_heads_kept_whole),
     (_bug("cache_modified_in_place"), deep_copy_of_the_cache),
     (_bug("cache_modified_in_place"), entries_copied),
+    (_bug("cache_modified_in_place"), buffers_copied),
     (_bug("heads_count_and_width_swapped"), split_into_heads_of_d_k),
     (_bug("attention_norm_skipped"), projections_of_the_normed),
     (_bug("softmax_wrong_axis"), softmax_over_the_keys),

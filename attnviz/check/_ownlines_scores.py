@@ -342,8 +342,9 @@ _MINUS_INF = {"float('-inf')", "-float('inf')", "-math.inf", "-torch.inf", "-np.
 def fill_finite(obj, result, renamed) -> str | None:
     """For a fill of -inf (NaN on a fully masked row): the learner's one line that masks its scores with
     -inf (``skorlar.masked_fill(~maske, float("-inf"))``), with the scores' dtype's own minimum in its
-    place; else None. Replay 19's 05V2 was given the catalog's line in the names of forward (``~mask``),
-    for a line in a helper whose mask is ``maske``: a NameError, then two rounds more."""
+    place, or the same for -inf written through ``torch.where`` or ``S[m] = -inf`` (:func:`_fill_line`);
+    else None. Replay 19's 05V2 was given the catalog's line in the names of forward (``~mask``), for a
+    line in a helper whose mask is ``maske``: a NameError, then two rounds more."""
     found = []
     for source, node in statements(obj, with_helpers=True):
         for call in ast.walk(node):
@@ -356,7 +357,8 @@ def fill_finite(obj, result, renamed) -> str | None:
                 line = ast.get_source_segment(source, node)
                 if line.count(fill) == 1:
                     found.append(line.replace(fill, f"torch.finfo({scores}.dtype).min"))
-    line = the_one(found)
+    # -inf written another way (torch.where(m, S, -inf), S[m] = -inf, or a name given to it): _fill_line's
+    line = the_one(found) if found else _fill_line(obj, lambda part: ast.unparse(part) in _MINUS_INF)
     return line + "   # in place of your line: the dtype's own minimum, not -inf (a fully masked row " \
         "then gets no NaN)" if line else None
 

@@ -22,7 +22,8 @@ from ._readers import (
 from ._stale import names_used
 
 __all__ = ["along_the_positions", "cached_first", "causal_sized_by_your_call", "deep_copy_of_the_cache",
-           "each_token_at_its_position", "embedded_at_the_caches_length", "entries_copied",
+           "buffers_copied", "each_token_at_its_position", "embedded_at_the_caches_length",
+           "entries_copied",
            "embedded_from_the_caches_length", "entries_read_right", "every_block",
            "full_precision_cache", "joined_along_positions", "joined_values_kept", "keys_first",
            "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projected_without_repeat",
@@ -480,32 +481,87 @@ def _a_dict(obj, given: str) -> bool:
     return False
 
 
+def _aliased_writes(obj, given: str) -> bool:
+    """Whether the step writes into a tensor it took from the cache ``given``: ``k_buf, v_buf =
+    cache["buffers"][layer]``, then ``k_buf[:, :, n:n + t] = k`` (memory the cache holds, written in
+    place)."""
+    taken = set()
+    for _, node in statements(obj):
+        if not isinstance(node, ast.Assign):
+            continue
+        if any(isinstance(part, ast.Subscript) and _named(part, taken) for part in node.targets):
+            return True
+        if any(isinstance(part, ast.Name) and part.id == given for part in ast.walk(node.value)):
+            taken |= {part.id for target in node.targets for part in ast.walk(target)
+                      if isinstance(part, ast.Name) and part.id != given}
+    return False
+
+
+def _named(target, names: set) -> bool:
+    """Whether an index chain (``k_buf[:, :, n:]``, ``kv[0][i]``) starts at one of ``names``."""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return isinstance(target, ast.Name) and target.id in names
+
+
+def _copied_under_the_guard(obj, given: str, copied: str, why: str) -> str | None:
+    """The line ``given = copied`` (``copied`` an expression of ``given``), as a line of its own under the
+    step's ``if given is None:`` lines where they make a cache, else keeping None as None (``given = None
+    if given is None else copied``), with ``import copy;`` where the step's module has not imported it;
+    ``why`` ends its comment. None when the learner's step is not one function of its own."""
+    own = [tree.body[0] for _, tree in parsed(obj) if isinstance(tree.body[0], ast.FunctionDef)]
+    if len(own) != 1:
+        return None
+    guard = next((node for node in own[0].body if isinstance(node, ast.If)
+                  and ast.unparse(node.test) == f"{given} is None"), None)
+    made = guard is not None and any(assigned(node) == given for node in guard.body)
+    line = f"{given} = {copied}" if made else f"{given} = None if {given} is None else {copied}"
+    imported = isinstance(obj.__globals__.get("copy"), types.ModuleType)
+    where = f"under your 'if {given} is None:' lines (after them, not in them)" if guard is not None else \
+        "as your step's first line"
+    return ("" if imported else "import copy; ") + line + f"   # a line of its own, {where}: {why}"
+
+
+def _plain_step(obj) -> str | None:
+    """The name of the cache argument of a step written as a plain function (not with gpt.KVCache), else
+    None."""
+    code = getattr(obj, "__code__", None)
+    if type(obj) is not types.FunctionType or code.co_argcount < 3 or "KVCache" in names_used(obj):
+        return None
+    return code.co_varnames[2]
+
+
 def entries_copied(obj, result, renamed) -> str | None:
     """For a step that writes into the cache it is given (``cache[nr][0] = k``, a list of lists) and never
     copies it: a line of its own that gives it new lists for its entries (``cache = [copy.copy(entry) for
     entry in cache]``), under the step's ``if cache is None:`` lines (kept None where those leave it None),
     or as its first line; else None. Replay 24's 08A1 was given 'new_cache = []   # build the returned
     cache anew', with no place, and a new list its own lines then read nothing from."""
-    code = getattr(obj, "__code__", None)
-    if type(obj) is not types.FunctionType or code.co_argcount < 3 or "KVCache" in names_used(obj):
+    given = _plain_step(obj)
+    if given is None or _a_dict(obj, given) or _aliased_writes(obj, given) or \
+            not any(_written_into(node, given) for _, node in statements(obj)):
         return None
-    given = code.co_varnames[2]
-    if not any(_written_into(node, given) for _, node in statements(obj)) or _a_dict(obj, given):
+    return _copied_under_the_guard(obj, given, f"[copy.copy(entry) for entry in {given}]",
+                                   "new lists for its entries, so what your step writes into them leaves "
+                                   "the cache you were given as it was")
+
+
+def buffers_copied(obj, result, renamed) -> str | None:
+    """For a step that writes into a dict it is given as its cache (``cache["n"] = n + t``), or into the
+    tensors the cache holds (``k_buf[:, :, n:n + t] = k``, buffers made once for every position): a line
+    of its own that copies the whole cache, its tensors too (``cache = copy.deepcopy(cache)``), placed as
+    :func:`entries_copied` places its line; else None. The corpus's ``preallocated_in_place`` was given
+    'new_cache = []', a list its own lines never read."""
+    given = _plain_step(obj)
+    if given is None:
         return None
-    own = [tree.body[0] for _, tree in parsed(obj) if isinstance(tree.body[0], ast.FunctionDef)]
-    if len(own) != 1:
+    wrote = any(_written_into(node, given) for _, node in statements(obj))
+    if not (wrote and _a_dict(obj, given) or _aliased_writes(obj, given)):
         return None
-    function = own[0]
-    guard = next((node for node in function.body if isinstance(node, ast.If)
-                  and ast.unparse(node.test) == f"{given} is None"), None)
-    made = guard is not None and any(assigned(node) == given for node in guard.body)
-    copied = f"{given} = [copy.copy(entry) for entry in {given}]"
-    line = copied if made else f"{given} = None if {given} is None else {copied.split(' = ', 1)[1]}"
-    imported = isinstance(obj.__globals__.get("copy"), types.ModuleType)
-    where = f"under your 'if {given} is None:' lines (after them, not in them)" if guard is not None else \
-        "as your step's first line"
-    return ("" if imported else "import copy; ") + line + f"   # a line of its own, {where}: new lists for " \
-        "its entries, so what your step writes into them leaves the cache you were given as it was"
+    return _copied_under_the_guard(obj, given, f"copy.deepcopy({given})",
+                                   "a copy of the whole cache, its tensors too, so what your step writes "
+                                   "into it leaves the cache you were given as it was (it copies all of "
+                                   "the cache's buffers at every step)")
 
 
 def projections_of_the_normed(obj, result, renamed) -> str | None:
