@@ -243,8 +243,15 @@ _JS_KERNELS_GONE = """async () => {
 # File > Open's command for a notebook; then its tab is made the one in front (the current widget)
 # and the Launcher JupyterLab put in the emptied main area is closed.
 _JS_OPEN = """async (path) => {
-  const shell = window.jupyterapp.shell;
-  const widget = await window.jupyterapp.commands.execute('docmanager:open', {path});
+  const app = window.jupyterapp;
+  const shell = app.shell;
+  // a page that has just come up (a hub's, after the login) can answer before its plugins have all
+  // started: 'docmanager:open' is then "not registered" (seen once, 2026-12-07, six hub tests)
+  await app.restored;
+  for (let i = 0; i < 600 && !app.commands.hasCommand('docmanager:open'); i++) {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  const widget = await app.commands.execute('docmanager:open', {path});
   await widget.revealed;
   shell.activateById(widget.id);
   for (const other of Array.from(shell.widgets('main'))) {
