@@ -21,8 +21,8 @@ from ._readers import (
 )
 from ._stale import names_used
 
-__all__ = ["along_the_positions", "cached_first", "causal_sized_by_your_call", "deep_copy_of_the_cache",
-           "buffers_copied", "each_token_at_its_position", "embedded_at_the_caches_length",
+__all__ = ["along_the_positions", "buffers_copied", "cached_first", "causal_sized_by_your_call",
+           "deep_copy_of_the_cache", "each_token_at_its_position", "embedded_at_the_caches_length",
            "entries_copied",
            "embedded_from_the_caches_length", "entries_read_right", "every_block",
            "full_precision_cache", "joined_along_positions", "joined_values_kept", "keys_first",
