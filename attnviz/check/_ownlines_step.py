@@ -23,8 +23,7 @@ from ._stale import names_used
 
 __all__ = ["along_the_positions", "buffers_copied", "cached_first", "causal_sized_by_your_call",
            "deep_copy_of_the_cache", "each_token_at_its_position", "embedded_at_the_caches_length",
-           "entries_copied",
-           "embedded_from_the_caches_length", "entries_read_right", "every_block",
+           "embedded_from_the_caches_length", "entries_copied", "entries_read_right", "every_block",
            "full_precision_cache", "joined_along_positions", "joined_values_kept", "keys_first",
            "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projected_without_repeat",
            "projections_of_the_normed", "repeated_after_caching", "returns_its_own_cache",
@@ -454,16 +453,13 @@ def deep_copy_of_the_cache(obj, result, renamed) -> str | None:
 def _written_into(node, given: str) -> bool:
     """Whether ``node`` writes into the cache ``given`` or its entries: ``cache[i][0] = k``, ``cache[i] =
     (k, v)``, ``cache.append(...)``, ``cache[i].append(...)`` (two indexes at most)."""
-    def based(target, most=2):
-        while isinstance(target, ast.Subscript) and most:
-            target, most = target.value, most - 1
-        return isinstance(target, ast.Name) and target.id == given
     targets = node.targets if isinstance(node, ast.Assign) else []
-    if any(isinstance(t, ast.Subscript) and based(t) for t in targets):
+    if any(isinstance(t, ast.Subscript) and _named(t, {given}, most=2) for t in targets):
         return True
     call = node.value if isinstance(node, ast.Expr) else None
     func = call.func if isinstance(call, ast.Call) else None
-    return isinstance(func, ast.Attribute) and func.attr in ("append", "extend") and based(func.value, 1)
+    return isinstance(func, ast.Attribute) and func.attr in ("append", "extend") and \
+        _named(func.value, {given}, most=1)
 
 
 def _a_dict(obj, given: str) -> bool:
@@ -497,10 +493,11 @@ def _aliased_writes(obj, given: str) -> bool:
     return False
 
 
-def _named(target, names: set) -> bool:
-    """Whether an index chain (``k_buf[:, :, n:]``, ``kv[0][i]``) starts at one of ``names``."""
-    while isinstance(target, ast.Subscript):
-        target = target.value
+def _named(target, names: set, most: int = -1) -> bool:
+    """Whether an index chain (``k_buf[:, :, n:]``, ``kv[0][i]``) of at most ``most`` indexes (any number
+    for -1) starts at one of ``names``."""
+    while isinstance(target, ast.Subscript) and most:
+        target, most = target.value, most - 1
     return isinstance(target, ast.Name) and target.id in names
 
 
