@@ -60,12 +60,41 @@ def test_two_mistakes_on_two_lines_get_both_lines_changed_and_named(tmp_path):
      "wrote >="),
     ("return ~torch.ones(n, n, dtype=torch.bool).tril()",
      "return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your line: no ~ before "),
+    # two changes in one call, said once: the diagonal's alone named triu, which read as "keep triu"
+    # (replay 26's c05)
+    ("return torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=1)",
+     "return torch.tril(torch.ones(n, n, dtype=torch.bool))   # in place of your line: "
+     "tril(torch.ones(n, n, dtype=torch.bool)) where you wrote triu(torch.ones(n, n, dtype=torch.bool), "
+     "diagonal=1)"),
 ])
 def test_a_causal_mask_wrong_in_one_token_gets_its_own_line_with_that_token_changed(tmp_path, line, fix):
     source = f"def my_causal_mask(n):\n    {line}\n"
     result = check_causal_mask(_load(tmp_path, "one", source).my_causal_mask)
     assert result.fix.startswith(fix), result.fix
     assert check_causal_mask(_load(tmp_path, "one_fixed", _pasted(source, result.fix)).my_causal_mask).passed
+
+
+# replay 26's p11: the padding cleared with a negative slice, -0 for a full sequence
+NEGATIVE_SLICE = """
+def my_padding_mask(lengths, n):
+    mask = torch.ones(len(lengths), 1, n, dtype=torch.bool)
+    for b in range(len(lengths)):
+        n_pad = n - int(lengths[b])
+        mask[b, 0, -n_pad:] = False          # the last n_pad positions are padding
+    return mask
+"""
+
+
+def test_padding_cleared_with_a_negative_slice_gets_its_own_line_counted_from_n(tmp_path):
+    """The catalog's whole mask, pasted over the learner's first mask line, left the loop's slice to
+    block every full sequence again, and its "or mask[b, :, length:] = False" named a length the learner
+    had not written (a NameError)."""
+    result = check_padding_mask(_load(tmp_path, "neg", NEGATIVE_SLICE).my_padding_mask)
+    assert result.bug == "padding_full_sequence_blocked", repr(result)
+    assert result.fix.startswith("mask[b, 0, n - n_pad:] = False   # in place of your line: n - n_pad where "
+                                 "you wrote -n_pad (-0 is 0"), result.fix
+    fixed = _load(tmp_path, "neg_fixed", _pasted(NEGATIVE_SLICE, result.fix))
+    assert check_padding_mask(fixed.my_padding_mask).passed
 
 
 def test_every_mask_bug_of_the_zoo_given_its_lines_changed_passes_once_they_are_pasted(tmp_path):

@@ -100,9 +100,60 @@ def _pasted(source, line_start, fix):
 def test_attention_fix_in_the_learners_names_passes_when_pasted(tmp_path):
     result = check_attention(_load(tmp_path, "a", ATTENTION).attend)
     assert result.bug == "wrong_scale"
-    assert result.fix.startswith("S = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])"), result.fix
+    # the learner's own size, under its root (root_of_the_divisor), in their line
+    assert result.fix.startswith("S = Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1])   # in place of your "
+                                 "line"), result.fix
     fixed = _load(tmp_path, "a_fixed", _pasted(ATTENTION, "S = Q @", result.fix)).attend
     assert check_attention(fixed).passed
+
+
+# the scores scaled into a name of their own, which the mask and the softmax then take
+SCALED_FURTHER = """
+def attend(q, k, v, mask=None):
+    raw = q @ k.mT
+    scaled = raw / math.sqrt(q.shape[-1])
+    if mask is not None:
+        scaled = scaled.masked_fill(~mask, torch.finfo(scaled.dtype).min)
+    attn = scaled.softmax(-1)
+    return attn @ v, attn
+"""
+
+
+@pytest.mark.parametrize("bug, wrong, right", [
+    ("mask_inverted", "masked_fill(~mask,", "masked_fill(mask,"),
+    ("softmax_wrong_axis", "softmax(-1)", "softmax(-2)"),
+])
+def test_scores_scaled_under_a_new_name_get_fixes_in_that_name(tmp_path, bug, wrong, right):
+    """raw = q @ k.mT, then scaled = raw / r: a Fix that masked raw or took its softmax, pasted in place
+    of the learner's line, masked a tensor nothing read after it, or left the scale and the mask out;
+    the mask's Fix then came back again and again (replay 26)."""
+    source = SCALED_FURTHER.replace(wrong, right)
+    result = check_attention(_load(tmp_path, "sf", source).attend)
+    assert result.bug == bug and "raw" not in result.fix and "scaled" in result.fix, repr(result)
+    line = "scaled = scaled.masked_fill" if bug == "mask_inverted" else "attn = "
+    fixed = _load(tmp_path, "sf_fixed", _pasted(source, line, result.fix)).attend
+    assert check_attention(fixed).passed, result.fix
+
+
+def test_weights_masked_after_the_softmax_get_the_softmax_line_masked_and_the_rest_left_out(tmp_path):
+    """Weights masked after the softmax and renormalised (exact, but 0/0 on a fully masked row) were
+    told "nan on fully masked row" with the fill alone: pasted above the softmax, the renormalising
+    still divided 0 by 0, and the same verdict came back (replay 26's a30)."""
+    source = """
+def attend(q, k, v, mask=None):
+    s = q @ k.mT / math.sqrt(q.shape[-1])
+    w = torch.softmax(s, dim=-1)
+    if mask is not None:
+        w = w * mask
+        w = w / w.sum(dim=-1, keepdim=True)
+    return w @ v, w
+"""
+    result = check_attention(_load(tmp_path, "ma", source).attend)
+    assert result.bug == "softmax_max_over_blocked", repr(result)
+    assert "leave out your lines 'if mask is not None:' and the lines under it" in result.fix, result.fix
+    kept = "\n".join(source.splitlines()[:4] + source.splitlines()[-1:])
+    fixed = _pasted(kept, "w = torch.softmax", result.fix)
+    assert check_attention(_load(tmp_path, "ma_fixed", fixed).attend).passed, result.fix
 
 
 def test_multi_head_fix_in_the_notebooks_own_names_passes_when_pasted(tmp_path):
@@ -111,6 +162,89 @@ def test_multi_head_fix_in_the_notebooks_own_names_passes_when_pasted(tmp_path):
     assert result.fix == "scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])"
     fixed = _load(tmp_path, "m_fixed", _pasted(MULTI_HEAD, "scores = torch.matmul", result.fix)).MHA
     assert check_multi_head(fixed).passed
+
+
+@pytest.mark.parametrize("forward, line", [
+    # the heads on axis 2 of q and k: q @ k.transpose(-2, -1) there multiplies heads by heads
+    ("""
+    def forward(self, x, mask=None):
+        b, n, d = x.shape
+        q, k, v = (w(x).view(b, n, self.n_heads, self.d_k) for w in (self.W_q, self.W_k, self.W_v))
+        s = torch.einsum("bihd,bjhd->bhij", q, k)
+        if mask is not None:
+            s = s.masked_fill(~mask, torch.finfo(s.dtype).min)
+        o = torch.einsum("bhij,bjhd->bihd", s.softmax(dim=-1), v).reshape(b, n, d)
+        return self.W_o(o)
+""", "s = torch.einsum"),
+    # a loop over each head's slice: no q or k of its own
+    ("""
+    def forward(self, x, mask=None):
+        requetes, cles, valeurs = self.W_q(x), self.W_k(x), self.W_v(x)
+        tetes = []
+        for t in range(self.n_heads):
+            debut, fin = t * self.d_k, (t + 1) * self.d_k
+            notes = requetes[..., debut:fin] @ cles[..., debut:fin].transpose(-2, -1)
+            if mask is not None:
+                notes = notes.masked_fill(~mask, torch.finfo(notes.dtype).min)
+            poids = notes.softmax(dim=-1)
+            tetes.append(poids @ valeurs[..., debut:fin])
+        return self.W_o(torch.cat(tetes, dim=-1))
+""", "notes = requetes"),
+])
+def test_scores_never_scaled_get_their_own_line_divided(tmp_path, forward, line):
+    """The catalog's q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), pasted over an einsum with the heads
+    on axis 2, multiplied heads by heads and raised; in a loop over heads it named q and k the code does
+    not have, and three rounds later the code was further from right (replay 26's 05 a05, a16)."""
+    source = MODULE + "\n".join("    " + row if row else row for row in textwrap.dedent(forward).split("\n"))
+    result = check_multi_head(_load(tmp_path, "ns", source).MHA)
+    assert result.bug == "missing_scale" and "# in place of your line" in result.fix, repr(result)
+    fixed = _load(tmp_path, "ns_fixed", _pasted(source, line, result.fix)).MHA
+    assert check_multi_head(fixed).passed, result.fix
+
+
+def test_queries_divided_by_d_k_not_its_root_get_that_line_with_the_root(tmp_path):
+    """q = q / self.d_k: the catalog's scores line, pasted over the learner's own scores line, divided
+    twice, and the next verdict was "no known bug" (replay 26's 05 a21)."""
+    source = MODULE + """
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        q = self.W_q(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+        q = q / self.d_k
+        k = self.W_k(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+        v = self.W_v(x).view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+        scores = q @ k.transpose(-2, -1)
+        if mask is not None:
+            scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+        out = scores.softmax(dim=-1) @ v
+        return self.W_o(out.transpose(1, 2).reshape(batch, n, d_model))
+"""
+    result = check_multi_head(_load(tmp_path, "dk", source).MHA)
+    assert result.bug == "wrong_scale" and result.fix.startswith(
+        "q = q / math.sqrt(self.d_k)   # in place of your line"), repr(result)
+    fixed = _load(tmp_path, "dk_fixed", _pasted(source, "q = q / self.d_k", result.fix)).MHA
+    assert check_multi_head(fixed).passed, result.fix
+
+
+def test_scores_transposed_by_an_einsum_get_that_einsum_a_row_per_query(tmp_path):
+    """'bhqd,bhkd->bhkq', its scores named att: the catalog's scores = q @ k.transpose(-2, -1) ... set a
+    name the code never reads (replay 26's 05 a18: one more round, an UnboundLocalError)."""
+    source = MODULE + """
+    def forward(self, x, mask=None):
+        B, N, D = x.shape
+        q, k, v = (w(x).view(B, N, self.n_heads, self.d_k).transpose(1, 2)
+                   for w in (self.W_q, self.W_k, self.W_v))
+        att = torch.einsum("bhqd,bhkd->bhkq", q, k) / math.sqrt(self.d_k)
+        if mask is not None:
+            att = att.masked_fill(~mask, torch.finfo(att.dtype).min)
+        att = att.softmax(dim=-1)
+        y = torch.einsum("bhqk,bhkd->bhqd", att, v).transpose(1, 2).reshape(B, N, D)
+        return self.W_o(y)
+"""
+    result = check_multi_head(_load(tmp_path, "et", source).MHA)
+    assert result.bug == "scores_transposed" and result.fix.startswith(
+        'att = torch.einsum("bhqd,bhkd->bhqk", q, k)'), repr(result)
+    fixed = _load(tmp_path, "et_fixed", _pasted(source, "att = torch.einsum", result.fix)).MHA
+    assert check_multi_head(fixed).passed, result.fix
 
 
 # a learner's own names everywhere: inputs, b/t/dm, weights @ v inline, out handed to W_o

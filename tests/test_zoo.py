@@ -342,7 +342,9 @@ def variant_scores_transposed_mT(q, k, v, mask=None):
         (variant_mask_inverted_where, "mask_inverted"),
         (variant_mask_fill_zero_multiply, "mask_fill_zero"),
         (variant_mask_after_softmax_multiply, "mask_after_softmax"),
-        (variant_renormalised_after_softmax, "nan_on_fully_masked_row"),
+        # the catalog's own words for it ("torch.softmax(scores), then times the mask and divided by the new
+        # row sum"), named before the fully masked row's NaN, as check_multi_head names it (replay 26)
+        (variant_renormalised_after_softmax, "softmax_max_over_blocked"),
         (variant_softmax_wrong_axis_finfo, "softmax_wrong_axis"),
         (variant_forgot_values_output_only, "forgot_values"),
         (variant_scores_transposed_mT, "scores_transposed"),

@@ -21,7 +21,8 @@ from ._readers import (
 __all__ = [
     "attend_mask_filled", "filled_where_true", "in_their_own_dtype", "mask_as_given",
     "mask_broadcast_before_it_is_flattened", "mask_broadcast_before_the_loop", "mask_kept_as_given",
-    "mask_only_when_given", "mask_turned", "no_mask_made_causal", "the_mask_given",
+    "mask_only_when_given", "mask_turned", "masked_before_the_softmax", "no_mask_made_causal",
+    "the_mask_given",
 ]
 
 
@@ -397,3 +398,54 @@ def mask_broadcast_before_it_is_flattened(obj, result, renamed) -> str | None:
     why = (f"the {mask} broadcast to the scores' shape first (it may come with fewer axes in front, a (n_q, "
            "n_k) one for a whole batch), then flattened as they are")
     return f"{line}   # in place of your line: {why}" if line else None
+
+
+def masked_before_the_softmax(obj, result, renamed) -> str | None:
+    """For an attention whose weights are masked after the softmax and renormalised (``w =
+    torch.softmax(s, dim=-1)``, then ``w = w * mask``, ``w = w / w.sum(-1, keepdim=True)``): its softmax
+    line with the scores masked first (the mask's absence kept), and which of its lines to leave out: the
+    ones after it that change the weights, with the ``if`` they make up the whole of. Replay 26: the
+    fill alone, pasted above the softmax, left the 0/0 of a fully masked row, and the same verdict came
+    back. Else None."""
+    if result.checked != "check_attention":
+        return None
+    found = []
+    for source, tree in parsed(obj):
+        function = tree.body[0] if isinstance(tree.body[0], ast.FunctionDef) else None
+        if function is None or len(function.args.args) < 4:
+            continue
+        mask = function.args.args[3].arg
+        lines = sorted((n for n in ast.walk(function) if isinstance(n, ast.stmt) and n is not function),
+                       key=lambda n: n.lineno)
+        for at, node in enumerate(lines):
+            weights, call = assigned(node), getattr(node, "value", None)
+            taken = call.args[0] if isinstance(call, ast.Call) and call.args else None
+            if not (weights and _is_softmax(call) and isinstance(taken, ast.Name)):
+                continue
+            after = [n for n in lines[at + 1:] if assigned(n) == weights and weights in _names_in(n.value)
+                     and (mask in _names_in(n.value) or ".sum(" in ast.unparse(n.value))]
+            if not after or node.lineno != node.end_lineno:
+                continue
+            scores = taken.id
+            masked = f"{scores}.masked_fill(~{mask}, torch.finfo({scores}.dtype).min)"
+            text = ast.get_source_segment(source, node)
+            start, end = taken.col_offset - node.col_offset, taken.end_col_offset - node.col_offset
+            line = f"{text[:start]}{scores} if {mask} is None else {masked}{text[end:]}"
+            guards = [n for n in lines if isinstance(n, ast.If) and mask in _names_in(n.test) and not n.orelse
+                      and all(isinstance(b, ast.Assign) and b in after for b in n.body)]
+            left = [f"'if {ast.get_source_segment(source, g.test)}:' and the lines under it" for g in guards]
+            inside = {id(b) for g in guards for b in g.body}
+            left += [f"'{ast.get_source_segment(source, n)}'" for n in after if id(n) not in inside]
+            found.append(f"{line}   # in place of your line; leave out your lines {' and '.join(left)}: the "
+                         "scores masked first, nothing done to the weights after")
+    return the_one(found)
+
+
+def _names_in(node) -> set:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _is_softmax(call) -> bool:
+    func = call.func if isinstance(call, ast.Call) else None
+    return isinstance(func, ast.Attribute) and func.attr == "softmax" and ast.unparse(func.value) in (
+        "torch", "F", "nn.functional", "torch.nn.functional")

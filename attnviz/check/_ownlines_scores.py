@@ -15,9 +15,11 @@ from ._readers import (
     cell_functions,
     cell_lines,
     helpers,
+    names_a,
     operands,
     parsed,
     scores_of,
+    softmax_input,
     the_one,
     trees,
     your_names,
@@ -25,10 +27,11 @@ from ._readers import (
 from ._stale import own_functions, source_of, syntax_tree
 
 __all__ = [
-    "cast_dropped", "einsum_for_any_batch", "exp_of_the_row_less_its_largest", "fill_finite",
-    "fill_not_added", "fill_of_a_fixed_dtype", "fill_tensor_in_float32", "kept_anew", "keys_transposed",
-    "out_of_place", "own_root", "root_kept", "scale_of_the_values", "scale_on_both_paths",
-    "softmax_not_its_log", "sum_kept", "weights_times_values",
+    "cast_dropped", "einsum_for_any_batch", "einsum_rows_first", "exp_of_the_row_less_its_largest",
+    "fill_finite", "fill_not_added", "fill_of_a_fixed_dtype", "fill_tensor_in_float32", "kept_anew",
+    "keys_transposed", "out_of_place", "own_root", "root_kept", "root_of_the_divisor",
+    "scale_into_the_scores", "scale_of_the_values", "scale_on_both_paths", "softmax_not_its_log",
+    "sum_kept", "weights_times_values",
 ]
 
 
@@ -609,3 +612,113 @@ def softmax_not_its_log(obj, result, renamed) -> str | None:
     line = the_one(sorted(found))
     why = "softmax gives weights that sum to 1; log_softmax gives their logarithms"
     return line.replace("log_softmax", "softmax") + f"   # in place of your line: {why}" if line else None
+
+
+def scale_into_the_scores(obj, result, renamed) -> str | None:
+    """For scores never scaled, where the catalog's line in the learner's names reads or sets a name their
+    code does not have, or their scores come from an einsum (whose layout ``q @ k.transpose(-2, -1)`` need
+    not share): their own line that makes the scores the softmax takes, divided by the root of
+    the last size of the product's first operand. Replay 26: scores of an einsum with the heads on
+    another axis got ``scores = q @ k.transpose(-2, -1) / ...``, which multiplies heads by heads there;
+    a loop over each head's slice got a line of q and k it does not have. Else None."""
+    try:
+        read = {n.id for n in ast.walk(ast.parse(renamed.split("   #")[0].strip()))
+                if isinstance(n, ast.Name)} - {"math", "torch", "F", "np"}
+    except SyntaxError:
+        return None
+    lines = list(statements(obj))
+    einsum = any(isinstance(part, ast.Call) and getattr(part.func, "attr", "") == "einsum"
+                 for _, node in lines for part in ast.walk(node))
+    if all(names_a(name, obj) for name in read) and not einsum:
+        return None
+    taken = {name for _, node in lines for part in ast.walk(node) if (name := softmax_input(part))}
+    found, defined = [], set()
+    for source, node in lines:
+        target = assigned(node)
+        first, axis = _first_factor(node.value) if target in taken and target not in defined else (None, 0)
+        defined |= {target}
+        if first is not None and node.lineno == node.end_lineno:
+            value, factor = ast.get_source_segment(source, node.value), ast.get_source_segment(source, first)
+            value = value if isinstance(node.value, (ast.Call, ast.Name)) else f"({value})"
+            factor = factor if isinstance(first, (ast.Name, ast.Attribute, ast.Subscript)) else f"({factor})"
+            size = "the last size" if axis == -1 else f"its size {axis}"
+            found.append(f"{target} = {value} / math.sqrt({factor}.shape[{axis}])   # in place of your line: "
+                         f"the scores divided by the root of d_k, {size} of {factor}")
+    return the_one(found)
+
+
+def _first_factor(value) -> tuple:
+    """``(A, axis)``: the first operand of the product that makes ``value`` (``A @ B``, ``torch.matmul(A,
+    B)``, ``A.matmul(B)``, ``torch.bmm(A, B)``, ``torch.einsum(eq, A, B)``) and the axis of A it sums
+    over, counted from the end (-1 but in an einsum that says otherwise); else ``(None, 0)``."""
+    for part in ast.walk(value):
+        if isinstance(part, ast.BinOp) and isinstance(part.op, ast.MatMult):
+            return part.left, -1
+        func = part.func if isinstance(part, ast.Call) else None
+        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+        on_torch = isinstance(func, ast.Name) or isinstance(func, ast.Attribute) \
+            and ast.unparse(func.value) == "torch"
+        if name in ("matmul", "bmm") and on_torch and part.args:
+            return part.args[0], -1
+        if name in ("matmul", "bmm") and not on_torch:
+            return func.value, -1
+        equation = part.args[0].value if name == "einsum" and len(part.args) == 3 \
+            and isinstance(part.args[0], ast.Constant) and isinstance(part.args[0].value, str) else None
+        if equation and "->" in equation:
+            given, out = equation.replace(" ", "").split("->")
+            terms = given.split(",")
+            summed = [c for c in terms[0] if c.isalpha() and c in terms[-1] and c not in out]
+            if len(terms) == 2 and len(summed) == 1:
+                return part.args[1], terms[0].index(summed[0]) - len(terms[0])
+    return None, 0
+
+
+def root_of_the_divisor(obj, result, renamed) -> str | None:
+    """For a scale of the wrong size where no line of the learner's takes a root: their one line that
+    divides the queries, the keys or the scores by a size (``q = q / self.d_k``), with the root of that
+    size. Replay 26's 05 a21 was given the catalog's scores line, pasted it over its own scores line
+    (now divided twice) and was told "no known bug". Else None."""
+    if any(_roots(node) for _, node in statements(obj)):
+        return None
+    names = your_names(obj)
+    tensors = {names.get(role) for role in ("q", "k", "scores")} - {None}
+    found = []
+    for source, node in statements(obj):
+        value = node.value if assigned(node) and node.lineno == node.end_lineno else None
+        size = value.right if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) else None
+        # a size read as it is (self.d_k, q.shape[-1]); a name may hold anything (d_k ** 1 / 2 is d_k / 2,
+        # or a d_k of another cell's)
+        if isinstance(size, (ast.Attribute, ast.Subscript, ast.Call)) and \
+                tensors & {n.id for n in ast.walk(value.left) if isinstance(n, ast.Name)}:
+            line, said = ast.get_source_segment(source, node), ast.get_source_segment(source, size)
+            start, end = size.col_offset - node.col_offset, size.end_col_offset - node.col_offset
+            found.append(f"{line[:start]}math.sqrt({said}){line[end:]}   # in place of your line: the root "
+                         f"of {said}, not {said} itself")
+    return the_one(found)
+
+
+def einsum_rows_first(obj, result, renamed) -> str | None:
+    """For scores transposed by an einsum (``'bhqd,bhkd->bhkq'``): the learner's one such line with the
+    output's last two axes the other way round, a row per query (replay 26's 05 a18 was given the
+    catalog's ``scores = q @ k.transpose(-2, -1) ...`` for code that named its scores att). Else None."""
+    found = []
+    for source, node in statements(obj):
+        for part in ast.walk(node):
+            einsum = isinstance(part, ast.Call) and getattr(part.func, "attr", "") == "einsum"
+            args = part.args if einsum else []
+            equation = args[0] if len(args) == 3 and isinstance(args[0], ast.Constant) else None
+            if not (equation and isinstance(equation.value, str) and "->" in equation.value):
+                continue
+            given, out = equation.value.replace(" ", "").split("->")
+            first, second = (given.split(",") + [""])[:2]
+            own = [c for c in first if c.isalpha() and c not in second], [c for c in second if c.isalpha()
+                                                                           and c not in first]
+            if len(own[0]) == 1 and len(own[1]) == 1 and out.endswith(own[1][0] + own[0][0]):
+                turned = out[:-2] + own[0][0] + own[1][0]
+                line = ast.get_source_segment(source, node)
+                text = ast.get_source_segment(source, equation)
+                if line.count(text) == 1:
+                    found.append(line.replace(text, text.replace("->" + out, "->" + turned))
+                                 + f"   # in place of your line: ->{turned} where you wrote ->{out}, one row "
+                                 "per query")
+    return the_one(found)

@@ -20,7 +20,8 @@ from ._stale import code_objects, names_used, own_functions, source_of, syntax_t
 
 __all__ = ["assigned", "cache_remade", "embed_line", "embedded", "fused", "helpers", "inline_scores",
            "names_a", "one_line_statements", "operands", "parsed", "returned", "returned_cache",
-           "returns_a_value", "scores_of", "softmaxed", "sources", "the_one", "trees", "your_names"]
+           "returns_a_value", "scores_of", "softmax_input", "softmaxed", "sources", "the_one", "trees",
+           "your_names"]
 
 
 _TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "movedim"}   # methods: k.transpose(-2, -1)
@@ -459,6 +460,7 @@ def your_names(obj) -> dict:
             returned |= {v.id for v in values if isinstance(v, ast.Name)} or set(alone)
     if not seen["scores"]:      # made by a helper: stig = _stig(q, k), s = scale(q @ k.T)
         seen["scores"] = _scores_by_their_use(nodes)
+    seen["scores"] = _scaled_further(nodes, seen["scores"])
     if not seen["weights"]:     # weights made some other way (a helper, log_softmax(...).exp()): W @ values
         _weights_by_their_values(obj, nodes, seen)
     for node in nodes:                        # the weights @ values, once the weights' name is known
@@ -525,12 +527,49 @@ def _scores_by_their_use(nodes) -> set:
         if target and isinstance(func, ast.Attribute) and func.attr == "masked_fill" \
                 and getattr(func.value, "id", None) == target:
             used.add(target)
-        if _softmax_of(node) and isinstance(node.func, ast.Attribute):
-            module = getattr(node.func.value, "id", None) in ("torch", "F", "functional") or \
-                isinstance(node.func.value, ast.Attribute)
-            taken = node.args[0] if module and node.args else None if module else node.func.value
-            used |= {taken.id} if isinstance(taken, ast.Name) else set()
+        used |= {softmax_input(node)} - {None}
     return around or made & used
+
+
+def softmax_input(node) -> str | None:
+    """``S`` for ``S.softmax(-1)``, ``torch.softmax(S, dim=-1)`` or ``F.softmax(S, -1)``: the name a softmax
+    method or function takes; else None."""
+    if not (_softmax_of(node) and isinstance(node.func, ast.Attribute)):
+        return None
+    module = getattr(node.func.value, "id", None) in ("torch", "F", "functional") or \
+        isinstance(node.func.value, ast.Attribute)
+    taken = node.args[0] if module and node.args else None if module else node.func.value
+    return taken.id if isinstance(taken, ast.Name) else None
+
+
+def _scaled_from(value) -> set:
+    """The names ``value`` may be a scaling of: ``S`` in ``S``, ``S / math.sqrt(d)``, ``S.div(r)``,
+    ``torch.div(S, r)``; ``S`` and ``r`` in ``S * r``."""
+    if isinstance(value, ast.Name):
+        return {value.id}
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div):
+        return _scaled_from(value.left)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        return _scaled_from(value.left) | _scaled_from(value.right)
+    func = value.func if isinstance(value, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in ("div", "mul", "divide", "multiply"):
+        module = getattr(func.value, "id", None) in ("torch", "np", "numpy")
+        return _scaled_from(value.args[0]) if module and value.args else set() if module \
+            else _scaled_from(func.value)
+    return set()
+
+
+def _scaled_further(nodes, scores: set) -> set:
+    """The scores scaled under a name of their own, which the softmax takes (``raw = q @ k.mT``, ``scaled
+    = raw / math.sqrt(d)``, ``scaled.softmax(-1)``), are that name: a Fix that masks the scores or takes
+    their softmax is written with it (replay 26: ``raw = raw.masked_fill(...)``, pasted in place of the
+    learner's mask line, masked a tensor nothing read after it, and the next Fix said so again)."""
+    if len(scores) != 1:
+        return scores
+    taken = {name for node in nodes if (name := softmax_input(node))}
+    further = {target for node in nodes if (target := assigned(node)) and target in taken - scores
+               and _scaled_from(node.value) & scores}
+    return further if len(further) == 1 else scores
 
 
 def returned_cache(node) -> str | None:

@@ -165,6 +165,15 @@ class _Edits:
             self.add(start, end, left, f"{left} where you wrote {t.of(node)}", rank=0)
             self.add(start, end, f"{left} {other} 1", f"{left} {other} 1 where you wrote {t.of(node)}")
         elif isinstance(node, ast.Slice):                    # mask[i, :i] for mask[i, :i + 1]
+            lower = node.lower
+            if self.width and isinstance(lower, ast.UnaryOp) and isinstance(lower.op, ast.USub) \
+                    and not isinstance(lower.operand, ast.Constant):
+                # mask[b, :, -pad:] = False: -0 is 0, the whole row, where a sequence has no padding
+                a, b = t.span(lower)
+                new = f"{self.width} - {_atom(lower.operand, t.of(lower.operand))}"
+                self.add(a, b, new, f"{new} where you wrote {t.of(lower)} (-0 is 0: the slice was the whole "
+                         "row)")
+                self.group += 1
             for bound in (node.lower, node.upper):
                 if isinstance(bound, (ast.Name, ast.Attribute)):
                     a, b = t.span(bound)
@@ -489,7 +498,10 @@ def _fix(cell: _Cell, chosen) -> str:
         which = " and ".join(f"your line in {owner}" for owner in owners)
         which = which.removeprefix("your ")
     first, *rest = sorted(chosen, key=lambda e: e.start)
-    if rest and text.line_of(first.start) == text.line_of(rest[0].start) and rest[0].start - first.end <= 3:
+    between = text.text[first.end:rest[0].start] if rest else ""
+    # two changes in one call (tril(ones(n, n)) for triu(ones(n, n), diagonal=1)), or side by side
+    inside = between.count("(") > between.count(")")
+    if rest and text.line_of(first.start) == text.line_of(rest[0].start) and (len(between) <= 3 or inside):
         end = rest[0].end                      # one change, said once: tril() where you wrote triu(1)
         while text.text[first.start:end].count("(") > text.text[first.start:end].count(")"):
             end = text.text.index(")", end) + 1
