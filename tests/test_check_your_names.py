@@ -156,6 +156,27 @@ def attend(q, k, v, mask=None):
     assert check_attention(_load(tmp_path, "ma_fixed", fixed).attend).passed, result.fix
 
 
+def test_a_round_trip_through_numpy_is_told_to_stay_in_torch(tmp_path):
+    """The catalog's weights = torch.softmax(s, dim=-1), where s was a NumPy array, raised TypeError when
+    pasted, and the next Fix was generic (replay 26's 02 a12)."""
+    source = """
+import numpy as np
+
+
+def attend(q, k, v, mask=None):
+    Q, K, V = (t.detach().numpy() for t in (q, k, v))
+    s = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+    if mask is not None:
+        s = np.where(mask.numpy(), s, np.finfo(s.dtype).min)
+    w = np.exp(s - s.max(axis=-1, keepdims=True))
+    w = w / w.sum(axis=-1, keepdims=True)
+    return torch.from_numpy(w @ V), torch.from_numpy(w)
+"""
+    result = check_attention(_load(tmp_path, "np", source).attend)
+    assert result.bug == "gradient_blocked", repr(result)
+    assert result.fix.startswith("write each step with torch"), result.fix
+
+
 def test_multi_head_fix_in_the_notebooks_own_names_passes_when_pasted(tmp_path):
     result = check_multi_head(_load(tmp_path, "m", MULTI_HEAD).MHA)
     assert result.bug == "missing_scale"
@@ -334,6 +355,24 @@ def test_decoding_fix_in_the_learners_names():
     assert result.fix.startswith("s = q @ k.transpose(-2, -1) / math.sqrt(model.d_head)"), result.fix
 
 
+@pytest.mark.parametrize("bug, wrong", [
+    ("attention_residual_missing", "x = attention.W_o(merge_heads(heads))"),
+    ("mlp_residual_missing", "x = block.mlp(block.norm_mlp(x))"),
+])
+def test_a_sublayer_put_in_place_of_the_stream_gets_its_own_line_added(tmp_path, bug, wrong):
+    """The catalog's x = x + attention.W_o(merged) named a merged the step did not have (a NameError, and
+    a line of its own to write: replay 26's 08 a27)."""
+    right = DECODING.replace("is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], "
+                             "dtype=torch.bool).tril(key.shape[-2] - query.shape[-2])")
+    assert check_decoding_step(_load(tmp_path, "sl_right", right).decode_step).passed
+    source = right.replace("x = x + " + wrong.removeprefix("x = "), wrong)
+    result = check_decoding_step(_load(tmp_path, "sl", source).decode_step)
+    assert result.bug == bug and result.fix.startswith(
+        "x = x + " + wrong.removeprefix("x = ") + "   # in place of your line"), repr(result)
+    fixed = _load(tmp_path, "sl_fixed", _pasted(source, wrong, result.fix)).decode_step
+    assert check_decoding_step(fixed).passed, result.fix
+
+
 def test_decoding_mask_fix_in_the_names_handed_to_the_fused_function_passes_when_pasted(tmp_path):
     """is_causal=True's Fix named q and k; a step calling them query and key got a NameError, then
     "run the cell that defines q", which no cell does (a reader of 08, session 29)."""
@@ -379,6 +418,38 @@ def test_a_fix_line_the_code_already_holds_says_so(tmp_path):
     assert result.bug == "cache_holds_repeated_heads", repr(result)
     assert result.fix.startswith("new_cache.append((key, value))   # your code has this line already; "
                                  "the change is: "), result.fix
+
+
+def test_a_past_one_short_gets_its_own_line_without_the_offset(tmp_path):
+    """past = ... .shape[-2] - 1 was told its embed line, which it had already, with "past = positions
+    already cached" (replay 26's 08 a14)."""
+    right = DECODING.replace("is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], "
+                             "dtype=torch.bool).tril(key.shape[-2] - query.shape[-2])")
+    line = "past = 0 if cache is None else cache[0][0].shape[-2]"
+    source = right.replace(line, line + " - 1")
+    result = check_decoding_step(_load(tmp_path, "po", source).decode_step)
+    assert result.bug == "positions_not_advanced" and result.fix.startswith(
+        line + "   # in place of your line"), repr(result)
+    fixed = _load(tmp_path, "po_fixed", _pasted(source, "past = ", result.fix)).decode_step
+    assert check_decoding_step(fixed).passed, result.fix
+
+
+def test_heads_repeated_as_a_block_inside_the_call_over_two_lines_get_that_call_on_one_line(tmp_path):
+    """key.repeat(1, group, 1, 1) inside the fused function's call, over two lines: the catalog's line
+    (key, value = key.repeat_interleave(...), ...) pasted above the call repeated the heads twice, and the
+    next verdict blamed a cache that held none (replay 26's 08 a12)."""
+    right = DECODING.replace("is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], "
+                             "dtype=torch.bool).tril(key.shape[-2] - query.shape[-2])")
+    source = right.replace(".repeat_interleave(group, dim=1)", ".repeat(1, group, 1, 1)")
+    result = check_decoding_step(_load(tmp_path, "rb", source).decode_step)
+    assert result.bug == "kv_heads_repeated_not_interleaved", repr(result)
+    assert result.fix.startswith("heads = F.scaled_dot_product_attention(query, key.repeat_interleave(group, "
+                                 "dim=1), value.repeat_interleave(group, dim=1), attn_mask="), result.fix
+    assert "(one statement, over 2 lines)" in result.fix, result.fix
+    lines = source.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("heads = F."))
+    lines[at: at + 2] = [lines[at][: len(lines[at]) - len(lines[at].lstrip())] + result.fix.split("   #")[0]]
+    assert check_decoding_step(_load(tmp_path, "rb_fixed", "\n".join(lines) + "\n").decode_step).passed
 
 
 def test_heads_repeated_on_the_lines_that_project_them_get_those_lines_without_the_repeat(tmp_path):

@@ -100,14 +100,8 @@ def repeated_interleaved(obj, result, renamed) -> str | None:
     for source, node in statements(obj, with_helpers=True):
         line, done = ast.get_source_segment(source, node), False
         for call in ast.walk(node):
-            func = call.func if isinstance(call, ast.Call) else None
-            ones = len(call.args) == 4 and all(isinstance(a, ast.Constant) and a.value == 1
-                                               for i, a in enumerate(call.args) if i != 1) if func else False
-            if isinstance(func, ast.Attribute) and func.attr == "repeat" and ones and not call.keywords:
-                tensor = ast.get_source_segment(source, func.value)
-                group = ast.get_source_segment(source, call.args[1])
-                line = line.replace(ast.get_source_segment(source, call),
-                                    f"{tensor}.repeat_interleave({group}, dim=1)", 1)
+            if (one := _block_repeat(source, call)) is not None:
+                line = line.replace(ast.get_source_segment(source, call), one, 1)
                 done = True
             elif tiled := _tiled(call):       # k.unsqueeze(1).expand(B, g, Hkv, T, dh).reshape(B, H, T, dh)
                 tensor, group = (ast.get_source_segment(source, part) for part in tiled)
@@ -118,6 +112,7 @@ def repeated_interleaved(obj, result, renamed) -> str | None:
         if done:
             found.append(line)
     # a tiling written over two lines: the statement as one line (replay 24's 08A3)
+    spread = ""
     for source, tree in parsed(obj, with_helpers=True) if not found else ():
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and node.lineno != node.end_lineno and len(node.targets) == 1 \
@@ -125,8 +120,30 @@ def repeated_interleaved(obj, result, renamed) -> str | None:
                 tensor, group = (ast.get_source_segment(source, part) for part in tiled)
                 target = ast.get_source_segment(source, node.targets[0])
                 found.append(f"{target} = {tensor}.repeat_interleave({group}, dim=1)")
+            elif isinstance(node, ast.Assign) and node.lineno != node.end_lineno:
+                # repeats inside a call over several lines (the fused function's): the statement as one line,
+                # each repeat interleaved (replay 26's 08 a12 pasted the catalog's line above it: twice)
+                text = ast.get_source_segment(source, node)
+                for call in ast.walk(node.value):
+                    if (one := _block_repeat(source, call)) is not None:
+                        text = text.replace(ast.get_source_segment(source, call), one, 1)
+                if text != ast.get_source_segment(source, node):
+                    found.append(" ".join(part.strip() for part in text.splitlines()).replace("( ", "("))
+                    spread = f" (one statement, over {node.end_lineno - node.lineno + 1} lines)"
     return your_lines(found, "each key/value head repeated in place, next to itself (the query heads of a "
-                             "group share it), not the whole block of heads again")
+                             "group share it), not the whole block of heads again", where=spread)
+
+
+def _block_repeat(source: str, call) -> str | None:
+    """``T.repeat_interleave(g, dim=1)`` for a call ``T.repeat(1, g, 1, 1)`` (the whole block of heads
+    repeated g times); else None."""
+    func = call.func if isinstance(call, ast.Call) else None
+    ones = len(call.args) == 4 and all(isinstance(a, ast.Constant) and a.value == 1
+                                       for i, a in enumerate(call.args) if i != 1) if func else False
+    if not (isinstance(func, ast.Attribute) and func.attr == "repeat" and ones and not call.keywords):
+        return None
+    tensor, group = ast.get_source_segment(source, func.value), ast.get_source_segment(source, call.args[1])
+    return f"{tensor}.repeat_interleave({group}, dim=1)"
 
 
 def stacked_heads_kept_whole(obj, result, renamed) -> str | None:

@@ -23,7 +23,7 @@ from ._readers import (
 
 __all__ = [
     "batch_first", "count_from_the_keys", "dangling", "dropout_only_in_training",
-    "keys_transposed_from_the_end", "loop_over_the_first_axis", "no_decorator", "no_grad_block",
+    "keys_transposed_from_the_end", "loop_over_the_first_axis", "no_decorator", "no_grad_block", "numpy_left",
     "out_of_place_to_grow", "out_of_reach", "raised_on_a_reversed_transpose", "repeated_in_their_lines",
     "softmax_over_the_keys", "swapped_unpack", "width_from_the_values",
 ]
@@ -228,7 +228,10 @@ def repeated_in_their_lines(obj, result, renamed) -> str | None:
     # was given k_rep = k_rep.repeat_interleave(...), the tiled heads repeated again (replay 22's 08Y2)
     theirs = own and any(isinstance(t, ast.Name) and (own.startswith(f"{t.id} = ") or f"; {t.id} = " in own)
                          for t in targets)
-    return own if missing or theirs else None
+    # or repeats written inside the call that attends (F.scaled_dot_product_attention(q, k.repeat(1, g, 1,
+    # 1), ...)): the catalog's line pasted above it repeated the heads twice (replay 26's 08 a12)
+    inline = own and "scaled_dot_product_attention" in own.split("   #")[0]
+    return own if missing or theirs or inline else None
 
 
 def _transposes_first_two(node) -> bool:
@@ -412,3 +415,30 @@ def _summed_over_the_keys(obj) -> list:
             whole = ast.get_source_segment(source, total)
             found.append(text.replace(whole, whole.replace(at, "-1", 1), 1))
     return found
+
+
+def numpy_left(obj, result, renamed) -> str | None:
+    """For a gradient blocked by a round trip through NumPy (``.numpy()``, then ``torch.from_numpy``): words
+    that say to write the steps in torch, since no one line mends it (replay 26's 02 a12 was given the
+    catalog's ``weights = torch.softmax(s, dim=-1)``, and its s was a NumPy array: a TypeError). Else
+    None."""
+    given = {a.arg for tree in trees(obj) for f in ast.walk(tree) if isinstance(f, ast.FunctionDef)
+             for a in f.args.args}
+    # q, k or v themselves taken to NumPy (q.detach().numpy(), or t.numpy() for t in (q, k, v)): every
+    # step after is NumPy's; one step there (a softmax of the scores) keeps the catalog's line
+    loops = [c for tree in trees(obj) for c in ast.walk(tree) if isinstance(c, ast.comprehension)]
+    given |= {c.target.id for c in loops if isinstance(c.target, ast.Name)
+              and given & {n.id for n in ast.walk(c.iter) if isinstance(n, ast.Name)}}
+    if not any(isinstance(part, ast.Call) and getattr(part.func, "attr", None) == "numpy"
+               and given & _roots_named(part.func.value) for tree in trees(obj) for part in ast.walk(tree)):
+        return None
+    return ("write each step with torch on q, k and v themselves (q @ k.transpose(-2, -1), torch.where or "
+            "masked_fill, torch.softmax): .numpy() and torch.from_numpy leave PyTorch's graph, so no "
+            "gradient reaches q, k or v")
+
+
+def _roots_named(node) -> set:
+    """The name at the root of a chain of calls and attributes (``q`` in ``q.detach().cpu()``), as a set."""
+    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return {node.id} if isinstance(node, ast.Name) else set()

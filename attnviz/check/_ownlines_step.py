@@ -27,7 +27,7 @@ __all__ = ["along_the_positions", "buffers_copied", "cached_first", "causal_size
            "full_precision_cache", "joined_along_positions", "joined_values_kept", "keys_first",
            "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projected_without_repeat",
            "projections_of_the_normed", "repeated_after_caching", "returns_its_own_cache",
-           "unembedded_once"]
+           "past_without_an_offset", "sublayer_added", "unembedded_once"]
 
 
 def returns_its_own_cache(obj, result, renamed) -> str | None:
@@ -973,3 +973,43 @@ def causal_sized_by_your_call(obj, result, renamed) -> str | None:
     return (f"attn_mask=torch.ones({q}.shape[-2], {k}.shape[-2], dtype=torch.bool).tril(diagonal="
             f"{k}.shape[-2] - {q}.shape[-2])   # in place of {theirs}: the bottom-right mask, sized by your "
             "queries and keys")
+
+
+
+def sublayer_added(obj, result, renamed) -> str | None:
+    """For a sublayer's output put in place of the stream (``x = attention.W_o(merge_heads(heads))``): that
+    line adding it to the stream, ``x = x + ...``, in the learner's own words (replay 26's 08 a27 was given
+    ``x = x + attention.W_o(merged)``, a name its code did not have); else None."""
+    stream = your_names(obj).get("x")
+    called = "W_o" if "attention_residual_missing" in (result.bug, result.fix_of) else "mlp"
+    found = []
+    for source, node in statements(obj):
+        value = node.value if stream and assigned(node) == stream and node.lineno == node.end_lineno else None
+        added = isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)
+        calls = {getattr(part.func, "attr", None) for part in ast.walk(value) if isinstance(part, ast.Call)} \
+            if value is not None and not added else set()
+        if called in calls:
+            line = f"{stream} = {stream} + {ast.get_source_segment(source, value)}"
+            found.append(line + "   # in place of your line: add to the stream, do not replace it")
+    return the_one(found)
+
+
+def past_without_an_offset(obj, result, renamed) -> str | None:
+    """For positions that do not continue after the cache, where the step's own past is the cached length
+    plus or minus a number (``past = 0 if cache is None else cache[0][0].shape[-2] - 1``): that line
+    without it. Replay 26's 08 a14 was told its embed line, which it had already, and "past = positions
+    already cached". Else None."""
+    pasts = {part.args[1].id for tree in trees(obj) for part in ast.walk(tree) if embedded(part)
+             and len(part.args) == 2 and isinstance(part.args[1], ast.Name)}
+    found = []
+    for source, node in statements(obj):
+        value = node.value if assigned(node) in pasts else None
+        shifted = value.orelse if isinstance(value, ast.IfExp) else value
+        if isinstance(shifted, ast.BinOp) and isinstance(shifted.op, (ast.Add, ast.Sub)) and isinstance(
+                shifted.right, ast.Constant) and isinstance(shifted.right.value, int):
+            line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, shifted)
+            sign = "+" if isinstance(shifted.op, ast.Add) else "-"
+            found.append(line.replace(text, ast.get_source_segment(source, shifted.left), 1)
+                         + f"   # in place of your line: the positions already cached, no {sign} "
+                         f"{shifted.right.value}")
+    return the_one(found)
