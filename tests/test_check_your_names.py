@@ -135,7 +135,9 @@ def test_scores_scaled_under_a_new_name_get_fixes_in_that_name(tmp_path, bug, wr
     assert check_attention(fixed).passed, result.fix
 
 
-def test_weights_masked_after_the_softmax_get_the_softmax_line_masked_and_the_rest_left_out(tmp_path):
+@pytest.mark.parametrize("softmax", ["torch.softmax(s, dim=-1)", "s.softmax(dim=-1)"])
+def test_weights_masked_after_the_softmax_get_the_softmax_line_masked_and_the_rest_left_out(tmp_path,
+                                                                                            softmax):
     """Weights masked after the softmax and renormalised (exact, but 0/0 on a fully masked row) were
     told "nan on fully masked row" with the fill alone: pasted above the softmax, the renormalising
     still divided 0 by 0, and the same verdict came back (replay 26's a30)."""
@@ -147,12 +149,12 @@ def attend(q, k, v, mask=None):
         w = w * mask
         w = w / w.sum(dim=-1, keepdim=True)
     return w @ v, w
-"""
+""".replace("torch.softmax(s, dim=-1)", softmax)
     result = check_attention(_load(tmp_path, "ma", source).attend)
     assert result.bug == "softmax_max_over_blocked", repr(result)
     assert "leave out your lines 'if mask is not None:' and the lines under it" in result.fix, result.fix
     kept = "\n".join(source.splitlines()[:4] + source.splitlines()[-1:])
-    fixed = _pasted(kept, "w = torch.softmax", result.fix)
+    fixed = _pasted(kept, "w = " + softmax[:5], result.fix)
     assert check_attention(_load(tmp_path, "ma_fixed", fixed).attend).passed, result.fix
 
 
@@ -223,6 +225,29 @@ def test_scores_never_scaled_get_their_own_line_divided(tmp_path, forward, line)
     assert check_multi_head(fixed).passed, result.fix
 
 
+def test_a_heads_slices_divided_by_d_k_not_its_root_get_that_line_with_the_root(tmp_path):
+    """In a loop over each head's slices, wrong_scale's Fix named q and k, which the loop does not have:
+    two rounds of NameError (replay 27's 05 n04)."""
+    source = MODULE + """
+    def forward(self, x, mask=None):
+        Q, K, V = self.W_q(x), self.W_k(x), self.W_v(x)
+        outs = []
+        for h in range(self.n_heads):
+            sl = slice(h * self.d_k, (h + 1) * self.d_k)
+            att = Q[:, :, sl] @ K[:, :, sl].transpose(1, 2) / self.d_k
+            if mask is not None:
+                att = att.masked_fill(mask.logical_not(), torch.finfo(att.dtype).min)
+            outs.append(torch.softmax(att, dim=-1) @ V[:, :, sl])
+        return self.W_o(torch.cat(outs, dim=-1))
+"""
+    result = check_multi_head(_load(tmp_path, "sl", source).MHA)
+    assert result.bug == "wrong_scale" and result.fix.startswith(
+        "att = Q[:, :, sl] @ K[:, :, sl].transpose(1, 2) / math.sqrt(self.d_k)   # in place of your line"), \
+        repr(result)
+    fixed = _load(tmp_path, "sl_fixed", _pasted(source, "att = Q[", result.fix)).MHA
+    assert check_multi_head(fixed).passed, result.fix
+
+
 def test_queries_divided_by_d_k_not_its_root_get_that_line_with_the_root(tmp_path):
     """q = q / self.d_k: the catalog's scores line, pasted over the learner's own scores line, divided
     twice, and the next verdict was "no known bug" (replay 26's 05 a21)."""
@@ -246,7 +271,9 @@ def test_queries_divided_by_d_k_not_its_root_get_that_line_with_the_root(tmp_pat
     assert check_multi_head(fixed).passed, result.fix
 
 
-def test_scores_transposed_by_an_einsum_get_that_einsum_a_row_per_query(tmp_path):
+@pytest.mark.parametrize("einsum", ['torch.einsum("bhqd,bhkd->bhkq", q, k)',
+                                    'torch.einsum("bhkd,bhqd->bhkq", k, q)'])     # the keys handed first
+def test_scores_transposed_by_an_einsum_get_that_einsum_a_row_per_query(tmp_path, einsum):
     """'bhqd,bhkd->bhkq', its scores named att: the catalog's scores = q @ k.transpose(-2, -1) ... set a
     name the code never reads (replay 26's 05 a18: one more round, an UnboundLocalError)."""
     source = MODULE + """
@@ -260,10 +287,10 @@ def test_scores_transposed_by_an_einsum_get_that_einsum_a_row_per_query(tmp_path
         att = att.softmax(dim=-1)
         y = torch.einsum("bhqk,bhkd->bhqd", att, v).transpose(1, 2).reshape(B, N, D)
         return self.W_o(y)
-"""
+""".replace('torch.einsum("bhqd,bhkd->bhkq", q, k)', einsum)
     result = check_multi_head(_load(tmp_path, "et", source).MHA)
     assert result.bug == "scores_transposed" and result.fix.startswith(
-        'att = torch.einsum("bhqd,bhkd->bhqk", q, k)'), repr(result)
+        "att = " + einsum.replace("->bhkq", "->bhqk")), repr(result)
     fixed = _load(tmp_path, "et_fixed", _pasted(source, "att = torch.einsum", result.fix)).MHA
     assert check_multi_head(fixed).passed, result.fix
 
@@ -420,13 +447,18 @@ def test_a_fix_line_the_code_already_holds_says_so(tmp_path):
                                  "the change is: "), result.fix
 
 
-def test_a_past_one_short_gets_its_own_line_without_the_offset(tmp_path):
+@pytest.mark.parametrize("line, shifted", [
+    ("past = 0 if cache is None else cache[0][0].shape[-2]",
+     "past = 0 if cache is None else cache[0][0].shape[-2] - 1"),
+    ("past = cache[0][0].shape[2] if cache is not None else 0",
+     "past = cache[0][0].shape[2] + 1 if cache is not None else 0"),
+])
+def test_a_past_one_short_gets_its_own_line_without_the_offset(tmp_path, line, shifted):
     """past = ... .shape[-2] - 1 was told its embed line, which it had already, with "past = positions
     already cached" (replay 26's 08 a14)."""
     right = DECODING.replace("is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], "
                              "dtype=torch.bool).tril(key.shape[-2] - query.shape[-2])")
-    line = "past = 0 if cache is None else cache[0][0].shape[-2]"
-    source = right.replace(line, line + " - 1")
+    source = right.replace("past = 0 if cache is None else cache[0][0].shape[-2]", shifted)
     result = check_decoding_step(_load(tmp_path, "po", source).decode_step)
     assert result.bug == "positions_not_advanced" and result.fix.startswith(
         line + "   # in place of your line"), repr(result)

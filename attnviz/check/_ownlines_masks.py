@@ -419,8 +419,8 @@ def masked_before_the_softmax(obj, result, renamed) -> str | None:
                        key=lambda n: n.lineno)
         for at, node in enumerate(lines):
             weights, call = assigned(node), getattr(node, "value", None)
-            taken = call.args[0] if isinstance(call, ast.Call) and call.args else None
-            if not (weights and _is_softmax(call) and isinstance(taken, ast.Name)):
+            taken = _softmax_taken(call)
+            if not (weights and isinstance(taken, ast.Name)):
                 continue
             after = [n for n in lines[at + 1:] if assigned(n) == weights and weights in _names_in(n.value)
                      and (mask in _names_in(n.value) or ".sum(" in ast.unparse(n.value))]
@@ -430,7 +430,9 @@ def masked_before_the_softmax(obj, result, renamed) -> str | None:
             masked = f"{scores}.masked_fill(~{mask}, torch.finfo({scores}.dtype).min)"
             text = ast.get_source_segment(source, node)
             start, end = taken.col_offset - node.col_offset, taken.end_col_offset - node.col_offset
-            line = f"{text[:start]}{scores} if {mask} is None else {masked}{text[end:]}"
+            either = f"{scores} if {mask} is None else {masked}"
+            method = taken is call.func.value                     # s.softmax(-1): the receiver in brackets
+            line = f"{text[:start]}{f'({either})' if method else either}{text[end:]}"
             guards = [n for n in lines if isinstance(n, ast.If) and mask in _names_in(n.test) and not n.orelse
                       and all(isinstance(b, ast.Assign) and b in after for b in n.body)]
             left = [f"'if {ast.get_source_segment(source, g.test)}:' and the lines under it" for g in guards]
@@ -445,7 +447,12 @@ def _names_in(node) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _is_softmax(call) -> bool:
+def _softmax_taken(call):
+    """What a softmax call takes: ``S`` in ``torch.softmax(S, dim=-1)``, ``F.softmax(S, -1)`` and
+    ``S.softmax(-1)``; else None."""
     func = call.func if isinstance(call, ast.Call) else None
-    return isinstance(func, ast.Attribute) and func.attr == "softmax" and ast.unparse(func.value) in (
-        "torch", "F", "nn.functional", "torch.nn.functional")
+    if not (isinstance(func, ast.Attribute) and func.attr == "softmax"):
+        return None
+    if ast.unparse(func.value) in ("torch", "F", "nn.functional", "torch.nn.functional"):
+        return call.args[0] if call.args else None
+    return func.value

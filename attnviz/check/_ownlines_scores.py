@@ -688,8 +688,9 @@ def root_of_the_divisor(obj, result, renamed) -> str | None:
         size = value.right if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) else None
         # a size read as it is (self.d_k, q.shape[-1]); a name may hold anything (d_k ** 1 / 2 is d_k / 2,
         # or a d_k of another cell's)
-        if isinstance(size, (ast.Attribute, ast.Subscript, ast.Call)) and \
-                tensors & {n.id for n in ast.walk(value.left) if isinstance(n, ast.Name)}:
+        product = size is not None and _first_factor(value.left)[0] is not None    # a head's slices in a loop
+        if isinstance(size, (ast.Attribute, ast.Subscript, ast.Call)) and (
+                product or tensors & {n.id for n in ast.walk(value.left) if isinstance(n, ast.Name)}):
             line, said = ast.get_source_segment(source, node), ast.get_source_segment(source, size)
             start, end = size.col_offset - node.col_offset, size.end_col_offset - node.col_offset
             found.append(f"{line[:start]}math.sqrt({said}){line[end:]}   # in place of your line: the root "
@@ -701,9 +702,11 @@ def einsum_rows_first(obj, result, renamed) -> str | None:
     """For scores transposed by an einsum (``'bhqd,bhkd->bhkq'``): the learner's one such line with the
     output's last two axes the other way round, a row per query (replay 26's 05 a18 was given the
     catalog's ``scores = q @ k.transpose(-2, -1) ...`` for code that named its scores att). Else None."""
+    lines = list(statements(obj))
+    taken = {name for _, node in lines for part in ast.walk(node) if (name := softmax_input(part))}
     found = []
-    for source, node in statements(obj):
-        for part in ast.walk(node):
+    for source, node in lines:
+        for part in ast.walk(node) if assigned(node) in taken else ():     # the scores, not weights @ values
             einsum = isinstance(part, ast.Call) and getattr(part.func, "attr", "") == "einsum"
             args = part.args if einsum else []
             equation = args[0] if len(args) == 3 and isinstance(args[0], ast.Constant) else None
@@ -713,8 +716,12 @@ def einsum_rows_first(obj, result, renamed) -> str | None:
             first, second = (given.split(",") + [""])[:2]
             own = [c for c in first if c.isalpha() and c not in second], [c for c in second if c.isalpha()
                                                                            and c not in first]
-            if len(own[0]) == 1 and len(own[1]) == 1 and out.endswith(own[1][0] + own[0][0]):
-                turned = out[:-2] + own[0][0] + own[1][0]
+            # the output ends in the two operands' own axes, in either order (keys handed first too):
+            # the verdict found it transposed, so turned round it is right
+            one = len(own[0]) == len(own[1]) == 1
+            ends = {own[0][0] + own[1][0], own[1][0] + own[0][0]} if one else set()
+            if out[-2:] in ends:
+                turned = out[:-2] + out[-1] + out[-2]
                 line = ast.get_source_segment(source, node)
                 text = ast.get_source_segment(source, equation)
                 if line.count(text) == 1:

@@ -1004,7 +1004,8 @@ def past_without_an_offset(obj, result, renamed) -> str | None:
     found = []
     for source, node in statements(obj):
         value = node.value if assigned(node) in pasts else None
-        shifted = value.orelse if isinstance(value, ast.IfExp) else value
+        branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+        shifted = next((b for b in branches if isinstance(b, ast.BinOp)), None)    # either order of the if
         if isinstance(shifted, ast.BinOp) and isinstance(shifted.op, (ast.Add, ast.Sub)) and isinstance(
                 shifted.right, ast.Constant) and isinstance(shifted.right.value, int):
             line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, shifted)
