@@ -76,6 +76,10 @@ def decode_step(model, tokens, cache):
     return model.unembed(x), new_cache
 """
 
+# the same step with the bottom-right mask written out: right, for tests of one mistake put into it
+DECODING_RIGHT = DECODING.replace("is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], "
+                                  "dtype=torch.bool).tril(key.shape[-2] - query.shape[-2])")
+
 
 def _load(tmp_path, name, source):
     """The module made of ``source`` in a file of its own, as a cell or a script gives it."""
@@ -389,10 +393,8 @@ def test_decoding_fix_in_the_learners_names():
 def test_a_sublayer_put_in_place_of_the_stream_gets_its_own_line_added(tmp_path, bug, wrong):
     """The catalog's x = x + attention.W_o(merged) named a merged the step did not have (a NameError, and
     a line of its own to write: replay 26's 08 a27)."""
-    right = DECODING.replace("is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], "
-                             "dtype=torch.bool).tril(key.shape[-2] - query.shape[-2])")
-    assert check_decoding_step(_load(tmp_path, "sl_right", right).decode_step).passed
-    source = right.replace("x = x + " + wrong.removeprefix("x = "), wrong)
+    assert check_decoding_step(_load(tmp_path, "sl_right", DECODING_RIGHT).decode_step).passed
+    source = DECODING_RIGHT.replace("x = x + " + wrong.removeprefix("x = "), wrong)
     result = check_decoding_step(_load(tmp_path, "sl", source).decode_step)
     assert result.bug == bug and result.fix.startswith(
         "x = x + " + wrong.removeprefix("x = ") + "   # in place of your line"), repr(result)
@@ -456,9 +458,7 @@ def test_a_fix_line_the_code_already_holds_says_so(tmp_path):
 def test_a_past_one_short_gets_its_own_line_without_the_offset(tmp_path, line, shifted):
     """past = ... .shape[-2] - 1 was told its embed line, which it had already, with "past = positions
     already cached" (replay 26's 08 a14)."""
-    right = DECODING.replace("is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], "
-                             "dtype=torch.bool).tril(key.shape[-2] - query.shape[-2])")
-    source = right.replace("past = 0 if cache is None else cache[0][0].shape[-2]", shifted)
+    source = DECODING_RIGHT.replace("past = 0 if cache is None else cache[0][0].shape[-2]", shifted)
     result = check_decoding_step(_load(tmp_path, "po", source).decode_step)
     assert result.bug == "positions_not_advanced" and result.fix.startswith(
         line + "   # in place of your line"), repr(result)
@@ -470,9 +470,7 @@ def test_heads_repeated_as_a_block_inside_the_call_over_two_lines_get_that_call_
     """key.repeat(1, group, 1, 1) inside the fused function's call, over two lines: the catalog's line
     (key, value = key.repeat_interleave(...), ...) pasted above the call repeated the heads twice, and the
     next verdict blamed a cache that held none (replay 26's 08 a12)."""
-    right = DECODING.replace("is_causal=True", "attn_mask=torch.ones(query.shape[-2], key.shape[-2], "
-                             "dtype=torch.bool).tril(key.shape[-2] - query.shape[-2])")
-    source = right.replace(".repeat_interleave(group, dim=1)", ".repeat(1, group, 1, 1)")
+    source = DECODING_RIGHT.replace(".repeat_interleave(group, dim=1)", ".repeat(1, group, 1, 1)")
     result = check_decoding_step(_load(tmp_path, "rb", source).decode_step)
     assert result.bug == "kv_heads_repeated_not_interleaved", repr(result)
     assert result.fix.startswith("heads = F.scaled_dot_product_attention(query, key.repeat_interleave(group, "

@@ -14,6 +14,7 @@ from ._readers import (
     names_a,
     one_line_statements,
     parsed,
+    softmax_operand,
     the_one,
     trees,
 )
@@ -419,7 +420,7 @@ def masked_before_the_softmax(obj, result, renamed) -> str | None:
                        key=lambda n: n.lineno)
         for at, node in enumerate(lines):
             weights, call = assigned(node), getattr(node, "value", None)
-            taken = _softmax_taken(call)
+            taken = softmax_operand(call)
             if not (weights and isinstance(taken, ast.Name)):
                 continue
             after = [n for n in lines[at + 1:] if assigned(n) == weights and weights in _names_in(n.value)
@@ -446,13 +447,3 @@ def masked_before_the_softmax(obj, result, renamed) -> str | None:
 def _names_in(node) -> set:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
-
-def _softmax_taken(call):
-    """What a softmax call takes: ``S`` in ``torch.softmax(S, dim=-1)``, ``F.softmax(S, -1)`` and
-    ``S.softmax(-1)``; else None."""
-    func = call.func if isinstance(call, ast.Call) else None
-    if not (isinstance(func, ast.Attribute) and func.attr == "softmax"):
-        return None
-    if ast.unparse(func.value) in ("torch", "F", "nn.functional", "torch.nn.functional"):
-        return call.args[0] if call.args else None
-    return func.value

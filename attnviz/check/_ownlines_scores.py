@@ -14,6 +14,7 @@ from ._readers import (
     assigned,
     cell_functions,
     cell_lines,
+    einsum_terms,
     helpers,
     names_a,
     operands,
@@ -631,7 +632,7 @@ def scale_into_the_scores(obj, result, renamed) -> str | None:
                  for _, node in lines for part in ast.walk(node))
     if all(names_a(name, obj) for name in read) and not einsum:
         return None
-    taken = {name for _, node in lines for part in ast.walk(node) if (name := softmax_input(part))}
+    taken = _softmaxed(lines)
     found, defined = [], set()
     for source, node in lines:
         target = assigned(node)
@@ -647,29 +648,22 @@ def scale_into_the_scores(obj, result, renamed) -> str | None:
     return the_one(found)
 
 
+def _softmaxed(lines) -> set:
+    """The names a softmax takes, in the learner's ``(text, statement)`` lines."""
+    return {name for _, node in lines for part in ast.walk(node) if (name := softmax_input(part))}
+
+
 def _first_factor(value) -> tuple:
     """``(A, axis)``: the first operand of the product that makes ``value`` (``A @ B``, ``torch.matmul(A,
     B)``, ``A.matmul(B)``, ``torch.bmm(A, B)``, ``torch.einsum(eq, A, B)``) and the axis of A it sums
     over, counted from the end (-1 but in an einsum that says otherwise); else ``(None, 0)``."""
     for part in ast.walk(value):
-        if isinstance(part, ast.BinOp) and isinstance(part.op, ast.MatMult):
-            return part.left, -1
-        func = part.func if isinstance(part, ast.Call) else None
-        name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
-        on_torch = isinstance(func, ast.Name) or isinstance(func, ast.Attribute) \
-            and ast.unparse(func.value) == "torch"
-        if name in ("matmul", "bmm") and on_torch and part.args:
-            return part.args[0], -1
-        if name in ("matmul", "bmm") and not on_torch:
-            return func.value, -1
-        equation = part.args[0].value if name == "einsum" and len(part.args) == 3 \
-            and isinstance(part.args[0], ast.Constant) and isinstance(part.args[0].value, str) else None
-        if equation and "->" in equation:
-            given, out = equation.replace(" ", "").split("->")
-            terms = given.split(",")
-            summed = [c for c in terms[0] if c.isalpha() and c in terms[-1] and c not in out]
-            if len(terms) == 2 and len(summed) == 1:
-                return part.args[1], terms[0].index(summed[0]) - len(terms[0])
+        if pair := operands(part):
+            return pair[0], -1
+        terms = einsum_terms(part, names=False)
+        summed = [c for c in terms[0] if c.isalpha() and c in terms[1] and c not in terms[2]] if terms else []
+        if len(summed) == 1:
+            return part.args[1], terms[0].index(summed[0]) - len(terms[0])
     return None, 0
 
 
@@ -703,17 +697,14 @@ def einsum_rows_first(obj, result, renamed) -> str | None:
     output's last two axes the other way round, a row per query (replay 26's 05 a18 was given the
     catalog's ``scores = q @ k.transpose(-2, -1) ...`` for code that named its scores att). Else None."""
     lines = list(statements(obj))
-    taken = {name for _, node in lines for part in ast.walk(node) if (name := softmax_input(part))}
+    taken = _softmaxed(lines)
     found = []
     for source, node in lines:
         for part in ast.walk(node) if assigned(node) in taken else ():     # the scores, not weights @ values
-            einsum = isinstance(part, ast.Call) and getattr(part.func, "attr", "") == "einsum"
-            args = part.args if einsum else []
-            equation = args[0] if len(args) == 3 and isinstance(args[0], ast.Constant) else None
-            if not (equation and isinstance(equation.value, str) and "->" in equation.value):
+            if not (terms := einsum_terms(part, names=False)):
                 continue
-            given, out = equation.value.replace(" ", "").split("->")
-            first, second = (given.split(",") + [""])[:2]
+            first, second, out = terms
+            equation = part.args[0]
             own = [c for c in first if c.isalpha() and c not in second], [c for c in second if c.isalpha()
                                                                            and c not in first]
             # the output ends in the two operands' own axes, in either order (keys handed first too):

@@ -17,6 +17,7 @@ from ._readers import (
     cell_functions,
     names_a,
     parsed,
+    root_name,
     the_one,
     trees,
 )
@@ -430,15 +431,9 @@ def numpy_left(obj, result, renamed) -> str | None:
     given |= {c.target.id for c in loops if isinstance(c.target, ast.Name)
               and given & {n.id for n in ast.walk(c.iter) if isinstance(n, ast.Name)}}
     if not any(isinstance(part, ast.Call) and getattr(part.func, "attr", None) == "numpy"
-               and given & _roots_named(part.func.value) for tree in trees(obj) for part in ast.walk(tree)):
+               and root_name(part.func.value) in given for tree in trees(obj) for part in ast.walk(tree)):
         return None
     return ("write each step with torch on q, k and v themselves (q @ k.transpose(-2, -1), torch.where or "
             "masked_fill, torch.softmax): .numpy() and torch.from_numpy leave PyTorch's graph, so no "
             "gradient reaches q, k or v")
 
-
-def _roots_named(node) -> set:
-    """The name at the root of a chain of calls and attributes (``q`` in ``q.detach().cpu()``), as a set."""
-    while isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return {node.id} if isinstance(node, ast.Name) else set()

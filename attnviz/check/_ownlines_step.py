@@ -15,6 +15,7 @@ from ._readers import (
     embed_line,
     embedded,
     parsed,
+    root_name,
     the_one,
     trees,
     your_names,
@@ -26,8 +27,8 @@ __all__ = ["along_the_positions", "buffers_copied", "cached_first", "causal_size
            "embedded_from_the_caches_length", "entries_copied", "entries_read_right", "every_block",
            "full_precision_cache", "joined_along_positions", "joined_values_kept", "keys_first",
            "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projected_without_repeat",
-           "projections_of_the_normed", "repeated_after_caching", "returns_its_own_cache",
-           "past_without_an_offset", "sublayer_added", "unembedded_once"]
+           "past_without_an_offset", "projections_of_the_normed", "repeated_after_caching",
+           "returns_its_own_cache", "sublayer_added", "unembedded_once"]
 
 
 def returns_its_own_cache(obj, result, renamed) -> str | None:
@@ -939,14 +940,6 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
                              "heads only after caching, to attend", most=3, where=apart)
 
 
-def _root(node) -> str | None:
-    """The name a tensor expression starts from (``suroo`` of ``suroo[b]``, of
-    ``achkych[b].repeat_interleave(g, dim=0)``), or None."""
-    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
 def causal_sized_by_your_call(obj, result, renamed) -> str | None:
     """For a step that passes ``is_causal=`` to its one call of F.scaled_dot_product_attention: the
     bottom-right mask sized by the names that call's queries and keys start from (``suroo`` of
@@ -964,7 +957,7 @@ def causal_sized_by_your_call(obj, result, renamed) -> str | None:
                 continue
             given = {k.arg: k.value for k in call.keywords}
             given |= dict(zip(("query", "key"), call.args, strict=False))
-            q, k = _root(given.get("query")), _root(given.get("key"))
+            q, k = root_name(given.get("query")), root_name(given.get("key"))
             if q and k:
                 found.append((q, k, ast.get_source_segment(source, causal[0])))
     if len(found) != 1:

@@ -18,10 +18,10 @@ import types
 
 from ._stale import code_objects, names_used, own_functions, source_of, syntax_tree
 
-__all__ = ["assigned", "cache_remade", "embed_line", "embedded", "fused", "helpers", "inline_scores",
-           "names_a", "one_line_statements", "operands", "parsed", "returned", "returned_cache",
-           "returns_a_value", "scores_of", "softmax_input", "softmaxed", "sources", "the_one", "trees",
-           "your_names"]
+__all__ = ["assigned", "cache_remade", "einsum_terms", "embed_line", "embedded", "fused", "helpers",
+           "inline_scores", "names_a", "one_line_statements", "operands", "parsed", "returned",
+           "returned_cache", "returns_a_value", "root_name", "scores_of", "softmax_input", "softmax_operand",
+           "softmaxed", "sources", "the_one", "trees", "your_names"]
 
 
 _TRANSPOSES = {"transpose", "permute", "swapaxes", "swapdims", "movedim"}   # methods: k.transpose(-2, -1)
@@ -81,7 +81,7 @@ def _tensordot(node) -> tuple[str, str] | None:
 def _einsum_scores(node) -> tuple[str, str] | None:
     """``(Q, K)`` for an einsum of two names over their last axis, queries by keys (``'bhqd,bhkd->bhqk'``,
     ``'...id,...jd->...ij'``); else None."""
-    terms = _einsum_terms(node)
+    terms = einsum_terms(node)
     if terms and terms[0][-1] == terms[1][-1] and terms[2][-2:] == terms[0][-2] + terms[1][-2] \
             and terms[0][-2] != terms[1][-2]:
         return node.args[1].id, node.args[2].id
@@ -361,12 +361,12 @@ def _matmul(node) -> tuple | None:
 def _einsum_matmul(node, names: bool = True) -> bool:
     """Whether ``node`` is an einsum that multiplies two matrices batched alike, as ``@`` would
     (``'bhqk,bhkd->bhqd'``), of two names (``names``) or of any two operands."""
-    terms = _einsum_terms(node, names)
+    terms = einsum_terms(node, names)
     return bool(terms) and terms[0][-1] == terms[1][-2] and terms[2][-2:] == terms[0][-2] + terms[1][-1] \
         and terms[0][:-2] == terms[1][:-2] == terms[2][:-2]
 
 
-def _einsum_terms(node, names: bool = True) -> tuple | None:
+def einsum_terms(node, names: bool = True) -> tuple | None:
     """``(A, B, out)``, the subscripts of ``torch.einsum('A,B->out', X, Y)``, X and Y names (``names``),
     each of two letters or more; else None."""
     func = node.func if isinstance(node, ast.Call) else None
@@ -531,15 +531,28 @@ def _scores_by_their_use(nodes) -> set:
     return around or made & used
 
 
-def softmax_input(node) -> str | None:
-    """``S`` for ``S.softmax(-1)``, ``torch.softmax(S, dim=-1)`` or ``F.softmax(S, -1)``: the name a softmax
-    method or function takes; else None."""
+def softmax_operand(node):
+    """What a softmax method or function takes: ``S`` (its node) in ``S.softmax(-1)``, ``torch.softmax(S,
+    dim=-1)`` or ``F.softmax(S, -1)``; else None."""
     if not (_softmax_of(node) and isinstance(node.func, ast.Attribute)):
         return None
     module = getattr(node.func.value, "id", None) in ("torch", "F", "functional") or \
         isinstance(node.func.value, ast.Attribute)
-    taken = node.args[0] if module and node.args else None if module else node.func.value
+    return (node.args[0] if node.args else None) if module else node.func.value
+
+
+def softmax_input(node) -> str | None:
+    """The name a softmax takes (:func:`softmax_operand`), when it takes a name; else None."""
+    taken = softmax_operand(node)
     return taken.id if isinstance(taken, ast.Name) else None
+
+
+def root_name(node) -> str | None:
+    """The name a tensor expression starts from (``suroo`` of ``suroo[b]``, of
+    ``achkych[b].repeat_interleave(g, dim=0)``, ``q`` of ``q.detach().numpy()``), or None."""
+    while isinstance(node, (ast.Subscript, ast.Attribute, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
 
 
 def _scaled_from(value) -> set:
