@@ -262,6 +262,17 @@ def fill_overflows_float16(q, k, v, mask=None):
     return weights @ v, weights
 
 
+def floor_underflows_float16(q, k, v, mask=None):
+    """Weights set to 0 where a row is fully masked, then divided by their sum over a floor of 1e-12,
+    which is 0 in float16."""
+    scores = _scaled_scores(q, k)
+    if mask is not None:
+        scores = scores.masked_fill(_blocked(mask), float("-inf"))
+    weights = torch.nan_to_num(torch.softmax(scores, dim=-1))
+    weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(1e-12)   # BUG: finfo(...).tiny
+    return weights @ v, weights
+
+
 def weights_not_normalised(q, k, v, mask=None):
     """The scores are used as weights directly: no softmax."""
     scores = _finite(_scaled_scores(q, k), mask)
@@ -406,7 +417,7 @@ ATTENTION_BUGS = {
         missing_scale, wrong_scale, scale_after_softmax, softmax_wrong_axis, scores_transposed,
         mask_inverted, mask_after_softmax, mask_fill_zero, nan_on_fully_masked_row, forgot_values,
         missing_key_transpose, scale_multiplied, mask_ignored, mask_replaced_by_causal, additive_mask_wrong,
-        fill_overflows_float16,
+        fill_overflows_float16, floor_underflows_float16,
         weights_not_normalised, keys_values_swapped, queries_keys_swapped, dropout_left_on, softmax_overflow,
         gradient_blocked, dtype_changed, batch_one_only, three_dims_only, squeeze_drops_batch,
         output_and_weights_swapped,
@@ -420,8 +431,9 @@ ATTENTION_BUGS = {
 output dtype, batch dimensions, a mask that only broadcasts to the scores) give the same numbers as
 correct attention on an ordinary float32 input: ``SHOWS_ONLY_ON_EDGES`` lists them."""
 
-SHOWS_ONLY_ON_EDGES = ("fill_overflows_float16", "softmax_overflow", "gradient_blocked", "dtype_changed",
-                       "batch_one_only", "nan_on_fully_masked_row", "squeeze_drops_batch",
+SHOWS_ONLY_ON_EDGES = ("fill_overflows_float16", "floor_underflows_float16", "softmax_overflow",
+                       "gradient_blocked", "dtype_changed", "batch_one_only",
+                       "nan_on_fully_masked_row", "squeeze_drops_batch",
                        "mask_boolean_indexed", "additive_mask_too_small", "softmax_max_over_blocked")
 
 

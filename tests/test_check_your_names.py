@@ -111,6 +111,70 @@ def test_attention_fix_in_the_learners_names_passes_when_pasted(tmp_path):
     assert check_attention(fixed).passed
 
 
+def test_a_rule_that_raises_on_the_code_leaves_the_verdict_and_the_next_rules_line(tmp_path, monkeypatch):
+    """The rules read the learner's code, of any shape: one that raises on a shape it did not foresee is
+    skipped, and the learner gets the verdict (not the checker's own traceback) with the line the next
+    rule finds."""
+    from attnviz.check import _ownlines
+
+    def slips(obj, result, renamed):
+        raise IndexError("a rule's own slip")
+
+    monkeypatch.setattr(_ownlines, "RULES", ((lambda result: True, slips),) + _ownlines.RULES)
+    result = check_attention(_load(tmp_path, "a", ATTENTION).attend)
+    assert result.bug == "wrong_scale", repr(result)
+    assert result.fix.startswith("S = Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1])"), result.fix
+
+    monkeypatch.setattr(_ownlines, "RULES", ((lambda result: 1 / 0, slips),))     # its test raises too
+    result = check_attention(_load(tmp_path, "b", ATTENTION).attend)
+    assert result.bug == "wrong_scale" and "ZeroDivisionError" not in str(result), repr(result)
+
+
+# fully masked rows set to 0 then renormalised over a floor of 1e-12: 0 in float16, so 0 / 0
+FLOORED = """
+def attend(q, k, v, mask=None):
+    s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s.masked_fill(~mask, FILL)
+    poids = torch.nan_to_num(s.softmax(dim=-1))
+    poids = poids / (poids.sum(dim=-1, keepdim=True) + 1e-12)
+    return poids @ v
+"""
+
+
+def test_a_floor_float16_rounds_to_0_is_named_and_gets_a_floor_it_holds_in_its_own_line(tmp_path):
+    """The float16 NaN of a floor of 1e-12 was named fill_overflows_float16, and its Fix changed a fill of
+    -inf that float16 holds. A fill float16 cannot hold is still named first: that one is told apart by the
+    fill."""
+    source = FLOORED.replace("FILL", 'float("-inf")')
+    result = check_attention(_load(tmp_path, "fl", source).attend)
+    assert result.bug == "floor_underflows_float16", repr(result)
+    assert result.fix.startswith("poids = poids / (poids.sum(dim=-1, keepdim=True) + torch.finfo(poids.dtype)"
+                                 ".tiny)   # in place of your line"), result.fix
+    fixed = _load(tmp_path, "fl_fixed", _pasted(source, "poids = poids /", result.fix)).attend
+    assert check_attention(fixed).passed
+
+    result = check_attention(_load(tmp_path, "fl9", FLOORED.replace("FILL", "-1e9")).attend)
+    assert result.bug == "fill_overflows_float16", repr(result)
+
+    forward = MODULE + """
+    def forward(self, x, mask=None):
+        batch, n, d_model = x.shape
+        split = lambda t: t.view(batch, n, self.n_heads, self.d_k).transpose(1, 2)
+        q, k, v = split(self.W_q(x)), split(self.W_k(x)), split(self.W_v(x))
+        s = q @ k.transpose(-2, -1) / math.sqrt(self.d_k)
+        if mask is not None:
+            s = s.masked_fill(~mask, float("-inf"))
+        w = torch.nan_to_num(s.softmax(dim=-1))
+        w = w / w.sum(dim=-1, keepdim=True).clamp_min(1e-12)
+        return self.W_o((w @ v).transpose(1, 2).reshape(batch, n, d_model))
+"""
+    result = check_multi_head(_load(tmp_path, "flm", forward).MHA)
+    assert result.bug == "floor_underflows_float16", repr(result)
+    fixed = _load(tmp_path, "flm_fixed", _pasted(forward, "w = w /", result.fix)).MHA
+    assert check_multi_head(fixed).passed
+
+
 # the scores scaled into a name of their own, which the mask and the softmax then take
 SCALED_FURTHER = """
 def attend(q, k, v, mask=None):

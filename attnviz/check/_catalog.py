@@ -569,6 +569,15 @@ _ENTRIES = [
         "scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)   # the dtype's own minimum",
     ),
     Bug(
+        "floor_underflows_float16",
+        "A floor that keeps a sum from being 0 (clamp_min(1e-12), + 1e-9) is a number float16 cannot hold: "
+        "its smallest positive number is about 6e-8, and anything below half of that is 0 there.",
+        "In float16 the floor is 0, so a fully masked row, whose weights sum to 0, divides 0 by 0: NaN, "
+        "although float32 is fine.",
+        "weights = weights / weights.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)"
+        "   # a floor float16 holds too",
+    ),
+    Bug(
         "weights_not_normalised",
         "The weights are not a softmax over the keys (no softmax, log_softmax, sigmoid or exp alone).",
         "A row of weights does not sum to 1, so the output is not a blend (an average) of the values.",

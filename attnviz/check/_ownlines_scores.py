@@ -26,10 +26,12 @@ from ._readers import (
     your_names,
 )
 from ._stale import own_functions, source_of, syntax_tree
+from ._verdict import bug_found
 
 __all__ = [
     "cast_dropped", "einsum_for_any_batch", "einsum_rows_first", "exp_of_the_row_less_its_largest",
-    "fill_finite", "fill_not_added", "fill_of_a_fixed_dtype", "fill_tensor_in_float32", "kept_anew",
+    "fill_finite", "fill_not_added", "fill_of_a_fixed_dtype", "fill_tensor_in_float32", "floor_below_float16",
+    "floor_float16_holds", "kept_anew",
     "keys_transposed", "out_of_place", "own_root", "root_kept", "root_of_the_divisor",
     "scale_into_the_scores", "scale_of_the_values", "scale_on_both_paths", "softmax_not_its_log",
     "sum_kept", "weights_times_values",
@@ -507,6 +509,58 @@ def fill_tensor_in_float32(obj, result, renamed) -> str | None:
     line = _fill_line(obj, _float32_minimum)
     return line + "   # in place of your line: the fill in the scores' own dtype (a tensor made with no " \
         "dtype is float32, where float64's minimum is -inf)" if line else None
+
+
+_FLOAT16_SMALLEST = 2.0 ** -24     # float16's smallest positive number (about 6e-8): below it, 0
+
+
+def _tiny(node) -> bool:
+    """Whether ``node`` is a positive number float16 rounds to 0 (``1e-12``, ``1e-9``)."""
+    return isinstance(node, ast.Constant) and type(node.value) is float and \
+        0 < node.value < _FLOAT16_SMALLEST / 2
+
+
+def floor_below_float16(obj, result):
+    """A float16 NaN named fill_overflows_float16, on code whose fill float16 holds (no ``-1e9``, no wider
+    type's minimum, no minimum added) but which has a number float16 rounds to 0 (``clamp_min(1e-12)``,
+    ``+ 1e-9``): named floor_underflows_float16 instead. In float16 that floor is 0, so a fully masked row
+    divides 0 by 0 (the NaN), however the blocked scores were filled."""
+    if result.bug != "fill_overflows_float16" or not any(
+            _tiny(node) for tree in trees(obj) for node in ast.walk(tree)):
+        return result
+    if _fill_line(obj, _fixed_fill) or fill_not_added(obj, result, ""):
+        return result
+    happened = result.headline.split(". It looks like", 1)[0]
+    return bug_found(result.checked, "floor_underflows_float16", happened, result.observed)
+
+
+def floor_float16_holds(obj, result, renamed) -> str | None:
+    """For floor_underflows_float16: the learner's one line with a number float16 rounds to 0, with
+    ``torch.finfo(t.dtype).tiny`` (float16's smallest normal number, about 6e-5, where the inputs are
+    float16) in its place, ``t`` the first tensor the line reads (else the function's first argument);
+    else None."""
+    found = []
+    for source, tree in parsed(obj, with_helpers=True):
+        function = tree.body[0] if isinstance(tree.body[0], ast.FunctionDef) else None
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.stmt) and node.lineno == node.end_lineno) or \
+                    isinstance(node, ast.FunctionDef):
+                continue
+            tiny = [part for part in ast.walk(node) if _tiny(part)]
+            if not tiny:
+                continue
+            value = getattr(node, "value", None)
+            read = [part.id for part in ast.walk(value) if isinstance(part, ast.Name)
+                    and part.id not in ("torch", "math", "F", "nn")] if value is not None else []
+            first = function.args.args[0].arg if function and function.args.args else None
+            tensor = read[0] if read else first
+            if tensor is None or len(tiny) != 1:
+                continue
+            line, number = ast.get_source_segment(source, node), ast.get_source_segment(source, tiny[0])
+            found.append((line.replace(number, f"torch.finfo({tensor}.dtype).tiny", 1), number))
+    if not (one := the_one(found)):
+        return None
+    return f"{one[0]}   # in place of your line: a floor float16 holds too ({one[1]} is 0 there)"
 
 
 def _does_nothing(line: str) -> bool:

@@ -18,6 +18,7 @@ from ._compare import agrees
 from ._diagnose import Hypotheses, matching_bug
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, right_but_transposed, run_check
 from ._ownlines import elementwise_blend
+from ._ownlines_scores import floor_below_float16
 from ._reference import ATTENTION_VARIANTS, attention, in_neutral, neutral
 from ._rules import dead_row_gradient, long_inputs, rules
 from ._run import TIME_LIMIT, guarded_call, shape_str
@@ -684,7 +685,7 @@ def check_attention(fn, *, time_limit: float = TIME_LIMIT):
     probes = cache["probes"]
     result = run_check(spec, probes, _steps(fn, probes, cache["cotangent"]), time_limit)
     result = code_notes(fn, _built_in_note(fn, globals_note(fn, result, "q.shape[-1], k.shape[-2]")))
-    return _entry_by_entry(fn, fix_in_your_names(fn, result))
+    return _entry_by_entry(fn, fix_in_your_names(fn, floor_below_float16(fn, result)))
 
 
 def _entry_by_entry(fn, result):

@@ -21,6 +21,7 @@ from ._compare import agrees
 from ._diagnose import Answer, Hypotheses, answer, matching_bug, variant_matches
 from ._engine import Probe, Rule, Spec, default_compare, live_queries, run_check
 from ._mask_axes import misplaced_axes, shape_for
+from ._ownlines_scores import floor_below_float16
 from ._reference import (
     ATTENTION_VARIANTS,
     MULTI_HEAD_VARIANTS,
@@ -1086,7 +1087,8 @@ def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
         result = globals_note(forward, result, "x.shape")
         if layer_fix and result.fix != layer_fix:   # both: the layer's line, then the sizes in words
             result.fix = f"{layer_fix}; and {result.fix}"
-    return _library_note(cls, _layers_fix(cls, fix_in_your_names(cls, code_notes(cls, result))))
+    result = floor_below_float16(cls, code_notes(cls, result))
+    return _library_note(cls, _layers_fix(cls, fix_in_your_names(cls, result)))
 
 
 def _layers_fix(cls, result):
