@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 
 from ._readers import parsed
+from ._stale import segment
 
 __all__ = ["misplaced_axes"]
 
@@ -75,7 +76,7 @@ def misplaced_axes(forward) -> tuple[str, list] | None:
                     isinstance(node.targets[0], ast.Name) and node.lineno == node.end_lineno:
                 axes = _axes(node.value, mask)
                 if axes and len(axes) > 2 and axes[-2:] != [_Q, _K]:
-                    found.append((ast.get_source_segment(source, node), axes))
+                    found.append((segment(source, node), axes))
     return found[0] if len(found) == 1 else None
 
 

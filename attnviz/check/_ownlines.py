@@ -126,6 +126,7 @@ from ._readers import (
     the_one,
     your_names,
 )
+from ._stale import segment
 
 __all__ = ["own_line_fix", "unreturned_fix", "lengths_as_a_column", "elementwise_blend"]
 
@@ -171,7 +172,7 @@ def elementwise_blend(obj) -> str | None:
     weights = your_names(obj).get("weights")
     found = []
     for source, node in statements(obj) if weights else ():
-        line = ast.get_source_segment(source, node)
+        line = segment(source, node)
         for part in ast.walk(node):
             start = end = None
             if isinstance(part, ast.Call) and getattr(part.func, "attr", None) == "mul":
@@ -181,7 +182,7 @@ def elementwise_blend(obj) -> str | None:
                     end, text = start + len("mul"), "matmul"
             elif isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mult) and \
                     getattr(part.left, "id", None) == weights:
-                gap = ast.get_source_segment(source, node)[part.left.end_col_offset - node.col_offset:
+                gap = segment(source, node)[part.left.end_col_offset - node.col_offset:
                                                             part.right.col_offset - node.col_offset]
                 start = part.left.end_col_offset - node.col_offset + gap.index("*")
                 end, text = start + 1, "@"
@@ -199,10 +200,10 @@ def lengths_as_a_column(obj, result) -> str | None:
         return None
     lengths, found = code.co_varnames[0], []
     for source, node in statements(obj):
-        line, rows = ast.get_source_segment(source, node), [n for n in ast.walk(node) if _a_row(n, lengths)]
+        line, rows = segment(source, node), [n for n in ast.walk(node) if _a_row(n, lengths)]
         for row in sorted(rows, key=lambda n: -n.col_offset):                  # from the right
             at = row.col_offset - node.col_offset
-            line = line[:at] + f"{lengths}[:, None]" + line[at + len(ast.get_source_segment(source, row)):]
+            line = line[:at] + f"{lengths}[:, None]" + line[at + len(segment(source, row)):]
         found += [line] if rows else []
     line = the_one(found)
     why = f"{lengths}[:, None], a column: one row per sequence"

@@ -16,6 +16,7 @@ from ._readers import (
     the_one,
     your_names,
 )
+from ._stale import segment
 
 __all__ = ["blend_over_the_keys", "contiguous_before_view", "heads_side_by_side", "heads_transposed_back",
            "split_into_heads_of_d_k", "repeated_interleaved", "split_then_transposed",
@@ -33,9 +34,9 @@ def whole_width(obj, result, renamed) -> str | None:
                 divides = isinstance(inner, ast.BinOp) and isinstance(inner.op, ast.Div) \
                     and isinstance(inner.right, (ast.Name, ast.Attribute))     # by n_heads, not by a root
                 if divides and "head" in ast.unparse(inner.right):
-                    line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, inner)
-                    found.append(line.replace(text, f"{ast.get_source_segment(source, inner.left)} // "
-                                                    f"{ast.get_source_segment(source, inner.right)}"))
+                    line, text = segment(source, node), segment(source, inner)
+                    found.append(line.replace(text, f"{segment(source, inner.left)} // "
+                                                    f"{segment(source, inner.right)}"))
     line = the_one(found)
     return line + "   # in place of your line: // divides to a whole number" if line else None
 
@@ -60,11 +61,11 @@ def split_then_transposed(obj, result, renamed) -> str | None:
                     and ast.unparse(width.right) == ast.unparse(heads)):
                 continue
             at = len(call.args) - 3
-            text = [ast.get_source_segment(source, a) for a in call.args]
+            text = [segment(source, a) for a in call.args]
             text[at], text[at + 1] = text[at + 1], text[at]
-            made = f"{ast.get_source_segment(source, func)}({', '.join(text)}).transpose({at}, {at + 1})"
-            line = ast.get_source_segment(source, node)
-            found.append(line.replace(ast.get_source_segment(source, call), made, 1))
+            made = f"{segment(source, func)}({', '.join(text)}).transpose({at}, {at + 1})"
+            line = segment(source, node)
+            found.append(line.replace(segment(source, call), made, 1))
     line = the_one(found)
     return line + "   # in place of your line: positions first, then the heads moved in front of them (a " \
         "reshape alone cuts each head from the positions)" if line else None
@@ -98,14 +99,14 @@ def repeated_interleaved(obj, result, renamed) -> str | None:
     and was given the catalog's line in the step's generic names (key, value): an UnboundLocalError."""
     found = []
     for source, node in statements(obj, with_helpers=True):
-        line, done = ast.get_source_segment(source, node), False
+        line, done = segment(source, node), False
         for call in ast.walk(node):
             if (one := _block_repeat(source, call)) is not None:
-                line = line.replace(ast.get_source_segment(source, call), one, 1)
+                line = line.replace(segment(source, call), one, 1)
                 done = True
             elif tiled := _tiled(call):       # k.unsqueeze(1).expand(B, g, Hkv, T, dh).reshape(B, H, T, dh)
-                tensor, group = (ast.get_source_segment(source, part) for part in tiled)
-                line = line.replace(ast.get_source_segment(source, call),
+                tensor, group = (segment(source, part) for part in tiled)
+                line = line.replace(segment(source, call),
                                     f"{tensor}.repeat_interleave({group}, dim=1)", 1)
                 done = True
                 break
@@ -117,17 +118,17 @@ def repeated_interleaved(obj, result, renamed) -> str | None:
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and node.lineno != node.end_lineno and len(node.targets) == 1 \
                     and (tiled := _tiled(node.value)):
-                tensor, group = (ast.get_source_segment(source, part) for part in tiled)
-                target = ast.get_source_segment(source, node.targets[0])
+                tensor, group = (segment(source, part) for part in tiled)
+                target = segment(source, node.targets[0])
                 found.append(f"{target} = {tensor}.repeat_interleave({group}, dim=1)")
             elif isinstance(node, ast.Assign) and node.lineno != node.end_lineno:
                 # repeats inside a call over several lines (the fused function's): the statement as one line,
                 # each repeat interleaved (replay 26's 08 a12 pasted the catalog's line above it: twice)
-                text = ast.get_source_segment(source, node)
+                text = segment(source, node)
                 for call in ast.walk(node.value):
                     if (one := _block_repeat(source, call)) is not None:
-                        text = text.replace(ast.get_source_segment(source, call), one, 1)
-                if text != ast.get_source_segment(source, node):
+                        text = text.replace(segment(source, call), one, 1)
+                if text != segment(source, node):
                     found.append(" ".join(part.strip() for part in text.splitlines()).replace("( ", "("))
                     spread = f" (one statement, over {node.end_lineno - node.lineno + 1} lines)"
     return your_lines(found, "each key/value head repeated in place, next to itself (the query heads of a "
@@ -142,7 +143,7 @@ def _block_repeat(source: str, call) -> str | None:
                                        for i, a in enumerate(call.args) if i != 1) if func else False
     if not (isinstance(func, ast.Attribute) and func.attr == "repeat" and ones and not call.keywords):
         return None
-    tensor, group = ast.get_source_segment(source, func.value), ast.get_source_segment(source, call.args[1])
+    tensor, group = segment(source, func.value), segment(source, call.args[1])
     return f"{tensor}.repeat_interleave({group}, dim=1)"
 
 
@@ -159,7 +160,7 @@ def stacked_heads_kept_whole(obj, result, renamed) -> str | None:
             given = call.args[1] if len(call.args) > 1 else None
             axis = next((k.value for k in call.keywords if k.arg == "dim"), given)
             if axis is not None and ast.unparse(axis) in ("-1", "3"):
-                line, at = ast.get_source_segment(source, node), axis.col_offset - node.col_offset
+                line, at = segment(source, node), axis.col_offset - node.col_offset
                 found.append(line[:at] + "-2" + line[at + len(ast.unparse(axis)):])
     line = the_one(found)
     return line + "   # in place of your line: each head's outputs stacked before their features, so that " \
@@ -191,7 +192,7 @@ def heads_side_by_side(obj, result, renamed) -> str | None:
                 at_line = joined[given.id]
                 given = at_line[1].value
             if (axis := _joined_heads(given)) is not None:
-                line = ast.get_source_segment(*at_line)
+                line = segment(*at_line)
                 at = axis.col_offset - at_line[1].col_offset
                 found.append(line[:at] + "-1" + line[at + len(ast.unparse(axis)):])
     line = the_one(found)
@@ -235,8 +236,8 @@ def _heads_in_the_batch(obj) -> str | None:
             func = call.func if isinstance(call, ast.Call) else None
             if isinstance(func, ast.Attribute) and func.attr in ("reshape", "view") and len(call.args) == 3 \
                     and isinstance(call.args[0], ast.BinOp) and isinstance(call.args[0].op, ast.Mult):
-                b, h = (ast.get_source_segment(source, s) for s in (call.args[0].left, call.args[0].right))
-                n, d = (ast.get_source_segment(source, size) for size in call.args[1:])
+                b, h = (segment(source, s) for s in (call.args[0].left, call.args[0].right))
+                n, d = (segment(source, size) for size in call.args[1:])
                 if n != d:                                          # not scores folded so: (b * h, n, n)
                     found.add(f"view({b}, {h}, {n}, {d})")
     return the_one(list(found))
@@ -247,7 +248,7 @@ def _transposed_back(source, node, heads: set, unfold: str | None = None) -> str
     product (``(w @ v).view(...)``), as they are or transposed on other axes (``.transpose(-2, -1)``), after
     a ``.contiguous()`` or not (``unfold``: a ``view(b, h, n, d)`` to put first, for heads folded into the
     batch axis); else None."""
-    line = ast.get_source_segment(source, node)
+    line = segment(source, node)
     for call in ast.walk(node):
         func = call.func if isinstance(call, ast.Call) else None
         if not (isinstance(func, ast.Attribute) and func.attr in ("reshape", "view")):
@@ -286,7 +287,7 @@ def split_into_heads_of_d_k(obj, result, renamed) -> str | None:
             size = call.args[1 if module else 0] if swap and len(call.args) > (1 if module else 0) else None
             text = ast.unparse(size) if size is not None else ""
             if swap and text.endswith(swap[0]) and not text.endswith("n_kv_heads"):
-                line, at = ast.get_source_segment(source, node), size.end_col_offset - node.col_offset
+                line, at = segment(source, node), size.end_col_offset - node.col_offset
                 found.append(line[:at - len(swap[0])] + swap[1] + line[at:])
                 break
     return your_lines(found, "split takes each piece's size, d_k; chunk takes how many, n_heads")
@@ -313,7 +314,7 @@ def blend_over_the_keys(obj, result, renamed) -> str | None:
             if query in values and key not in values and key in out and query not in out:
                 swap = str.maketrans({query: key, key: query})
                 equation = f"{weights},{values.translate(swap)}->{out.translate(swap)}"
-                line, at = ast.get_source_segment(source, node), given.col_offset - node.col_offset
+                line, at = segment(source, node), given.col_offset - node.col_offset
                 found.append(line[:at] + repr(equation).replace("'", '"') + line[given.end_col_offset -
                                                                                  node.col_offset:])
     line = the_one(found)
@@ -337,7 +338,7 @@ def contiguous_before_view(obj, result, renamed) -> str | None:
             turned = isinstance(inner, ast.Call) and getattr(inner.func, "attr", "") in _TRANSPOSING \
                 or isinstance(inner, ast.Attribute) and inner.attr in ("mT", "T")
             if turned and inner.lineno == node.lineno:
-                line = ast.get_source_segment(source, node)
+                line = segment(source, node)
                 at = inner.end_col_offset - node.col_offset
                 found[(source, node.lineno)] = line[:at] + ".contiguous()" + line[at:]
     line = the_one(list(found.values()))

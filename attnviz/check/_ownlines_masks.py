@@ -18,6 +18,7 @@ from ._readers import (
     the_one,
     trees,
 )
+from ._stale import segment
 
 __all__ = [
     "attend_mask_filled", "filled_where_true", "in_their_own_dtype", "mask_as_given",
@@ -63,8 +64,8 @@ def the_mask_given(obj, result, renamed) -> str | None:
             filled = isinstance(func, ast.Attribute) and func.attr in ("masked_fill", "masked_fill_")
             if not (filled and call.args) or _reads_mask(call.args[0]):
                 continue
-            line, at = ast.get_source_segment(source, node), call.args[0].col_offset - node.col_offset
-            line = line[:at] + "~mask" + line[at + len(ast.get_source_segment(source, call.args[0])):]
+            line, at = segment(source, node), call.args[0].col_offset - node.col_offset
+            line = line[:at] + "~mask" + line[at + len(segment(source, call.args[0])):]
             found.append(line if guarded else f"if mask is not None: {line}")
     line = the_one(found)
     return line + "   # in place of your line: the mask you are given, not a causal one of your own" \
@@ -79,10 +80,10 @@ def no_mask_made_causal(obj, result, renamed) -> str | None:
     for source, tree in parsed(obj, with_helpers=True):
         for node in ast.walk(tree):
             body = node.body if isinstance(node, ast.If) and not node.orelse and len(node.body) == 1 else []
-            test = ast.get_source_segment(source, node.test) if body else ""
+            test = segment(source, node.test) if body else ""
             if body and test.replace(" ", "") == "maskisNone" and assigned(body[0]) == "mask":
-                made.append((test, ast.get_source_segment(source, body[0])))
-    fill = [ast.get_source_segment(source, node) for source, node, _ in _with_a_mask(obj)
+                made.append((test, segment(source, body[0])))
+    fill = [segment(source, node) for source, node, _ in _with_a_mask(obj)
             if any(isinstance(c, ast.Call) and getattr(c.func, "attr", "") in ("masked_fill", "masked_fill_")
                    for c in ast.walk(node)) and _reads_mask(node)]
     found, line = the_one(made), the_one(fill)
@@ -96,7 +97,7 @@ def no_mask_made_causal(obj, result, renamed) -> str | None:
 def mask_only_when_given(obj, result, renamed) -> str | None:
     """For a function that raises whenever it is given no mask: its one line that reads the mask outside
     an ``if`` on it, under ``if mask is not None:``; else None."""
-    found = [ast.get_source_segment(source, node) for source, node, guarded in _with_a_mask(obj)
+    found = [segment(source, node) for source, node, guarded in _with_a_mask(obj)
              if not guarded and _reads_mask(node) and not _passes_mask_on(node)]
     line = the_one(found)
     return f"if mask is not None: {line}   # in place of your line: mask=None means nothing is blocked" \
@@ -122,7 +123,7 @@ def _masks_handed(obj, fills):
     """``(source, statement, line, mask)`` for each mask a one-line statement of the learner's function
     (or a helper) hands to ``attn_mask=``, or to one of ``fills`` as its first argument."""
     for source, _, node in one_line_statements(obj, with_helpers=True):
-        line = ast.get_source_segment(source, node)
+        line = segment(source, node)
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             name = getattr(func, "attr", getattr(func, "id", ""))
@@ -164,8 +165,8 @@ def mask_kept_as_given(obj, result, renamed) -> str | None:
         # ~mask, or ~mask[None, None] (replay 20's 05W3: the Fix was the call the mask is handed to)
         if isinstance(target, ast.Name) and target.id in handed and \
                 isinstance(turned, ast.Name | ast.Subscript | ast.Attribute):
-            found.add((f"{target.id} = {ast.get_source_segment(source, turned)}",
-                       ast.get_source_segment(source, node)))
+            found.add((f"{target.id} = {segment(source, turned)}",
+                       segment(source, node)))
     line, theirs = the_one(list(found)) or (None, None)
     return (f"{line}   # in place of your line {theirs}: the mask as given, True = may attend, for "
             "F.scaled_dot_product_attention as for this course") if line else None
@@ -182,20 +183,20 @@ def mask_turned(obj, result, renamed) -> str | None:
     found = {}
     # torch.where(m, a, b): a and b swapped (replay 25's 02B1, in a class's __call__ with the mask on self)
     for source, _, node in one_line_statements(obj, with_helpers=True):
-        line = ast.get_source_segment(source, node)
+        line = segment(source, node)
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             if getattr(func, "attr", getattr(func, "id", "")) == "where" and len(call.args) == 3 \
                     and _reads_mask_named(call.args[0]) and not call.keywords:
-                one, two = (ast.get_source_segment(source, a) for a in call.args[1:])
+                one, two = (segment(source, a) for a in call.args[1:])
                 start = call.args[1].col_offset - node.col_offset
                 end = call.args[2].end_col_offset - node.col_offset
                 found[(source, node.lineno)] = line[:start] + f"{two}, {one}" + line[end:]
     for source, node, line, mask in _masks_handed(obj, ("masked_fill", "masked_fill_")):
         if isinstance(mask, ast.UnaryOp) and isinstance(mask.op, ast.Invert):
-            turned = ast.get_source_segment(source, mask.operand)
+            turned = segment(source, mask.operand)
         elif isinstance(mask, (ast.Name, ast.Attribute, ast.Subscript, ast.Call)):
-            turned = "~" + ast.get_source_segment(source, mask)
+            turned = "~" + segment(source, mask)
         else:
             continue
         start, end = mask.col_offset - node.col_offset, mask.end_col_offset - node.col_offset
@@ -266,9 +267,9 @@ def attend_mask_filled(obj, result, renamed) -> str | None:
                 continue
             mask = call.args[0]
             if isinstance(mask, ast.Name) and mask.id in made or _made_to_attend(mask):
-                line = ast.get_source_segment(source, node)
+                line = segment(source, node)
                 start, end = mask.col_offset - node.col_offset, mask.end_col_offset - node.col_offset
-                found.add(line[:start] + "~" + ast.get_source_segment(source, mask) + line[end:])
+                found.add(line[:start] + "~" + segment(source, mask) + line[end:])
     line = the_one(list(found))
     return (f"{line}   # in place of your line: the mask is True where a query may attend, so fill where it "
             "is False; filling where it is True blocked every key a query may see, and a query that may "
@@ -300,7 +301,7 @@ def in_their_own_dtype(obj, result, renamed) -> str | None:
             if not isinstance(node, ast.stmt) or node.lineno != node.end_lineno or isinstance(
                     node, (ast.If, ast.For, ast.While, ast.With, ast.FunctionDef)):
                 continue
-            line = ast.get_source_segment(source, node)
+            line = segment(source, node)
             for call in ast.walk(node):
                 func = call.func if isinstance(call, ast.Call) else None
                 name = getattr(func, "attr", getattr(func, "id", None))
@@ -392,7 +393,7 @@ def mask_broadcast_before_it_is_flattened(obj, result, renamed) -> str | None:
             func = call.func if isinstance(call, ast.Call) else None
             if isinstance(func, ast.Attribute) and func.attr in ("flatten", "reshape", "view") \
                     and isinstance(func.value, ast.Name) and func.value.id == mask:
-                line = ast.get_source_segment(source, node)
+                line = segment(source, node)
                 cut = func.value.end_col_offset - node.col_offset
                 found.append(line[:cut] + f".expand(*{q}.shape[:-1], {k}.shape[-2])" + line[cut:])
     line = the_one(found)
@@ -429,16 +430,16 @@ def masked_before_the_softmax(obj, result, renamed) -> str | None:
                 continue
             scores = taken.id
             masked = f"{scores}.masked_fill(~{mask}, torch.finfo({scores}.dtype).min)"
-            text = ast.get_source_segment(source, node)
+            text = segment(source, node)
             start, end = taken.col_offset - node.col_offset, taken.end_col_offset - node.col_offset
             either = f"{scores} if {mask} is None else {masked}"
             method = taken is call.func.value                     # s.softmax(-1): the receiver in brackets
             line = f"{text[:start]}{f'({either})' if method else either}{text[end:]}"
             guards = [n for n in lines if isinstance(n, ast.If) and mask in _names_in(n.test) and not n.orelse
                       and all(isinstance(b, ast.Assign) and b in after for b in n.body)]
-            left = [f"'if {ast.get_source_segment(source, g.test)}:' and the lines under it" for g in guards]
+            left = [f"'if {segment(source, g.test)}:' and the lines under it" for g in guards]
             inside = {id(b) for g in guards for b in g.body}
-            left += [f"'{ast.get_source_segment(source, n)}'" for n in after if id(n) not in inside]
+            left += [f"'{segment(source, n)}'" for n in after if id(n) not in inside]
             found.append(f"{line}   # in place of your line; leave out your lines {' and '.join(left)}: the "
                          "scores masked first, nothing done to the weights after")
     return the_one(found)

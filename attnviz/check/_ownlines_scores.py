@@ -25,7 +25,7 @@ from ._readers import (
     trees,
     your_names,
 )
-from ._stale import own_functions, source_of, syntax_tree
+from ._stale import own_functions, segment, source_of, syntax_tree
 from ._verdict import bug_found
 
 __all__ = [
@@ -56,8 +56,8 @@ def einsum_for_any_batch(obj, result, renamed) -> str | None:
             # the same leading axes in every term ('bh' of 'bhqd,bhkd->bhqk'): '...' stands for them exactly
             shared = all(len(term) > 2 and term.isalpha() and term[:-2] == terms[0][:-2] for term in terms)
             if terms and shared:
-                line = ast.get_source_segment(source, node)
-                written = ast.get_source_segment(source, equation)
+                line = segment(source, node)
+                written = segment(source, equation)
                 new = ",".join("..." + term[-2:] for term in terms[:-1]) + "->..." + terms[-1][-2:]
                 found.append((node.lineno, line.replace(written, repr(new), 1)))
     if not found:
@@ -83,8 +83,8 @@ def exp_of_the_row_less_its_largest(obj, result, renamed) -> str | None:
                 name = taken.id
                 shifted = f"{name} - {name}.amax(-1, keepdim=True)"
                 new = f"torch.exp({shifted})" if call.args else f"({shifted}).exp()"
-                line = ast.get_source_segment(source, node)
-                found.append(line.replace(ast.get_source_segment(source, call), new))
+                line = segment(source, node)
+                found.append(line.replace(segment(source, call), new))
     line = the_one(found)
     return line + "   # in place of your line: each row's largest score taken off first, so exp never " \
                   "overflows (the weights are the same)" if line else None
@@ -132,7 +132,7 @@ def own_root(obj, result, renamed: str) -> str | None:
     source, node, root = one
     if isinstance(root, ast.Call) and getattr(root.func, "attr", "") in ("tensor", "as_tensor") and root.args:
         root = root.args[0]       # torch.sqrt(torch.tensor(k.shape[-2], ...)): torch.sqrt takes no int (02Z3)
-    line, size = ast.get_source_segment(source, node), ast.get_source_segment(source, root)
+    line, size = segment(source, node), segment(source, root)
     right = ast.unparse(wanted[0])
     if size is None or size == right or line.count(size) != 1:
         return None
@@ -142,7 +142,7 @@ def own_root(obj, result, renamed: str) -> str | None:
     target = node.target.id if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) else None
     if target in given and type(node.op) in _OPERATORS:
         # q *= s changes the caller's q (replay 19's 02V2 pasted it, and was told so the round after)
-        value = ast.get_source_segment(line, ast.parse(line).body[0].value)
+        value = segment(line, ast.parse(line).body[0].value)
         sign = _OPERATORS[type(node.op)]
         why += f", and {target} {sign} ... (a new tensor): {target} {sign}= changed the caller's {target}"
         line = f"{target} = {target} {sign} ({value})"
@@ -182,7 +182,7 @@ def scale_of_the_values(obj, result, renamed) -> str | None:
         for call in ast.walk(node):
             if isinstance(call, ast.Call) and isinstance(call.func, ast.Name) and call.func.id in scales and \
                     [ast.unparse(a) for a in call.args] == [values] and not call.keywords:
-                line, given = ast.get_source_segment(source, node), ast.get_source_segment(source, call)
+                line, given = segment(source, node), segment(source, call)
                 found.append(line.replace(given, f"{call.func.id}({queries})", 1))
     line = the_one(found)
     return line + f"   # in place of your line: the root of d_k, the last size of {queries}, not of " \
@@ -203,7 +203,7 @@ def root_kept(obj, result, renamed: str, scale: bool = True) -> str | None:
             body = node.body[0] if kept and len(node.body) == 1 and not node.orelse else None
             if isinstance(body, ast.Assign) and len(body.targets) == 1 and (_roots(body) or not scale) \
                     and ast.unparse(body.targets[0]) == ast.unparse(test.left):
-                found.append((ast.get_source_segment(source, test), ast.get_source_segment(source, body)))
+                found.append((segment(source, test), segment(source, body)))
     if not (one := the_one(found)):
         return None
     guard, line = one
@@ -221,8 +221,7 @@ def _scaled_once(obj, found: list) -> str | None:
         value = getattr(node, "value", None)
         divided = value if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) else None
         if target in keys and divided is not None and root in ast.walk(divided.right):
-            line = ast.get_source_segment(source, node)
-            segment = ast.get_source_segment
+            line = segment(source, node)
             kept = line.replace(segment(source, divided), segment(source, divided.left))
             return kept + "   # in place of your line: the scale once, on the queries (divided twice, the " \
                           "scores are divided by d_k)"
@@ -241,7 +240,7 @@ def keys_transposed(obj, result, renamed) -> str | None:
             pair = operands(inner)
             names = [n.id for n in pair if isinstance(n, ast.Name)] if pair else []
             if names == [queries, keys]:
-                line, at = ast.get_source_segment(source, node), pair[1].col_offset - node.col_offset
+                line, at = segment(source, node), pair[1].col_offset - node.col_offset
                 found.append(line[:at] + f"{keys}.transpose(-2, -1)" + line[at + len(keys):])
     line = the_one(found)
     return line + f"   # in place of your line: {queries} times {keys} transposed, each query against each " \
@@ -288,7 +287,6 @@ def scale_on_both_paths(obj, result, renamed) -> str | None:
     if not (site := the_one(sites)) or a_scale(made.value) != twice:
         return None
     node, part, scale = site
-    segment = ast.get_source_segment
     cut = segment(text, node).replace(segment(text, part), scores, 1)
     if twice:
         return (f"{cut}   # in place of your line: the scores are scaled where they are made already; "
@@ -315,17 +313,17 @@ def cast_dropped(obj, result, renamed) -> str | None:
     without its cast, and the others named: one cast taken out alone makes the product mix two dtypes."""
     found = []
     for source, node in statements(obj):
-        line = original = ast.get_source_segment(source, node)
+        line = original = segment(source, node)
         for call in ast.walk(node):
             func = call.func if isinstance(call, ast.Call) else None
             to_float = isinstance(func, ast.Attribute) and func.attr == "to" and len(call.args) == 1 \
                 and not call.keywords and ast.unparse(call.args[0]).startswith("torch.float")
             if isinstance(func, ast.Attribute) and (func.attr in _CASTS and not call.args or to_float):
-                receiver = ast.get_source_segment(source, func.value)
+                receiver = segment(source, func.value)
                 simple = isinstance(func.value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript))
                 if not simple and call is not getattr(node, "value", None):    # (a @ b).float() * 2
                     receiver = f"({receiver})"
-                line = line.replace(ast.get_source_segment(source, call), receiver, 1)
+                line = line.replace(segment(source, call), receiver, 1)
         if line != original:
             found.append((line, original, _does_nothing(line)))
     if not found or len(found) > 3:
@@ -358,9 +356,9 @@ def fill_finite(obj, result, renamed) -> str | None:
             if isinstance(func, ast.Attribute) and func.attr in ("masked_fill", "masked_fill_") and \
                     len(call.args) == 2 and ast.unparse(call.args[1]) in _MINUS_INF and \
                     isinstance(func.value, ast.Name | ast.Attribute):
-                scores = ast.get_source_segment(source, func.value)
-                fill = ast.get_source_segment(source, call.args[1])
-                line = ast.get_source_segment(source, node)
+                scores = segment(source, func.value)
+                fill = segment(source, call.args[1])
+                line = segment(source, node)
                 if line.count(fill) == 1:
                     found.append(line.replace(fill, f"torch.finfo({scores}.dtype).min"))
     # -inf written another way (torch.where(m, S, -inf), S[m] = -inf, or a name given to it): _fill_line's
@@ -396,10 +394,10 @@ def fill_not_added(obj, result, renamed) -> str | None:
             added = [name for name in pair if name in fills]
             kept = [name for name in pair if name in scores]
             if len(added) == 1 and len(kept) == 1:
-                mask = ast.get_source_segment(text, fills[added[0]])
+                mask = segment(text, fills[added[0]])
                 filled = f"{kept[0]}.masked_fill({mask}, torch.finfo({kept[0]}.dtype).min)"
-                line = ast.get_source_segment(text, node)
-                found.append(line.replace(ast.get_source_segment(text, part), filled, 1))
+                line = segment(text, node)
+                found.append(line.replace(segment(text, part), filled, 1))
     line = the_one(found)
     return line + "   # in place of your line: the blocked scores filled with the dtype's minimum, not " \
         "that minimum added to them (in float16 the sum of two large negatives is -inf)" if line else None
@@ -477,13 +475,13 @@ def _fill_line(obj, is_fill) -> str | None:
                 used = [_filled_into(other, name) for text, other in lines if text == source]
                 scores = the_one([filled for filled in used if filled is not None])
             if isinstance(scores, (ast.Name, ast.Attribute)):
-                line, fill = ast.get_source_segment(source, node), ast.get_source_segment(source, part)
+                line, fill = segment(source, node), segment(source, part)
                 named = ast.unparse(scores)
                 minimum = f"torch.finfo({named}.dtype).min"
                 tensor = part if _a_tensor(part) else \
                     next((call for call in ast.walk(node) if _tensor_of(call, part)), None)
                 if tensor is not None:    # torch.tensor(fill) is float32: float64's minimum there is -inf
-                    fill = ast.get_source_segment(source, tensor)
+                    fill = segment(source, tensor)
                     minimum = f"torch.tensor({minimum}, dtype={named}.dtype)"
                 found.append(line.replace(fill, minimum, 1))
     return the_one(found)
@@ -556,7 +554,7 @@ def floor_float16_holds(obj, result, renamed) -> str | None:
             tensor = read[0] if read else first
             if tensor is None or len(tiny) != 1:
                 continue
-            line, number = ast.get_source_segment(source, node), ast.get_source_segment(source, tiny[0])
+            line, number = segment(source, node), segment(source, tiny[0])
             found.append((line.replace(number, f"torch.finfo({tensor}.dtype).tiny", 1), number))
     if not (one := the_one(found)):
         return None
@@ -583,11 +581,11 @@ def out_of_place(obj, result, renamed) -> str | None:
              for a in f.args.args} - {"self"}
     found = []
     for source, node in statements(obj):
-        line = ast.get_source_segment(source, node)
+        line = segment(source, node)
         augmented = isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name)
         target = node.target.id if augmented else None
         if target in given and type(node.op) in _OPERATORS:             # q /= s -> q = q / s
-            value = ast.get_source_segment(source, node.value)
+            value = segment(source, node.value)
             found.append(f"{target} = {target} {_OPERATORS[type(node.op)]} {value}")
             continue
         if isinstance(node, ast.Expr) and (chain := _in_place_chain(node.value, given)):
@@ -631,7 +629,7 @@ def weights_times_values(obj, result, renamed) -> str | None:
             left, right = pair if pair else (None, None)
             if isinstance(left, ast.Name) and left.id == weights and isinstance(right, ast.Name) \
                     and right.id != values:
-                line, at = ast.get_source_segment(source, node), pair[1].col_offset - node.col_offset
+                line, at = segment(source, node), pair[1].col_offset - node.col_offset
                 found.append(line[:at] + values + line[at + len(pair[1].id):])
     line = the_one(found) if weights and values else None
     return line + f"   # in place of your line: the weights times the values, {values}" if line else None
@@ -648,8 +646,8 @@ def sum_kept(obj, result, renamed) -> str | None:
             call = inner.right if divides and isinstance(inner.right, ast.Call) else None
             kept = call is not None and any(k.arg == "keepdim" for k in call.keywords)
             if call and getattr(call.func, "attr", "") == "sum" and not kept:
-                text = ast.get_source_segment(source, call)
-                line = ast.get_source_segment(source, node)
+                text = segment(source, call)
+                line = segment(source, node)
                 found.append(line.replace(text, text[:-1] + ", keepdim=True)", 1))
                 break
     line = the_one(found)
@@ -662,7 +660,7 @@ def softmax_not_its_log(obj, result, renamed) -> str | None:
     handed to a factory beside the def: ``_atencion = ruray(torch.log_softmax, ...)``), with ``softmax``;
     else None."""
     lines = [*statements(obj, with_helpers=True), *cell_lines(obj)]
-    found = {ast.get_source_segment(source, node) for source, node in lines
+    found = {segment(source, node) for source, node in lines
              if any(isinstance(n, ast.Attribute) and n.attr == "log_softmax" for n in ast.walk(node))}
     line = the_one(sorted(found))
     why = "softmax gives weights that sum to 1; log_softmax gives their logarithms"
@@ -693,7 +691,7 @@ def scale_into_the_scores(obj, result, renamed) -> str | None:
         first, axis = _first_factor(node.value) if target in taken and target not in defined else (None, 0)
         defined |= {target}
         if first is not None and node.lineno == node.end_lineno:
-            value, factor = ast.get_source_segment(source, node.value), ast.get_source_segment(source, first)
+            value, factor = segment(source, node.value), segment(source, first)
             value = value if isinstance(node.value, (ast.Call, ast.Name)) else f"({value})"
             factor = factor if isinstance(first, (ast.Name, ast.Attribute, ast.Subscript)) else f"({factor})"
             size = "the last size" if axis == -1 else f"its size {axis}"
@@ -739,7 +737,7 @@ def root_of_the_divisor(obj, result, renamed) -> str | None:
         product = size is not None and _first_factor(value.left)[0] is not None    # a head's slices in a loop
         if isinstance(size, (ast.Attribute, ast.Subscript, ast.Call)) and (
                 product or tensors & {n.id for n in ast.walk(value.left) if isinstance(n, ast.Name)}):
-            line, said = ast.get_source_segment(source, node), ast.get_source_segment(source, size)
+            line, said = segment(source, node), segment(source, size)
             start, end = size.col_offset - node.col_offset, size.end_col_offset - node.col_offset
             found.append(f"{line[:start]}math.sqrt({said}){line[end:]}   # in place of your line: the root "
                          f"of {said}, not {said} itself")
@@ -767,8 +765,8 @@ def einsum_rows_first(obj, result, renamed) -> str | None:
             ends = {own[0][0] + own[1][0], own[1][0] + own[0][0]} if one else set()
             if out[-2:] in ends:
                 turned = out[:-2] + out[-1] + out[-2]
-                line = ast.get_source_segment(source, node)
-                text = ast.get_source_segment(source, equation)
+                line = segment(source, node)
+                text = segment(source, equation)
                 if line.count(text) == 1:
                     found.append(line.replace(text, text.replace("->" + out, "->" + turned))
                                  + f"   # in place of your line: ->{turned} where you wrote ->{out}, one row "

@@ -21,6 +21,7 @@ from ._readers import (
     the_one,
     trees,
 )
+from ._stale import segment
 
 __all__ = [
     "batch_first", "count_from_the_keys", "dangling", "dropout_only_in_training",
@@ -89,7 +90,7 @@ def count_from_the_keys(obj, result, renamed) -> str | None:
         pair = node.value.elts if isinstance(node, ast.Assign) and isinstance(node.value, ast.Tuple) else []
         if len(pair) == 2 and ast.unparse(pair[0]) == ast.unparse(pair[1]) and \
                 queries in {n.id for n in ast.walk(pair[1]) if isinstance(n, ast.Name)}:
-            line, second = ast.get_source_segment(source, node), ast.get_source_segment(source, pair[1])
+            line, second = segment(source, node), segment(source, pair[1])
             at = pair[1].col_offset - node.col_offset
             changed = re.sub(rf"\b{re.escape(queries)}\b", keys, second)
             found.append(line[:at] + changed + line[at + len(second):])
@@ -107,7 +108,7 @@ def out_of_place_to_grow(obj, result, renamed) -> str | None:
         func = getattr(call, "func", None)
         if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.attr.endswith("_") \
                 and not func.attr.startswith("_"):
-            line, name = ast.get_source_segment(source, node), func.value.id
+            line, name = segment(source, node), func.value.id
             at = func.end_col_offset - node.col_offset
             found.append(f"{name} = {line[:at - 1]}{line[at:]}")
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):     # mutar &= mask
@@ -135,7 +136,7 @@ def swapped_unpack(obj) -> tuple | None:
         value = ast.unparse(node.value) if isinstance(node, ast.Assign) else ""
         if len(names) == 3 and value == "x.shape" and names[0].lower() in _POSITIONS \
                 and names[1].lower() in _BATCH:
-            line = ast.get_source_segment(source, node)
+            line = segment(source, node)
             return line, f"{names[1]}, {names[0]}, {names[2]} = x.shape"
     return None
 
@@ -174,7 +175,7 @@ def no_grad_block(obj, result, renamed) -> str | None:
         for node in ast.walk(tree):
             if isinstance(node, ast.With) and len(node.items) == 1 and \
                     ast.unparse(node.items[0].context_expr) in _NO_GRAD:
-                head = f"with {ast.get_source_segment(source, node.items[0].context_expr)}:"
+                head = f"with {segment(source, node.items[0].context_expr)}:"
                 return (f"leave out your line {head} and move the lines under it one indent to the left   # "
                         "no_grad stops the gradient: the output keeps no graph, and a backward pass never "
                         "reaches q, k and v")
@@ -193,8 +194,8 @@ def dropout_only_in_training(obj, result, renamed) -> str | None:
             rate = next((k.value for k in getattr(call, "keywords", []) if k.arg == "dropout_p"), None)
             if rate is None or isinstance(rate, ast.IfExp) or ast.unparse(rate) in ("0", "0.0"):
                 continue
-            text = re.sub(r"\s*\n\s*", " ", ast.get_source_segment(source, node))
-            said = ast.get_source_segment(source, rate)
+            text = re.sub(r"\s*\n\s*", " ", segment(source, node))
+            said = segment(source, rate)
             where = "line" if node.lineno == node.end_lineno else f"{node.end_lineno - node.lineno + 1} lines"
             found.append((text.replace(f"dropout_p={said}", f"dropout_p={said} if self.training else 0.0", 1),
                           where))
@@ -254,9 +255,9 @@ def _transposed_from_the_end(obj) -> str | None:
         inner = next((n for n in ast.walk(node) if _transposes_first_two(n)), None)
         if inner is not None:
             tensor = inner.value if isinstance(inner, ast.Attribute) else inner.func.value
-            new = f"{ast.get_source_segment(source, tensor)}.transpose(-2, -1)"
-            text = ast.get_source_segment(source, node)
-            found.append(text.replace(ast.get_source_segment(source, inner), new, 1))
+            new = f"{segment(source, tensor)}.transpose(-2, -1)"
+            text = segment(source, node)
+            found.append(text.replace(segment(source, inner), new, 1))
     return the_one(found)
 
 
@@ -335,8 +336,8 @@ def width_from_the_values(obj, result, renamed) -> str | None:
             func = call.func if isinstance(call, ast.Call) else None
             if isinstance(func, ast.Attribute) and func.attr in ("view", "reshape") and call.args \
                     and ast.unparse(call.args[-1]) in widths and ast.unparse(func.value) not in (q, k):
-                line = ast.get_source_segment(source, node)
-                last = ast.get_source_segment(source, call.args[-1])
+                line = segment(source, node)
+                last = segment(source, call.args[-1])
                 cut = call.args[-1].col_offset - node.col_offset
                 found.append(line[:cut] + f"{v}.shape[-1]" + line[cut + len(last):])
     line = the_one(found)
@@ -361,9 +362,9 @@ def _softmax_module(obj, attribute: str) -> list:
         func = value.func if isinstance(value, ast.Call) else None
         name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
         if name in ("Softmax", "LogSoftmax"):
-            made = f"{ast.get_source_segment(source, func)}(dim=-1)"
-            text = ast.get_source_segment(source, node)
-            found.append(text.replace(ast.get_source_segment(source, value), made, 1))
+            made = f"{segment(source, func)}(dim=-1)"
+            text = segment(source, node)
+            found.append(text.replace(segment(source, value), made, 1))
     return found
 
 
@@ -387,12 +388,12 @@ def softmax_over_the_keys(obj, result, renamed) -> str | None:
             if method and ast.unparse(func.value) == "self":        # self.softmax(s): an nn.Softmax of theirs
                 found += _softmax_module(obj, ast.unparse(func))
                 break
-            kept = [ast.get_source_segment(source, k) for k in call.keywords if k.arg not in ("dim", "axis")]
-            given = [] if method or not call.args else [ast.get_source_segment(source, call.args[0])]
+            kept = [segment(source, k) for k in call.keywords if k.arg not in ("dim", "axis")]
+            given = [] if method or not call.args else [segment(source, call.args[0])]
             args = ", ".join(given + ["-1" if method else "dim=-1"] + kept)
-            text = ast.get_source_segment(source, node)
-            found.append(text.replace(ast.get_source_segment(source, call),
-                                      f"{ast.get_source_segment(source, func)}({args})", 1))
+            text = segment(source, node)
+            found.append(text.replace(segment(source, call),
+                                      f"{segment(source, func)}({args})", 1))
             break
     line = the_one(found)
     return line + "   # in place of your line: over the keys, the last dimension" if line else None
@@ -412,8 +413,8 @@ def _summed_over_the_keys(obj) -> list:
                 (total.args[0] if total.args else None)
             if axis is None or ast.unparse(axis) == "-1":
                 continue
-            text, at = ast.get_source_segment(source, node), ast.get_source_segment(source, axis)
-            whole = ast.get_source_segment(source, total)
+            text, at = segment(source, node), segment(source, axis)
+            whole = segment(source, total)
             found.append(text.replace(whole, whole.replace(at, "-1", 1), 1))
     return found
 

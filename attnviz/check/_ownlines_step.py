@@ -20,7 +20,7 @@ from ._readers import (
     trees,
     your_names,
 )
-from ._stale import names_used
+from ._stale import names_used, segment
 
 __all__ = ["along_the_positions", "buffers_copied", "cached_first", "causal_sized_by_your_call",
            "deep_copy_of_the_cache", "each_token_at_its_position", "embedded_at_the_caches_length",
@@ -63,7 +63,7 @@ def pointer_moved_on(obj, result, renamed) -> str | None:
         kept = cache.values if isinstance(cache, ast.Dict) else getattr(cache, "elts", [])
         same = [e for e in kept if isinstance(e, ast.Name) and e.id == position]
         if len(same) == 1:
-            line, at = ast.get_source_segment(source, node), same[0].col_offset - node.col_offset
+            line, at = segment(source, node), same[0].col_offset - node.col_offset
             found.append(line[:at] + moved + line[at + len(position):])
     line = the_one(found)
     return line + f"   # in place of your return line: the position moves on past the new tokens " \
@@ -81,7 +81,7 @@ def joined_along_positions(obj, result, renamed) -> str | None:
         for call in ast.walk(node):
             axis = joined_axis(call)
             if isinstance(axis, ast.Constant) and axis.value == 0:
-                line, at = ast.get_source_segment(source, node), axis.col_offset - node.col_offset
+                line, at = segment(source, node), axis.col_offset - node.col_offset
                 found.append(line[:at] + "1" + line[at + 1:])
     line = the_one(found)
     return line + "   # in place of your line: the new positions side by side (dim=1), each batch row " \
@@ -100,7 +100,7 @@ def keys_stored_twice(obj, result, renamed) -> str | None:
             continue
         pair = call.args[0].elts
         if len(pair) == 2 and all(isinstance(e, ast.Name) for e in pair) and pair[0].id == pair[1].id:
-            line, second = ast.get_source_segment(source, node), ast.get_source_segment(source, call.args[0])
+            line, second = segment(source, node), segment(source, call.args[0])
             brackets = "()" if isinstance(call.args[0], ast.Tuple) else "[]"
             found.append(line.replace(second, f"{brackets[0]}{pair[0].id}, {values}{brackets[1]}"))
     line = the_one(found) if values and values.isidentifier() else None
@@ -115,20 +115,20 @@ def _without_half(source, node) -> str | None:
     """``node``'s line without what makes a tensor half precision: each ``dtype=torch.float16`` (or
     bfloat16) keyword dropped, each ``.half()``, ``.bfloat16()`` or ``.to(torch.float16)`` call taken off;
     else None."""
-    line, changes = ast.get_source_segment(source, node), []
+    line, changes = segment(source, node), []
     for call in ast.walk(node):
         if not isinstance(call, ast.Call):
             continue
-        func, text = call.func, ast.get_source_segment(source, call)
+        func, text = call.func, segment(source, call)
         half = [k for k in call.keywords if k.arg == "dtype" and ast.unparse(k.value) in _HALF]
         if half:
-            kept = [ast.get_source_segment(source, a) for a in call.args] + [
-                ast.get_source_segment(source, k) for k in call.keywords if k is not half[0]]
-            changes.append((text, f"{ast.get_source_segment(source, func)}({', '.join(kept)})"))
+            kept = [segment(source, a) for a in call.args] + [
+                segment(source, k) for k in call.keywords if k is not half[0]]
+            changes.append((text, f"{segment(source, func)}({', '.join(kept)})"))
         elif isinstance(func, ast.Attribute) and (
                 func.attr in ("half", "bfloat16") and not call.args and not call.keywords
                 or func.attr == "to" and len(call.args) == 1 and ast.unparse(call.args[0]) in _HALF):
-            changes.append((text, ast.get_source_segment(source, func.value)))
+            changes.append((text, segment(source, func.value)))
     for text, replacement in changes:         # outermost first (ast.walk): an inner one is then gone or kept
         line = line.replace(text, replacement, 1)
     return line if changes else None
@@ -160,8 +160,8 @@ def each_token_at_its_position(obj, result, renamed) -> str | None:
                 uses = [any(isinstance(n, ast.Name) and n.id == index for n in ast.walk(arg))
                         for arg in ((call.args[0], at) if at is not None else ())]
                 if uses == [True, False]:                 # the token at t, embedded at a position without t
-                    line = ast.get_source_segment(source, node)
-                    position = ast.get_source_segment(source, at)
+                    line = segment(source, node)
+                    position = segment(source, at)
                     found.append(line[::-1].replace(position[::-1], f"{position} + {index}"[::-1], 1)[::-1])
     line = the_one(found)
     return line + "   # in place of your line: each token at its own position" if line else None
@@ -198,7 +198,7 @@ def _past_along_the_positions(obj, axis_of, right=()) -> tuple | None:
             continue
         read = [axis for part in ast.walk(node.value) if (axis := axis_of(part)) is not None]
         if len(read) == 1 and ast.unparse(read[0]) not in {along, *right}:
-            line, at = ast.get_source_segment(source, node), ast.get_source_segment(source, read[0])
+            line, at = segment(source, node), segment(source, read[0])
             cut = read[0].col_offset - node.col_offset
             found.append(line[:cut] + along + line[cut + len(at):])
     line = the_one(found)
@@ -241,7 +241,7 @@ def embedded_from_the_caches_length(obj, result, renamed) -> str | None:
     for _, node in statements(obj):
         calls = [c for c in ast.walk(node) if embedded(c)] if isinstance(node, ast.Assign) else []
         if count and len(calls) == 1 and len(calls[0].args) == 1 and not calls[0].keywords:
-            line, call = ast.get_source_segment(source, node), calls[0]
+            line, call = segment(source, node), calls[0]
             at = call.end_col_offset - 1 - node.col_offset            # the call's closing parenthesis
             found.append(f"{line[:at]}, 0 if {cache} is None else {count}{line[at:]}")
     line = the_one(found)
@@ -298,7 +298,7 @@ def logits_of_every_token(obj, result, renamed) -> str | None:
         if len(after) != 1:
             continue
         node, name = after[0], assigned(after[0])
-        made = ast.get_source_segment(source, node.value)
+        made = segment(source, node.value)
         every = f"{name}_each"
         return (f"{every}.append({made})   # at the end of your loop's body, with {every} = [] above the "
                 f"loop and {name} = torch.cat({every}, dim=1) in place of your line {name} = {made}: after "
@@ -325,13 +325,13 @@ def triangle_from_the_bottom_right(obj, result, renamed) -> str | None:
             if not sizes:
                 continue
             given = [k.value for k in call.keywords if k.arg == "diagonal"] + call.args[(0 if method else 1):]
-            rows, cols = (ast.get_source_segment(source, a) for a in sizes)
-            diagonal = ast.get_source_segment(source, given[0]) if given else "0"
+            rows, cols = (segment(source, a) for a in sizes)
+            diagonal = segment(source, given[0]) if given else "0"
             moved = f"{cols} - {rows}" if diagonal == "0" else f"{diagonal} + {cols} - {rows}"
-            head = ast.get_source_segment(source, func.value if method else ones)
+            head = segment(source, func.value if method else ones)
             made = f"{head}.{name}(diagonal={moved})" if method else f"torch.{name}({head}, diagonal={moved})"
-            line = ast.get_source_segment(source, node)
-            found.append(line.replace(ast.get_source_segment(source, call), made, 1))
+            line = segment(source, node)
+            found.append(line.replace(segment(source, call), made, 1))
     line = the_one(found)
     why = ("the triangle from the bottom-right corner, moved along by the cached positions, so each new "
            "query sees every cached key and itself")
@@ -352,7 +352,7 @@ def joined_values_kept(obj, result, renamed) -> str | None:
         ids = [n.id for n in read]
         if keys in ids and ids.count(new) == 1 and joined not in ids and not isinstance(node, ast.Return):
             at = next(n for n in read if n.id == new)
-            line, start = ast.get_source_segment(source, node), at.col_offset - node.col_offset
+            line, start = segment(source, node), at.col_offset - node.col_offset
             found.append(line[:start] + joined + line[start + len(new):])
     line = the_one(found)
     return line + f"   # in place of your line: {joined}, the values joined to the cached ones, not " \
@@ -377,10 +377,10 @@ def every_block(obj, result, renamed) -> str | None:
                 blocks = blocks.args[0]                              # zip(enumerate(model.blocks), ...)
             if not ast.unparse(blocks).endswith("blocks"):
                 continue
-            empty, head = either.values[-1], ast.get_source_segment(source, loop).splitlines()[0]
+            empty, head = either.values[-1], segment(source, loop).splitlines()[0]
             at = empty.col_offset - loop.col_offset
-            blocks = f"[None] * len({ast.get_source_segment(source, blocks)})"
-            found.append(head[:at] + blocks + head[at + len(ast.get_source_segment(source, empty)):])
+            blocks = f"[None] * len({segment(source, blocks)})"
+            found.append(head[:at] + blocks + head[at + len(segment(source, empty)):])
     line = the_one(found)
     return line + "   # in place of your loop's first line: with no cache, one empty entry per block, so " \
                   "that every block runs" if line else None
@@ -401,7 +401,7 @@ def mlp_after_attention(obj, result, renamed) -> str | None:
             read = call.args[0] if isinstance(func, ast.Attribute) and func.attr == "norm_mlp" and \
                 len(call.args) == 1 else None
             if isinstance(read, ast.Name) and read.id != value.left.id:
-                line, at = ast.get_source_segment(source, node), read.col_offset - node.col_offset
+                line, at = segment(source, node), read.col_offset - node.col_offset
                 found.append(line[:at] + value.left.id + line[at + len(read.id):])
     line = the_one(found)
     return line + "   # in place of your line: the MLP reads the stream attention wrote to" if line else None
@@ -419,7 +419,7 @@ def cached_first(obj, result, renamed) -> str | None:
             call.args and isinstance(call.args[0], (ast.List, ast.Tuple)) else None
         if pieces is None or len(pieces.elts) != 2 or ast.unparse(pieces.elts[0]) != target:
             continue
-        line, (new, old) = ast.get_source_segment(source, node), (ast.get_source_segment(source, e)
+        line, (new, old) = segment(source, node), (segment(source, e)
                                                                   for e in pieces.elts)
         at, end = pieces.elts[0].col_offset - node.col_offset, pieces.elts[1].end_col_offset - node.col_offset
         found.append(line[:at] + f"{old}, {new}" + line[end:])
@@ -441,8 +441,8 @@ def deep_copy_of_the_cache(obj, result, renamed) -> str | None:
             name = ast.unparse(func) if func is not None else ""
             if name in ("replace", "dataclasses.replace", "copy.copy", "copy", "list") and call.args \
                     and ast.unparse(call.args[0]) == given:
-                line = ast.get_source_segment(source, node)
-                found.append(line.replace(ast.get_source_segment(source, call), f"copy.deepcopy({given})", 1))
+                line = segment(source, node)
+                found.append(line.replace(segment(source, call), f"copy.deepcopy({given})", 1))
     line = the_one(found)
     if not line:
         return None
@@ -575,9 +575,9 @@ def projections_of_the_normed(obj, result, renamed) -> str | None:
         calls = [c for c in ast.walk(node) if isinstance(c, ast.Call) and getattr(c.func, "attr", "") in (
             "W_q", "W_k", "W_v") and len(c.args) == 1 and ast.unparse(c.args[0]) == stream]
         if calls:
-            line = ast.get_source_segment(source, node)
+            line = segment(source, node)
             for call in calls:
-                text = ast.get_source_segment(source, call)
+                text = segment(source, call)
                 line = line.replace(text, text[: -len(stream) - 1] + normed + ")", 1)
             found.append(line)
     return your_lines(found, f"W_q, W_k and W_v read {normed}, the normed stream; {stream} itself is for "
@@ -679,7 +679,7 @@ def entries_read_right(obj, result, renamed) -> str | None:
               and isinstance(n.value, ast.Name) and n.value.id in cache}
     found = []
     for source, node in statements(obj):
-        line, inner = ast.get_source_segment(source, node), set()
+        line, inner = segment(source, node), set()
         for expr in sorted(ast.walk(node), key=lambda n: -getattr(n, "col_offset", 0)):
             chain = _chain(expr) if isinstance(expr, ast.Subscript) and expr not in inner else None
             inner |= {n for n in ast.walk(expr) if n is not expr} if chain else set()
@@ -687,8 +687,8 @@ def entries_read_right(obj, result, renamed) -> str | None:
             kind = next((k for k in (0, 1) if at and at == read[k] != right[k]), None)
             if kind is not None and (text := _written(chain[0], right[kind], chain[2], var)):
                 start = expr.col_offset - node.col_offset
-                line = line[:start] + text + line[start + len(ast.get_source_segment(source, expr)):]
-        if line != ast.get_source_segment(source, node):
+                line = line[:start] + text + line[start + len(segment(source, expr)):]
+        if line != segment(source, node):
             found.append(line)
     return your_lines(found, "each layer reads its own keys and values, where your prefill put them")
 
@@ -698,13 +698,13 @@ def unembedded_once(obj, result, renamed) -> str | None:
     stream (``model.unembed(model.norm_final(x))``), handing it the stream itself; else None."""
     found = []
     for source, node in statements(obj):
-        line = ast.get_source_segment(source, node)
+        line = segment(source, node)
         for call in ast.walk(node):
             unembedding = isinstance(call, ast.Call) and getattr(call.func, "attr", "") == "unembed"
             given = call.args[0] if unembedding and len(call.args) == 1 else None
             if isinstance(given, ast.Call) and getattr(given.func, "attr", "") == "norm_final" and given.args:
                 start, end = given.col_offset - node.col_offset, given.end_col_offset - node.col_offset
-                found.append(line[:start] + ast.get_source_segment(source, given.args[0]) + line[end:])
+                found.append(line[:start] + segment(source, given.args[0]) + line[end:])
     line = the_one(found)
     return line + "   # in place of your line: model.unembed applies norm_final itself" if line else None
 
@@ -717,7 +717,7 @@ def keys_first(obj, result, renamed) -> str | None:
     keys, values = names.get("k"), names.get("v")
     found = []
     for source, node in statements(obj):
-        line = ast.get_source_segment(source, node)
+        line = segment(source, node)
         for pair in ast.walk(node):
             given = pair.args if isinstance(pair, ast.Call) else getattr(pair, "elts", None) or []
             if [getattr(e, "id", None) for e in given] == [values, keys] and keys and values:
@@ -738,7 +738,7 @@ def along_the_positions(obj, result, renamed) -> str | None:
         return None
     given, found = code.co_varnames[2], []
     for source, node in statements(obj):
-        line, axes = ast.get_source_segment(source, node), []
+        line, axes = segment(source, node), []
         for call in ast.walk(node):
             axis = joined_axis(call)
             joining = axis is not None and call.args and isinstance(call.args[0], (ast.List, ast.Tuple))
@@ -779,8 +779,8 @@ def embedded_at_the_caches_length(obj, result, renamed) -> str | None:
             kept = isinstance(position, ast.Attribute) and ast.unparse(position.value) == "self" \
                 or isinstance(position, ast.Name) and position.id not in stored | set(given)
             if kept:
-                line = ast.get_source_segment(source, node)
-                at = ast.get_source_segment(source, position)
+                line = segment(source, node)
+                at = segment(source, position)
                 found.append(line.replace(at, f"(0 if {cache} is None else {count})", 1))
     line = the_one(found)
     return (f"{line}   # in place of your line: the positions the cache you are given holds, read anew each "
@@ -844,8 +844,8 @@ def repeated_after_caching(obj, result, renamed) -> str | None:
         between = [n for n in body if repeats[0].lineno < n.lineno < stores[0].lineno and n not in repeats]
         if all(isinstance(n, ast.Assign) and {t.id for t in ast.walk(n.targets[0]) if isinstance(t, ast.Name)}
                <= names for n in between):
-            found.append(("; ".join(ast.get_source_segment(source, n) for n in repeats),
-                          ast.get_source_segment(source, stores[0]).splitlines()[0]))
+            found.append(("; ".join(segment(source, n) for n in repeats),
+                          segment(source, stores[0]).splitlines()[0]))
     if len(found) != 1:
         return None
     line, store = found[0]
@@ -872,8 +872,8 @@ def residual_to_the_stream(obj, result, renamed) -> str | None:
             continue
         for name, stream in normed:
             if getattr(value.left, "id", None) == name and getattr(node.targets[0], "id", None) == stream:
-                line = ast.get_source_segment(source, node)
-                found.append((f"{stream} = {stream} + {ast.get_source_segment(source, value.right)}", line))
+                line = segment(source, node)
+                found.append((f"{stream} = {stream} + {segment(source, value.right)}", line))
     if len(found) != 1:
         return None
     line, theirs = found[0]
@@ -887,7 +887,7 @@ def both_repeated(obj, result, renamed) -> str | None:
     values left): the catalog's line for both, in their names, in place of that line. Its words "just
     before attending" led replay 22's 08Y1 to keep their line above it, and the keys were repeated twice."""
     code = renamed.split("   #")[0]
-    found = [(ast.get_source_segment(source, node), names) for source, node in statements(obj)
+    found = [(segment(source, node), names) for source, node in statements(obj)
              if len(names := _repeated_names(node)) == 1]
     if len(found) != 1 or code.count("repeat_interleave") != 2 or found[0][1][0] not in code.split(" = ")[0]:
         return None
@@ -908,12 +908,12 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
         if not (isinstance(target, ast.Name) and isinstance(func, ast.Attribute) and func.attr in _REPEATS) \
                 or isinstance(func.value, ast.Name):
             continue
-        line = ast.get_source_segment(source, node)
+        line = segment(source, node)
         start, end = call.col_offset - node.col_offset, call.end_col_offset - node.col_offset
-        found.append(line[:start] + ast.get_source_segment(source, func.value) + line[end:])
+        found.append(line[:start] + segment(source, func.value) + line[end:])
         last = max(last, node.end_lineno)
         names.add(target.id)
-        whole, tensor = ast.get_source_segment(source, call), ast.get_source_segment(source, func.value)
+        whole, tensor = segment(source, call), segment(source, func.value)
         repeats[target.id] = whole[len(tensor):]                       # .repeat_interleave(grupo, dim=1)
     # stored on one line or each on its own (replay 24's 08A2: bo_nho_moi['k'].append(khoa), then the
     # values'), either way the cache holds them
@@ -927,7 +927,7 @@ def projected_without_repeat(obj, result, renamed) -> str | None:
                  getattr(c.func, "attr", "") == "scaled_dot_product_attention"]
         handed = [a for c in calls for a in c.args if isinstance(a, ast.Name) and a.id in repeats]
         if len(calls) == 1 and handed and len(found) + 1 <= 3:
-            line = ast.get_source_segment(source, node)
+            line = segment(source, node)
             for arg in sorted(handed, key=lambda a: -a.col_offset):
                 at = arg.col_offset - node.col_offset
                 line = line[:at] + arg.id + repeats[arg.id] + line[at + len(arg.id):]
@@ -959,7 +959,7 @@ def causal_sized_by_your_call(obj, result, renamed) -> str | None:
             given |= dict(zip(("query", "key"), call.args, strict=False))
             q, k = root_name(given.get("query")), root_name(given.get("key"))
             if q and k:
-                found.append((q, k, ast.get_source_segment(source, causal[0])))
+                found.append((q, k, segment(source, causal[0])))
     if len(found) != 1:
         return None
     q, k, theirs = found[0]
@@ -982,7 +982,7 @@ def sublayer_added(obj, result, renamed) -> str | None:
         calls = {getattr(part.func, "attr", None) for part in ast.walk(value) if isinstance(part, ast.Call)} \
             if value is not None and not added else set()
         if called in calls:
-            line = f"{stream} = {stream} + {ast.get_source_segment(source, value)}"
+            line = f"{stream} = {stream} + {segment(source, value)}"
             found.append(line + "   # in place of your line: add to the stream, do not replace it")
     return the_one(found)
 
@@ -1001,9 +1001,9 @@ def past_without_an_offset(obj, result, renamed) -> str | None:
         shifted = next((b for b in branches if isinstance(b, ast.BinOp)), None)    # either order of the if
         if isinstance(shifted, ast.BinOp) and isinstance(shifted.op, (ast.Add, ast.Sub)) and isinstance(
                 shifted.right, ast.Constant) and isinstance(shifted.right.value, int):
-            line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, shifted)
+            line, text = segment(source, node), segment(source, shifted)
             sign = "+" if isinstance(shifted.op, ast.Add) else "-"
-            found.append(line.replace(text, ast.get_source_segment(source, shifted.left), 1)
+            found.append(line.replace(text, segment(source, shifted.left), 1)
                          + f"   # in place of your line: the positions already cached, no {sign} "
                          f"{shifted.right.value}")
     return the_one(found)

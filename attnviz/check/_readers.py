@@ -16,7 +16,7 @@ import linecache
 import re
 import types
 
-from ._stale import code_objects, names_used, own_functions, source_of, syntax_tree
+from ._stale import code_objects, names_used, own_functions, segment, source_of, syntax_tree
 
 __all__ = ["assigned", "cache_remade", "einsum_terms", "embed_line", "embedded", "fused", "helpers",
            "inline_scores", "names_a", "one_line_statements", "operands", "parsed", "returned",
@@ -260,7 +260,7 @@ def handed_back_guard(obj) -> str | None:
                 and isinstance(test.ops[0], ast.IsNot) and ast.unparse(test.comparators[0]) == "None"
             if kept and ast.unparse(body.value) == ast.unparse(test.left) \
                     or _outside(test, own) & _outside(body.value, own):
-                found.append(ast.get_source_segment(source, test))
+                found.append(segment(source, test))
     return the_one(found)
 
 
@@ -336,8 +336,8 @@ def inline_scores(obj) -> tuple[str, str, str] | None:
             continue
         for inner in ast.walk(node.value):
             if (taken := softmaxed(inner)) is not None:
-                found.append((ast.get_source_segment(source, node),
-                              *(ast.get_source_segment(source, part) for part in taken)))
+                found.append((segment(source, node),
+                              *(segment(source, part) for part in taken)))
     return the_one(found)
 
 
@@ -648,7 +648,7 @@ def embed_line(obj) -> tuple | None:
         shared = {name for n in ast.walk(tree) if isinstance(n, ast.Global) for name in n.names}
         position = calls[0].args[1]
         own = isinstance(position, ast.Name) and position.id in stored - shared
-        found.append((ast.get_source_segment(source, node), ast.get_source_segment(source, position), own))
+        found.append((segment(source, node), segment(source, position), own))
     return the_one(found)
 
 

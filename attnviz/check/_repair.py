@@ -56,7 +56,8 @@ class Edit:
 
 
 class _Text:
-    """The cell's text with AST positions (UTF-8 byte columns) turned into offsets into it."""
+    """The cell's text with AST positions (:func:`._stale.syntax_tree`'s, whose columns count characters)
+    turned into offsets into it."""
 
     def __init__(self, text: str):
         self.text = text
@@ -64,7 +65,7 @@ class _Text:
         self.starts = list(itertools.accumulate((len(line) for line in self.lines), initial=0))
 
     def at(self, line: int, col: int) -> int:
-        return self.starts[line - 1] + len(self.lines[line - 1].encode()[:col].decode(errors="ignore"))
+        return self.starts[line - 1] + col
 
     def span(self, node) -> tuple[int, int]:
         return self.at(node.lineno, node.col_offset), self.at(node.end_lineno, node.end_col_offset)

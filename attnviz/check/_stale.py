@@ -29,14 +29,47 @@ from ._verdict import fixes_shown
 
 __all__ = ["stale_note", "ran_note", "below_stub", "above_stub", "with_stale_note", "globals_read",
            "values_read", "shared_defaults", "code_objects", "own_functions", "names_used", "code_notes",
-           "globals_note", "library_used", "syntax_tree", "source_of"]
+           "globals_note", "library_used", "syntax_tree", "segment", "source_of"]
 
 
 @functools.lru_cache(maxsize=256)
 def syntax_tree(text: str) -> ast.Module:
     """``ast.parse(text)``, kept: one verdict reads the same cell's or function's text a dozen times
-    (a third of a check's time went to parsing it again). The tree is shared: read it, never change it."""
-    return ast.parse(text)
+    (a third of a check's time went to parsing it again). The tree is shared: read it, never change it.
+
+    Its columns (``col_offset``, ``end_col_offset``) count characters, where ``ast.parse``'s count UTF-8
+    bytes, so that they index the text as Python's strings do: a learner's ``pondérés`` or ``trọng_số``
+    puts every column after it off by a byte or more, and a Fix cut at such a column came out garbled.
+    Read a node's text with :func:`segment`, not ``ast.get_source_segment`` (which counts bytes)."""
+    tree = ast.parse(text)
+    if text.isascii():
+        return tree
+    lines = _lines(text)
+    for node in ast.walk(tree):
+        for line_key, col_key in (("lineno", "col_offset"), ("end_lineno", "end_col_offset")):
+            line, col = getattr(node, line_key, None), getattr(node, col_key, None)
+            if line is not None and col is not None and 0 < line <= len(lines):
+                setattr(node, col_key, len(lines[line - 1].encode()[:col].decode(errors="ignore")))
+    return tree
+
+
+def _lines(text: str) -> list[str]:
+    """``text``'s lines with their ends, split where Python's tokenizer splits them (\\n, \\r\\n, \\r)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$", text)
+
+
+def segment(text: str, node) -> str | None:
+    """The text of ``node`` (from :func:`syntax_tree` of ``text``): ``ast.get_source_segment`` in
+    characters; None where the node has no position."""
+    if getattr(node, "end_col_offset", None) is None or getattr(node, "col_offset", None) is None:
+        return None
+    lines = _lines(text)
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if not 0 <= first <= last < len(lines):
+        return None
+    if first == last:
+        return lines[first][node.col_offset:node.end_col_offset]
+    return lines[first][node.col_offset:] + "".join(lines[first + 1:last]) + lines[last][:node.end_col_offset]
 
 
 _SOURCES: dict = {}

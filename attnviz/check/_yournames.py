@@ -43,7 +43,7 @@ from ._readers import (
     trees,
     your_names,
 )
-from ._stale import names_used, own_functions, source_of, syntax_tree
+from ._stale import names_used, own_functions, segment, source_of, syntax_tree
 
 __all__ = ["in_your_names", "fix_in_your_names", "mask_fix_in_your_names", "called_on_self"]
 
@@ -209,7 +209,7 @@ def in_your_names(obj, fix: str) -> str:
 
 def _plain_assignments(obj) -> list:
     """``(line, target, value)`` for each one-line ``name = other_name`` of the learner's function."""
-    return [(ast.get_source_segment(source, node), node.targets[0].id, node.value.id)
+    return [(segment(source, node), node.targets[0].id, node.value.id)
             for source, _, node in one_line_statements(obj)
             if isinstance(node, ast.Assign) and len(node.targets) == 1
             and isinstance(node.targets[0], ast.Name) and isinstance(node.value, ast.Name)]
@@ -231,7 +231,7 @@ def _fused_line(obj) -> str | None:
                 or isinstance(node, ast.If):
             continue
         for call in (c for c in ast.walk(node) if isinstance(c, ast.Call) and fused(c) is not None):
-            line, text = ast.get_source_segment(source, node), ast.get_source_segment(source, call)
+            line, text = segment(source, node), segment(source, call)
             keywords = [k for k in call.keywords if k.arg not in ("attn_mask", "is_causal")]
             masked = ast.Call(call.func, call.args[:3],
                               [*keywords, ast.keyword("attn_mask", ast.Name("mask"))])
@@ -246,7 +246,7 @@ def called_on_self(forward, name: str) -> str | None:
     for source, _, node in one_line_statements(forward):
         if not isinstance(node, blocks) and any(isinstance(c, ast.Call) and isinstance(c.func, ast.Name)
                                                 and c.func.id == name for c in ast.walk(node)):
-            line = ast.get_source_segment(source, node)
+            line = segment(source, node)
             return re.sub(rf"(?<![\w.]){re.escape(name)}\(", f"self.{name}(", line)
     return None
 
@@ -280,7 +280,7 @@ def _cut_short(obj, code: str) -> bool:
     if len(statement) != 1 or not isinstance(statement[0], ast.Assign):
         return False
     squeezed = _squeezed(code)
-    lines = [_squeezed(ast.get_source_segment(source, node) or "")
+    lines = [_squeezed(segment(source, node) or "")
              for source, _, node in one_line_statements(obj)]
     return squeezed not in lines and any(line.startswith(squeezed) for line in lines)
 
@@ -289,7 +289,7 @@ def _first_branch_only(obj, code: str) -> bool:
     """Whether ``code`` is found in the learner's text only as the first branch of one of their lines
     (``new = []`` in ``new = [] if cache is None else list(cache)``): a line they do not have as it is."""
     squeezed = _squeezed(code)
-    lines = [_squeezed(ast.get_source_segment(source, node) or "")
+    lines = [_squeezed(segment(source, node) or "")
              for source, _, node in one_line_statements(obj)]
     return squeezed not in lines and any(line.startswith(squeezed + "if") for line in lines)
 
