@@ -126,7 +126,7 @@ from ._readers import (
     the_one,
     your_names,
 )
-from ._stale import segment
+from ._stale import code_of, segment
 
 __all__ = ["own_line_fix", "unreturned_fix", "lengths_as_a_column", "elementwise_blend"]
 
@@ -195,7 +195,7 @@ def lengths_as_a_column(obj, result) -> str | None:
     """For a padding mask right for a batch of one only: its one line that makes the lengths a row
     (``lengths.unsqueeze(0)``, ``lengths[None, :]``, ``lengths.view(1, -1)``), with ``lengths[:, None]``,
     a column; else None. (The catalog's return line leaves that line in place, and it raises first.)"""
-    code = getattr(obj, "__code__", None)
+    code = code_of(obj)
     if result.bug != "batch_one_only" or type(obj) is not types.FunctionType or code.co_argcount < 1:
         return None
     lengths, found = code.co_varnames[0], []

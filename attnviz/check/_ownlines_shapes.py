@@ -21,7 +21,7 @@ from ._readers import (
     the_one,
     trees,
 )
-from ._stale import segment
+from ._stale import code_of, segment
 
 __all__ = [
     "batch_first", "count_from_the_keys", "dangling", "dropout_only_in_training",
@@ -81,7 +81,7 @@ def count_from_the_keys(obj, result, renamed) -> str | None:
     """For sizes read from the queries where the keys' belong: the learner's one line that reads the
     same size of the queries twice (``L, S = q.size(-2), q.size(-2)``), its second read from the keys;
     else None."""
-    code = getattr(obj, "__code__", None)
+    code = code_of(obj)
     if type(obj) is not types.FunctionType or code.co_argcount < 2:
         return None
     queries, keys = code.co_varnames[:2]

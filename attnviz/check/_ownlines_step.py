@@ -20,7 +20,7 @@ from ._readers import (
     trees,
     your_names,
 )
-from ._stale import names_used, segment
+from ._stale import code_of, names_used, segment
 
 __all__ = ["along_the_positions", "buffers_copied", "cached_first", "causal_sized_by_your_call",
            "deep_copy_of_the_cache", "each_token_at_its_position", "embedded_at_the_caches_length",
@@ -46,7 +46,7 @@ def pointer_moved_on(obj, result, renamed) -> str | None:
     pos}``, ``pos`` what it embeds at): its return line with the position moved on by the new tokens
     (``end`` when the step names ``pos + ...`` so, else ``pos + tokens.shape[1]``); else None (the
     catalog's list line, which a buffer cache has no place for)."""
-    code = getattr(obj, "__code__", None)
+    code = code_of(obj)
     embed = embed_line(obj) if type(obj) is types.FunctionType and code.co_argcount >= 2 else None
     if not (embed and embed[2]):
         return None
@@ -431,7 +431,7 @@ def deep_copy_of_the_cache(obj, result, renamed) -> str | None:
     is given only at the top (``replace(cache)``, ``copy.copy(cache)``, ``list(cache)``: its lists are
     still the given ones; replay 22's 08Y3 was told to start a new empty list, and its own lines then
     read entries the list did not have), with ``copy.deepcopy(cache)``; else None."""
-    code = getattr(obj, "__code__", None)
+    code = code_of(obj)
     if type(obj) is not types.FunctionType or code.co_argcount < 3:
         return None
     given, found = code.co_varnames[2], []
@@ -523,7 +523,7 @@ def _copied_under_the_guard(obj, given: str, copied: str, why: str) -> str | Non
 def _plain_step(obj) -> str | None:
     """The name of the cache argument of a step written as a plain function (not with gpt.KVCache), else
     None."""
-    code = getattr(obj, "__code__", None)
+    code = code_of(obj)
     if type(obj) is not types.FunctionType or code.co_argcount < 3 or "KVCache" in names_used(obj):
         return None
     return code.co_varnames[2]
@@ -733,7 +733,7 @@ def along_the_positions(obj, result, renamed) -> str | None:
     and values the learner's code does not (a stacked entry, ``kv``): their lines (two at most) that join
     something read from the cache they are given (``torch.cat([cache[shar], kv], dim=2)``), along dim=-2,
     the positions in every layout the course uses; else None."""
-    code = getattr(obj, "__code__", None)
+    code = code_of(obj)
     if type(obj) is not types.FunctionType or code.co_argcount < 3 or "past_" not in renamed:
         return None
     given, found = code.co_varnames[2], []

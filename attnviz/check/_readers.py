@@ -778,10 +778,12 @@ def _weights_by_their_values(obj, nodes, seen: dict) -> None:
     (or ``torch.matmul(W, v)``), v its values; and, with no scores read either, the one variable of the
     function that W is computed from (``wagi = miekki_max(wyniki)``, ``attn = torch.log_softmax(logits,
     dim=-1).exp()``)."""
-    obj = inspect.unwrap(obj) if callable(obj) else obj             # @torch.no_grad() and the like
-    code = getattr(obj, "__code__", None)
-    if type(obj) is not types.FunctionType or code.co_argcount < 3:
+    # @torch.no_grad() and the like; only a function is looked into (an object's own __getattr__, the
+    # learner's code, would run here in the kernel)
+    obj = inspect.unwrap(obj) if type(obj) is types.FunctionType else obj
+    if type(obj) is not types.FunctionType or obj.__code__.co_argcount < 3:
         return
+    code = obj.__code__
     values = code.co_varnames[2]
     variables = {name for node in nodes for name, _ in _assignments(node)}     # not a lambda's parameter
     seen["weights"] |= {pair[0] for node in nodes if (pair := _matmul(node)) and pair[1] == values

@@ -29,7 +29,7 @@ import torch
 
 from ._rules import NO_KNOWN_BUG
 from ._sandbox import run_steps
-from ._stale import syntax_tree
+from ._stale import code_of, syntax_tree
 
 __all__ = ["Edit", "diagonal_moved", "edits", "repaired"]
 
@@ -311,7 +311,7 @@ def _cell(fn) -> _Cell | None:
     """The learner's function read from its cell (or file), with the helpers it calls there; None for
     anything else (a closure, a lambda, a method, code without text)."""
     fn = inspect.unwrap(fn)                 # under functools.cache or lru_cache: the def is rebuilt with it
-    code = getattr(fn, "__code__", None)
+    code = code_of(fn)
     if type(fn) is not types.FunctionType or code.co_freevars or fn.__name__ == "<lambda>":
         return None
     text = "".join(linecache.getlines(code.co_filename))

@@ -23,13 +23,14 @@ import linecache
 import re
 import sys
 import textwrap
+import tokenize
 import types
 
 from ._verdict import fixes_shown
 
 __all__ = ["stale_note", "ran_note", "below_stub", "above_stub", "with_stale_note", "globals_read",
            "values_read", "shared_defaults", "code_objects", "own_functions", "names_used", "code_notes",
-           "globals_note", "library_used", "syntax_tree", "segment", "source_of"]
+           "globals_note", "library_used", "syntax_tree", "segment", "source_of", "code_of"]
 
 
 @functools.lru_cache(maxsize=256)
@@ -80,13 +81,32 @@ def source_of(fn) -> str:
     file): a verdict reads each of the learner's functions a dozen times. A function that wraps another
     (``__wrapped__``) is read afresh each time, as inspect reads the one it wraps."""
     if type(fn) is not types.FunctionType or "__wrapped__" in fn.__dict__:
-        return textwrap.dedent(inspect.getsource(fn))
+        return textwrap.dedent(_getsource(fn))
     key = (fn.__code__, "".join(linecache.getlines(fn.__code__.co_filename)))
     if key not in _SOURCES:
         if len(_SOURCES) >= 256:
             _SOURCES.clear()
-        _SOURCES[key] = textwrap.dedent(inspect.getsource(fn))
+        _SOURCES[key] = textwrap.dedent(_getsource(fn))
     return _SOURCES[key]
+
+
+def _getsource(fn) -> str:
+    """``inspect.getsource(fn)``, raising OSError (no text to read) for the other ways it fails on a
+    learner's code: a file saved in the middle of an edit after it was imported (tokenize's TokenError:
+    inspect reads the file as it is now), a wrapper that wraps itself (ValueError: a wrapper loop)."""
+    try:
+        return inspect.getsource(fn)
+    except (tokenize.TokenError, ValueError, RecursionError) as err:
+        raise OSError(f"no readable source: {err}") from err
+
+
+def code_of(obj):
+    """The code object of a learner's function (or of the function of a bound method); None for anything
+    else. Never ``getattr(obj, "__code__", None)``: on an object of the learner's, that runs its own
+    ``__getattr__`` here in the kernel, which may raise anything, or never return."""
+    if type(obj) is types.MethodType:
+        obj = obj.__func__
+    return obj.__code__ if type(obj) is types.FunctionType else None
 
 
 def code_objects(code) -> list:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import html
 import re
 from dataclasses import dataclass, field
@@ -9,7 +10,7 @@ from dataclasses import dataclass, field
 from ._catalog import BUGS
 
 __all__ = ["CheckResult", "passed", "bug_found", "not_implemented", "problem", "bug_words", "show_fixes",
-           "fixes_shown"]
+           "fixes_shown", "never_raises"]
 
 # sizes and flags an id names: kept as the code spells them
 _NAMES = ("d_model", "d_head", "d_k", "n_heads", "is_causal")
@@ -177,3 +178,26 @@ def not_implemented(checked: str, hint: str = "") -> CheckResult:
 
 def problem(checked: str, headline: str, observed, fix: str = "") -> CheckResult:
     return CheckResult(False, None, "problem", checked, headline, fix=fix, observed=list(observed))
+
+
+def never_raises(check):
+    """Decorator for a public checker, the outermost: what the checker's own reading of the learner's code
+    or object raises (a shape of code no reader foresaw, an object whose ``__getattr__`` raises) becomes a
+    verdict in plain words, never a traceback in the learner's notebook. The learner's code itself runs in
+    the child, whose errors are verdicts already; KeyboardInterrupt (the learner stopping the cell) goes
+    through."""
+    @functools.wraps(check)
+    def wrapper(fn, *args, **kwargs):
+        try:
+            return check(fn, *args, **kwargs)
+        except Exception as err:  # noqa: BLE001 - the checker's own slip, told as such
+            said = f"{type(err).__name__}: {err}"
+            said = said if len(said) <= 200 else said[:197] + "..."
+            return problem(check.__name__, (
+                "the checker could not finish reading your code: the checker itself raised an error (a gap "
+                "in the checker, not a verdict on your code)."), [
+                f"Inside the checker: {said}",
+                "Try your function by hand on a small input and compare with the notebook's reference. If "
+                "your code is an ordinary function or class, the course's authors would like to see it: "
+                "this case is one the checker should handle."])
+    return wrapper

@@ -43,7 +43,7 @@ from ._readers import (
     trees,
     your_names,
 )
-from ._stale import names_used, own_functions, segment, source_of, syntax_tree
+from ._stale import code_of, names_used, own_functions, segment, source_of, syntax_tree
 
 __all__ = ["in_your_names", "fix_in_your_names", "mask_fix_in_your_names", "called_on_self"]
 
@@ -217,7 +217,7 @@ def _plain_assignments(obj) -> list:
 
 def _cache_parameter(obj) -> str | None:
     """The name of a step's third parameter, the cache it is given; else None."""
-    code = getattr(obj, "__code__", None)
+    code = code_of(obj)
     return code.co_varnames[2] if type(obj) is types.FunctionType and code.co_argcount == 3 else None
 
 
@@ -343,6 +343,8 @@ def _own_attributes(obj, fix: str) -> str:
     except (TypeError, OSError, SyntaxError):
         return fix
     function = tree.body[0]
+    if not isinstance(function, ast.FunctionDef):       # __init__ = lambda ...: ..., or a file edited since
+        return fix
     given = [a.arg for a in function.args.args]
     if len(given) < 3:
         return fix
@@ -389,7 +391,7 @@ def _mask_as_named(obj, fix: str) -> str:
     a method it hands its work to), where their code has no ``mask`` of its own (replay 24's 02A1:
     ``maska`` in Uwaga.__call__, given ``~mask``, a NameError)."""
     function = (delegated_to(obj) or [obj])[0] if type(obj) is types.FunctionType else None
-    code = getattr(function, "__code__", None)
+    code = code_of(function)
     given = [a for a in code.co_varnames[:code.co_argcount] if a != "self"] if code else []
     if len(given) != 4 or given[3] == "mask":
         return fix
@@ -499,7 +501,7 @@ def _in_your_parameters(obj, fix: str, exercise: tuple) -> str:
     """A mask Fix with the exercise's parameters (``exercise``: ``("n",)``, ``("lengths", "n")``) under
     the names the learner's function gives them, by position, when it takes as many."""
     through = delegated_to(obj) if type(obj) is types.FunctionType else []
-    code = getattr(through[0] if through else obj, "__code__", None)     # a method it hands its work to
+    code = code_of(through[0] if through else obj)     # a method it hands its work to
     given = [a for a in code.co_varnames[:code.co_argcount] if a != "self"] if code is not None else ()
     if len(given) != len(exercise):
         return fix

@@ -653,6 +653,7 @@ def _built_in_note(fn, result):
     return result
 
 
+@_verdict.never_raises
 @with_stale_note
 @in_neutral
 def check_attention(fn, *, time_limit: float = TIME_LIMIT):

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import ast
 import copy
-import inspect
 import itertools
 import re
 import types
@@ -1270,7 +1269,7 @@ def _on_itself(node, own: str) -> bool:
 def _lines_of(function) -> list:
     """The stripped lines of ``function``'s text, or none when it has no text to read."""
     try:
-        return [line.strip() for line in inspect.getsource(function).splitlines()]
+        return [line.strip() for line in source_of(function).splitlines()]
     except (OSError, TypeError):
         return []
 
@@ -1364,6 +1363,7 @@ def _library_note(fn, result):
     return result
 
 
+@_verdict.never_raises
 @with_stale_note
 @in_neutral
 def check_decoding_step(fn, *, time_limit: float = TIME_LIMIT):

@@ -25,7 +25,7 @@ from ._reference import causal, in_neutral, padding
 from ._repair import repaired
 from ._rules import missing_torch_name, rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
-from ._stale import code_notes, globals_note, library_used, with_stale_note
+from ._stale import code_notes, code_of, globals_note, library_used, with_stale_note
 from ._stops import where_note
 from ._yournames import mask_fix_in_your_names
 
@@ -604,7 +604,7 @@ def _takes_two(fn):
     count. An optional second parameter of another name (device, dtype, diagonal) is left alone."""
     try:
         bound = inspect.signature(fn).bind(3, 5)
-    except (TypeError, ValueError):
+    except Exception:  # noqa: BLE001 - a learner's object's own __signature__ or __getattr__ may raise anything
         return False
     names = list(bound.arguments)
     if len(names) < 2:                   # (3, 5) went into *args
@@ -667,6 +667,7 @@ def _library_note(fn, result, name: str, own: str):
     return result
 
 
+@_verdict.never_raises
 @with_stale_note
 @in_neutral
 def check_causal_mask(fn, *, time_limit: float = TIME_LIMIT):
@@ -755,6 +756,7 @@ PADDING = Spec(
 )
 
 
+@_verdict.never_raises
 @with_stale_note
 @in_neutral
 def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
@@ -778,7 +780,7 @@ def check_padding_mask(fn, *, time_limit: float = TIME_LIMIT):
     probes.append(_probe(again.args, again.expected, kind="again", lengths=again.facts["lengths"],
                          where=f"For {again.where.removeprefix('For ')} called a second time"))
     result = code_notes(fn, globals_note(fn, _run(PADDING, fn, probes, time_limit)))
-    code = getattr(fn, "__code__", None)
+    code = code_of(fn)
     width = code.co_varnames[1] if code is not None and code.co_argcount >= 2 else None
     result = _repaired(PADDING, fn, mask_fix_in_your_names(fn, result, ("lengths", "n")), probes, time_limit,
                        width)

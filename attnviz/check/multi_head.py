@@ -1039,6 +1039,7 @@ def _library_note(cls, result):
     return result
 
 
+@_verdict.never_raises
 @with_stale_note
 @in_neutral
 def check_multi_head(cls, *, time_limit: float = TIME_LIMIT):
