@@ -180,6 +180,60 @@ def test_a_line_with_letters_outside_ascii_is_changed_where_its_fix_says(tmp_pat
     assert check_attention(fixed).passed, result.fix
 
 
+_SDPA = """        heads = F.scaled_dot_product_attention(query, key.repeat_interleave(group, dim=1),
+                                               value.repeat_interleave(group, dim=1), is_causal=True)
+"""
+
+
+def test_a_steps_scores_under_a_name_of_its_own_get_fixes_in_that_name(tmp_path):
+    """Fixes that read ``scores``, where the step's scores were ``att`` or ``w``: pasted in 08, they read
+    the notebook's own ``scores`` (no error said so), then chased other verdicts (a replay's 08 e01, d11)."""
+    assert _SDPA in DECODING
+    written = """        n_new = tokens.shape[1]
+        att = query @ key.repeat_interleave(group, dim=1).transpose(-2, -1) / math.sqrt(model.d_head)
+        allowed = torch.ones(n_new, key.shape[-2], dtype=torch.bool).tril(key.shape[-2] - n_new)
+        att = att.masked_fill(~allowed, float("-inf"))
+        att = att.softmax(dim=-2)
+        heads = att @ value.repeat_interleave(group, dim=1)
+"""
+    source = DECODING.replace(_SDPA, written)
+    result = check_decoding_step(_load(tmp_path, "e01", source).decode_step)
+    assert result.bug == "softmax_wrong_axis", repr(result)
+    assert result.fix.startswith("att = att.softmax(-1)   # in place"), result.fix
+    assert check_decoding_step(_load(tmp_path, "e01_fixed", _pasted(source, "att = att.softmax", result.fix))
+                               .decode_step).passed
+
+    einsum = """        keys = key.repeat_interleave(group, dim=1)
+        w = torch.einsum("bhqd,bhkd->bhqk", query, keys) / model.d_head ** 0.5
+        heads = torch.einsum("bhqk,bhkd->bhqd", w.softmax(-1), value.repeat_interleave(group, dim=1))
+"""
+    source = DECODING.replace(_SDPA, einsum)
+    result = check_decoding_step(_load(tmp_path, "d11", source).decode_step)
+    assert result.bug == "causal_mask_missing" and result.fix.startswith("w = w.masked_fill("), repr(result)
+    lines = source.split("\n")      # the line goes below the scores, before the softmax, as its comment says
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("w = torch.einsum"))
+    lines.insert(at + 1, " " * 8 + result.fix.split("   #")[0])
+    assert check_decoding_step(_load(tmp_path, "d11_fixed", "\n".join(lines)).decode_step).passed
+
+
+@pytest.mark.parametrize("changed, bug", [
+    ("lengths = lengths.clamp(min=1)", "padding_lengths_clamped"),
+    ("lengths, _ = torch.sort(lengths, descending=True)", "padding_lengths_reordered"),
+])
+def test_lengths_clamped_or_sorted_get_that_line_to_delete(tmp_path, changed, bug):
+    """The catalog's return line was the learner's own already: pasted, it changed nothing, and the same
+    verdict came back round after round (a replay's 04 p14 and x05)."""
+    source = f"""
+def my_padding_mask(lengths, n):
+    {changed}
+    return (torch.arange(n)[None, :] < lengths[:, None])[:, None, :]
+"""
+    result = check_padding_mask(_load(tmp_path, "pl", source).my_padding_mask)
+    assert result.bug == bug and result.fix.startswith(f"delete your line '{changed}'   #"), repr(result)
+    fixed = source.replace(f"    {changed}\n", "")
+    assert check_padding_mask(_load(tmp_path, "pl_fixed", fixed).my_padding_mask).passed
+
+
 # fully masked rows set to 0 then renormalised over a floor of 1e-12: 0 in float16, so 0 / 0
 FLOORED = """
 def attend(q, k, v, mask=None):

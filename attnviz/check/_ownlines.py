@@ -128,7 +128,8 @@ from ._readers import (
 )
 from ._stale import code_of, segment
 
-__all__ = ["own_line_fix", "unreturned_fix", "lengths_as_a_column", "elementwise_blend"]
+__all__ = ["own_line_fix", "unreturned_fix", "lengths_as_a_column", "lengths_kept_as_given",
+           "elementwise_blend"]
 
 
 def own_line_fix(obj, result, renamed: str) -> str | None:
@@ -208,6 +209,25 @@ def lengths_as_a_column(obj, result) -> str | None:
     line = the_one(found)
     why = f"{lengths}[:, None], a column: one row per sequence"
     return f"{line}   # in place of your line: {why}" if line else None
+
+
+def lengths_kept_as_given(obj, result) -> str | None:
+    """For lengths clamped or sorted before the mask is built: the learner's one line that sets the lengths
+    parameter anew (``lengths = lengths.clamp(min=1)``, ``lengths, _ = torch.sort(lengths, ...)``), to
+    delete; else None. The catalog's return line was the one they had already, and it named no other
+    (a replay's 04 p14: the same verdict and the same line, round after round)."""
+    code = code_of(obj)
+    if result.bug not in ("padding_lengths_clamped", "padding_lengths_reordered") or code is None or \
+            code.co_argcount < 1:
+        return None
+    lengths, found = code.co_varnames[0], []
+    for source, node in statements(obj):
+        targets = [t for target in getattr(node, "targets", []) for t in
+                   (target.elts if isinstance(target, ast.Tuple) else [target])]
+        if any(isinstance(t, ast.Name) and t.id == lengths for t in targets):
+            found.append(segment(source, node))
+    line = the_one(found)
+    return f"delete your line '{line}'   # {lengths} as given, 0 included, in their order" if line else None
 
 
 def _a_row(node, lengths: str) -> bool:

@@ -8,6 +8,7 @@ and gives the learner's one line, changed, with a comment saying where it goes, 
 from __future__ import annotations
 
 import ast
+import builtins
 import re
 import types
 
@@ -204,15 +205,25 @@ def dropout_only_in_training(obj, result, renamed) -> str | None:
             "training flag is") if line and type(obj) is type else None
 
 
+_MODULES = {"torch", "math", "F", "nn", "np", "numpy"}
+
+
 def _names_missing(obj, renamed) -> bool:
     """Whether the catalog's Fix, in the learner's names, assigns a name their code never has (``scores =
-    ...`` for code of lambdas): then it has no line to take the place of."""
+    ...`` for code of lambdas): then it has no line to take the place of; or reads one (``att =
+    torch.softmax(scores, dim=-1)`` for code whose scores are ``att`` too: pasted in a notebook, it read
+    the notebook's own ``scores``, and no error said so; a replay's 08 e01)."""
     try:
         node = ast.parse(renamed.split("   #")[0].strip()).body[0]
     except (SyntaxError, IndexError):
         return False
     targets = node.targets if isinstance(node, ast.Assign) else []
-    return any(isinstance(t, ast.Name) and not names_a(t.id, obj) for t in targets)
+    if any(isinstance(t, ast.Name) and not names_a(t.id, obj) for t in targets):
+        return True
+    value = getattr(node, "value", None)
+    read = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} if value is not None else set()
+    return any(name not in _MODULES and not hasattr(builtins, name) and not names_a(name, obj)
+               for name in read)
 
 
 def repeated_in_their_lines(obj, result, renamed) -> str | None:

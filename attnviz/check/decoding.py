@@ -47,6 +47,7 @@ from ._catalog import DECODING_FIX_NAMES
 from ._compare import agrees, max_gap
 from ._diagnose import RAISED, Answer, Hypotheses, error_kind
 from ._engine import Probe, Rule, Spec, Trial, decide, run_check
+from ._readers import softmax_input, trees
 from ._reference import CACHED_VARIANTS, PREFILL_VARIANTS, decode, in_neutral, neutral
 from ._repair import diagonal_moved
 from ._rules import NO_KNOWN_BUG, hypothesis, no_known_bug, raised, rules
@@ -1344,8 +1345,12 @@ def _causal_mask_words(fn, result):
                       "diagonal=k.shape[-2] - q.shape[-2])   # in place of is_causal=True: the bottom-right "
                       "mask, sized by your queries and keys")
     elif "scaled_dot_product_attention" not in names_used(fn):
-        result.fix = ("scores = scores.masked_fill(~torch.ones(scores.shape[-2:], dtype=torch.bool).tril("
-                      "diagonal=scores.shape[-1] - scores.shape[-2]), torch.finfo(scores.dtype).min)   # "
+        # the scores under the learner's name: the one name their softmax takes (w of w.softmax(-1) inside
+        # an einsum; the catalog's scores were a notebook global there, a replay's 08 d11)
+        taken = {softmax_input(node) for tree in trees(fn) for node in ast.walk(tree)} - {None}
+        s = taken.pop() if len(taken) == 1 else "scores"
+        result.fix = (f"{s} = {s}.masked_fill(~torch.ones({s}.shape[-2:], dtype=torch.bool).tril("
+                      f"diagonal={s}.shape[-1] - {s}.shape[-2]), torch.finfo({s}.dtype).min)   # "
                       "your scores (batch, heads, n_new, n_all), before the softmax: the bottom-right mask")
     return result
 
