@@ -234,6 +234,37 @@ def my_padding_mask(lengths, n):
     assert check_padding_mask(_load(tmp_path, "pl_fixed", fixed).my_padding_mask).passed
 
 
+@pytest.mark.parametrize("right, wrong, bug, fix", [
+    # the final norm on a line of its own: told to write logits = model.unembed(x), with no place for it
+    ("    return model.unembed(x), new_cache",
+     "    x = model.norm_final(x)\n    return model.unembed(x), new_cache",
+     "final_norm_twice", "delete your line 'x = model.norm_final(x)'"),
+    # stored keys first, read back values first: the Fix was their own append line, "already there"
+    ("""            key = torch.cat([cache[layer][0], key], dim=-2)
+            value = torch.cat([cache[layer][1], value], dim=-2)""",
+     """            old_v, old_k = cache[layer]
+            key = torch.cat([old_k, key], dim=-2)
+            value = torch.cat([old_v, value], dim=-2)""",
+     "cache_keys_values_swapped", "old_k, old_v = cache[layer]   # in place of your line"),
+    # the sum started from the normed copy, named in a tuple assignment: the Fix was their mlp line
+    ("        x = x + attention.W_o(merge_heads(heads))",
+     "        x = normed + attention.W_o(merge_heads(heads))",
+     "residual_from_normed", "x = x + attention.W_o(merge_heads(heads))   # in place of your line"),
+])
+def test_a_steps_own_line_is_the_fix_where_the_catalogs_was_its_right_line(tmp_path, right, wrong, bug, fix):
+    """A replay's 08 d12, d16, d20: the Fix was a line the step had right already, or had no place."""
+    assert right in DECODING_RIGHT
+    source = DECODING_RIGHT.replace(right, wrong)
+    result = check_decoding_step(_load(tmp_path, "own", source).decode_step)
+    assert result.bug == bug and result.fix.startswith(fix), repr(result)
+    if fix.startswith("delete your line"):
+        fixed = source.replace("    x = model.norm_final(x)\n", "")
+    else:                                       # in place of the one line of theirs that the Fix changes
+        theirs = [line.strip() for line in wrong.split("\n") if line not in right.split("\n")]
+        fixed = _pasted(source, theirs[0], result.fix)
+    assert check_decoding_step(_load(tmp_path, "own_fixed", fixed).decode_step).passed, result.fix
+
+
 # fully masked rows set to 0 then renormalised over a floor of 1e-12: 0 in float16, so 0 / 0
 FLOORED = """
 def attend(q, k, v, mask=None):

@@ -27,7 +27,7 @@ __all__ = ["along_the_positions", "buffers_copied", "cached_first", "causal_size
            "embedded_from_the_caches_length", "entries_copied", "entries_read_right", "every_block",
            "full_precision_cache", "joined_along_positions", "joined_values_kept", "keys_first",
            "keys_stored_twice", "mlp_after_attention", "pointer_moved_on", "projected_without_repeat",
-           "past_without_an_offset", "projections_of_the_normed", "repeated_after_caching",
+           "past_without_an_offset", "projections_of_the_normed", "read_keys_first", "repeated_after_caching",
            "returns_its_own_cache", "sublayer_added", "unembedded_once"]
 
 
@@ -706,7 +706,14 @@ def unembedded_once(obj, result, renamed) -> str | None:
                 start, end = given.col_offset - node.col_offset, given.end_col_offset - node.col_offset
                 found.append(line[:start] + segment(source, given.args[0]) + line[end:])
     line = the_one(found)
-    return line + "   # in place of your line: model.unembed applies norm_final itself" if line else None
+    if line:
+        return line + "   # in place of your line: model.unembed applies norm_final itself"
+    # or a line of its own, x = model.norm_final(x), before the return (a replay's 08 d12, told to write
+    # logits = model.unembed(x) with no place to put it)
+    own = the_one([segment(source, node) for source, node in statements(obj)
+                   if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+                   and getattr(node.value.func, "attr", "") == "norm_final"])
+    return f"delete your line '{own}'   # model.unembed applies norm_final itself" if own else None
 
 
 def keys_first(obj, result, renamed) -> str | None:
@@ -726,6 +733,29 @@ def keys_first(obj, result, renamed) -> str | None:
     line = the_one(found)
     return line + "   # in place of your line: keys first, the order the next step reads them back in" \
         if line else None
+
+
+def read_keys_first(obj, result, renamed) -> str | None:
+    """For keys and values swapped, where the learner's step stores keys first but reads an entry back
+    values first (``old_v, old_k = cache[layer]``, then ``value = torch.cat([old_v, value], ...)``): that
+    line, keys first; else None. The catalog's append line was theirs already, and its words said their
+    cache stored values first (a replay's 08 d16)."""
+    code, values = code_of(obj), your_names(obj).get("v")
+    if code is None or code.co_argcount < 3 or not values:
+        return None
+    cache, found = code.co_varnames[2], []
+    for source, node in statements(obj):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        pair = [getattr(e, "id", None) for e in getattr(target, "elts", [])]
+        if len(pair) != 2 or None in pair or root_name(node.value) != cache:
+            continue
+        joined = [other for _, other in statements(obj) if isinstance(other, ast.Assign)
+                  and [getattr(t, "id", None) for t in other.targets] == [values]
+                  and any(getattr(n, "id", None) == pair[0] for n in ast.walk(other.value))]
+        if joined:
+            found.append(f"{pair[1]}, {pair[0]} = {segment(source, node.value)}")
+    line = the_one(found)
+    return line + "   # in place of your line: keys first, as your step stores them" if line else None
 
 
 def along_the_positions(obj, result, renamed) -> str | None:
@@ -860,12 +890,18 @@ def residual_to_the_stream(obj, result, renamed) -> str | None:
     replay 22's 08Y4, whose words spoke of an x overwritten)."""
     normed, found = set(), []
     for _, node in statements(obj):
-        value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
-        func = value.func if isinstance(value, ast.Call) else None
-        if isinstance(node.targets[0] if value is not None else None, ast.Name) and isinstance(
-                func, ast.Attribute) and func.attr in ("norm_attention", "norm_mlp") and \
-                len(value.args) == 1 and isinstance(value.args[0], ast.Name):
-            normed.add((node.targets[0].id, value.args[0].id))
+        pairs = []
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:       # or normed, att = norm(x), ...
+            target, value = node.targets[0], node.value
+            both = isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and \
+                len(target.elts) == len(value.elts)
+            pairs = list(zip(target.elts, value.elts, strict=True)) if both else [(target, value)]
+        for target, value in pairs:
+            func = value.func if isinstance(value, ast.Call) else None
+            if isinstance(target, ast.Name) and isinstance(func, ast.Attribute) and \
+                    func.attr in ("norm_attention", "norm_mlp") and len(value.args) == 1 and \
+                    isinstance(value.args[0], ast.Name):
+                normed.add((target.id, value.args[0].id))
     for source, node in statements(obj):
         value = node.value if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
         if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add)):
