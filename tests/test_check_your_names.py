@@ -3,6 +3,7 @@ their line, it makes their code pass, whatever they called their queries, keys a
 their code already holds says so."""
 
 import importlib.util
+import re
 import textwrap
 
 import pytest
@@ -263,6 +264,20 @@ def test_a_steps_own_line_is_the_fix_where_the_catalogs_was_its_right_line(tmp_p
         theirs = [line.strip() for line in wrong.split("\n") if line not in right.split("\n")]
         fixed = _pasted(source, theirs[0], result.fix)
     assert check_decoding_step(_load(tmp_path, "own_fixed", fixed).decode_step).passed, result.fix
+
+
+def test_a_steps_parameters_under_other_names_are_the_names_its_fix_reads(tmp_path):
+    """A step of (awose, ami, iranti) was told x = model.embed(tokens, past): pasted in 08, it embeds with
+    the notebook's own model and tokens, and no error says so (a fuzzing pass)."""
+    source = DECODING_RIGHT
+    for written, theirs in (("model", "awose"), ("tokens", "ami"), ("cache", "iranti")):
+        source = re.sub(rf"\b{written}\b", theirs, source)
+    source = source.replace("x = awose.embed(ami, past)", "x = awose.embed(ami, 0)")
+    result = check_decoding_step(_load(tmp_path, "yo", source).decode_step)
+    assert result.bug == "positions_not_advanced", repr(result)
+    assert result.fix.startswith("x = awose.embed(ami, past)   #"), result.fix
+    fixed = _pasted(source, "x = awose.embed", result.fix)
+    assert check_decoding_step(_load(tmp_path, "yo_fixed", fixed).decode_step).passed
 
 
 # fully masked rows set to 0 then renormalised over a floor of 1e-12: 0 in float16, so 0 / 0

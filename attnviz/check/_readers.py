@@ -484,7 +484,7 @@ def your_names(obj) -> dict:
     for role in ("q", "k", "v"):
         seen[role] = {same.get(name, name) for name in seen[role]}
     _joined_names(nodes, seen)
-    stepping = seen["x"] or any(embedded(node) for node in nodes)        # model.embed(...): a decoding step
+    stepping = bool(seen["x"]) or any(embedded(node) for node in nodes)   # model.embed(...): a decoding step
     if not seen["weights"] and not stepping:     # return out, w: the weights, however made (replay 23's 02Z2)
         seen["weights"] = {node.value.elts[1].id for node in nodes if isinstance(node, ast.Return)
                            and isinstance(node.value, ast.Tuple) and len(node.value.elts) == 2
@@ -502,6 +502,12 @@ def your_names(obj) -> dict:
     seen["made_cache"] = lists - given
     seen["new_cache"] = (seen["new_cache"] - given) & lists
     names = {role: found.pop() for role, found in seen.items() if len(found) == 1}
+    if stepping and type(obj) is types.FunctionType and obj.__code__.co_argcount == 3:
+        # a step's parameters under the learner's names (awose, ami, iranti): a Fix that read model and
+        # tokens ran, pasted in 08, on the notebook's own model (a fuzzing pass)
+        for role, name in zip(("model", "tokens", "cache"), obj.__code__.co_varnames, strict=False):
+            if name != role:
+                names[role] = name
     if "heads" not in names and {"weights", "v"} <= names.keys():
         names["heads"] = f"({names['weights']} @ {names['v']})"     # the heads' outputs, written inline
     for axis, role in enumerate(("batch", "n", "d_model")):      # not unpacked: read from forward's input

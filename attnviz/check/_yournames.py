@@ -52,9 +52,11 @@ ROLES = {"scores": "scores", "q": "q", "query": "q", "k": "k", "key": "k", "v": 
          "d_model": "d_model", "new_cache": "new_cache", "layer": "layer", "new_key": "new_k",
          "new_value": "new_v", "past_keys": "past_k", "past_values": "past_v", "attention": "attention",
          "normed": "normed", "logits": "logits", "block": "block", "lengths": "lengths", "group": "group",
-         "n_new": "n_new", "n_all": "n_all", "mask": "mask", "past": "past"}
+         "n_new": "n_new", "n_all": "n_all", "mask": "mask", "past": "past", "model": "model",
+         "tokens": "tokens", "cache": "cache"}
 """The names Fix lines use, and what each stands for (new_key and new_value: a step's keys and values
-before it joins the cache's to them, written ``key`` and ``value`` in the catalog's lines)."""
+before it joins the cache's to them, written ``key`` and ``value`` in the catalog's lines; model,
+tokens and cache: a step's parameters)."""
 
 _DEFINING = {*ATTENTION_FIX_NAMES.values(), *DECODING_FIX_NAMES.values(), *MULTI_HEAD_FIX_NAMES.values()}
 """Fix lines that define the name a NameError was about: they stay in that name."""
