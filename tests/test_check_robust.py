@@ -135,3 +135,15 @@ def test_stopping_a_check_goes_through_the_guard(tmp_path, monkeypatch):
     module, _ = _load(tmp_path, "stop", NO_SCALE)
     with pytest.raises(KeyboardInterrupt):
         check_attention(module.my_attention)
+
+
+def test_a_tensor_method_returned_without_its_parentheses_is_named_so(tmp_path):
+    """``return mask.bool`` read "returned a builtin_function_or_method", which a replay's learner (04 c13)
+    could not tell from anything else they might have returned."""
+    module, _ = _load(tmp_path, "method", """
+def my_causal_mask(n):
+    return torch.ones(n, n).tril().bool
+""")
+    result = check_causal_mask(module.my_causal_mask)
+    assert "the tensor method .bool itself, not its result" in result.headline, repr(result)
+    assert ".bool()" in result.headline

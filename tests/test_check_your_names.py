@@ -280,6 +280,22 @@ def test_a_steps_parameters_under_other_names_are_the_names_its_fix_reads(tmp_pa
     assert check_decoding_step(_load(tmp_path, "yo_fixed", fixed).decode_step).passed
 
 
+def test_a_padding_loop_that_slices_the_query_axis_gets_the_keys_axis_sliced(tmp_path):
+    """mask[b, :L] = True on a (batch, 1, n) mask lets every key through; the catalog's mask = ... line,
+    pasted over the torch.zeros line, was undone by the loop below it (a replay's 04 p03)."""
+    source = """
+def my_padding_mask(lengths, n):
+    mask = torch.zeros(len(lengths), 1, n, dtype=torch.bool)
+    for b, L in enumerate(lengths):
+        mask[b, :L] = True
+    return mask
+"""
+    result = check_padding_mask(_load(tmp_path, "loop", source).my_padding_mask)
+    assert result.fix.startswith("mask[b, :, :L] = True   # in place of your line"), repr(result)
+    fixed = _pasted(source, "mask[b, :L]", result.fix)
+    assert check_padding_mask(_load(tmp_path, "loop_fixed", fixed).my_padding_mask).passed
+
+
 # fully masked rows set to 0 then renormalised over a floor of 1e-12: 0 in float16, so 0 / 0
 FLOORED = """
 def attend(q, k, v, mask=None):

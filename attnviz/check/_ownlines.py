@@ -130,7 +130,7 @@ from ._readers import (
 from ._stale import code_of, segment
 
 __all__ = ["own_line_fix", "unreturned_fix", "lengths_as_a_column", "lengths_kept_as_given",
-           "elementwise_blend"]
+           "keys_sliced_in_the_loop", "elementwise_blend"]
 
 
 def own_line_fix(obj, result, renamed: str) -> str | None:
@@ -229,6 +229,35 @@ def lengths_kept_as_given(obj, result) -> str | None:
             found.append(segment(source, node))
     line = the_one(found)
     return f"delete your line '{line}'   # {lengths} as given, 0 included, in their order" if line else None
+
+
+def keys_sliced_in_the_loop(obj, result) -> str | None:
+    """For a padding mask made ``(batch, 1, n)`` and filled in a loop over the sequences by a line that
+    slices its size-1 query axis (``mask[b, :L] = True``, which lets every key through): that line with
+    the keys' axis sliced, ``mask[b, :, :L] = True``; else None. The catalog's ``mask = ...`` line, pasted
+    over their ``torch.zeros`` line, left the loop to undo it (a replay's 04 p03)."""
+    if result.passed or result.checked != "check_padding_mask":
+        return None
+    made, found = set(), []
+    for _, node in statements(obj):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        call = node.value if isinstance(target, ast.Name) and isinstance(node.value, ast.Call) else None
+        if call is None or getattr(call.func, "attr", "") not in ("zeros", "ones", "full", "empty"):
+            continue
+        given = call.args[0] if call.args else None
+        sizes = given.elts if isinstance(given, (ast.Tuple, ast.List)) else call.args
+        if len(sizes) >= 3 and ast.unparse(sizes[1]) == "1":
+            made.add(target.id)
+    for source, node in statements(obj):
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        filled = isinstance(target, ast.Subscript) and getattr(target.value, "id", None) in made
+        index = target.slice if filled else None
+        if isinstance(index, ast.Tuple) and len(index.elts) == 2 and isinstance(index.elts[1], ast.Slice):
+            line, at = segment(source, node), index.elts[1].col_offset - node.col_offset
+            found.append(line[:at] + ":, " + line[at:])
+    line = the_one(found)
+    return (f"{line}   # in place of your line: the keys are the last axis; the one after the batch is the "
+            "queries', of size 1, and slicing it lets every key through") if line else None
 
 
 def _a_row(node, lengths: str) -> bool:

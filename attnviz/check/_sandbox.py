@@ -39,6 +39,7 @@ import struct
 import sys
 import threading
 import time
+import types
 import warnings
 from dataclasses import dataclass, field
 
@@ -200,6 +201,12 @@ def to_plain(value, depth=0):
             "items": [to_plain(item, depth + 1) for item in list(value)[:8]],
             "length": len(value),
         }
+    if type(value) is types.BuiltinMethodType and isinstance(value.__self__, torch.Tensor):
+        # t.bool without its parentheses: the method itself (a replay's 04 c13 read "a
+        # builtin_function_or_method" and could not tell why)
+        name = value.__name__
+        return {"kind": "odd", "what": f"the tensor method .{name} itself, not its result (its parentheses, "
+                                       f".{name}(), call it)"}
     try:
         name = type(value).__name__
     except BaseException:  # noqa: BLE001

@@ -23,7 +23,13 @@ import tokenize
 import types
 
 from ._catalog import ATTENTION_FIX_NAMES, DECODING_FIX_NAMES, MULTI_HEAD_FIX_NAMES
-from ._ownlines import lengths_as_a_column, lengths_kept_as_given, own_line_fix, unreturned_fix
+from ._ownlines import (
+    keys_sliced_in_the_loop,
+    lengths_as_a_column,
+    lengths_kept_as_given,
+    own_line_fix,
+    unreturned_fix,
+)
 from ._ownlines_shapes import swapped_unpack
 from ._readers import (
     cache_remade,
@@ -456,6 +462,9 @@ def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
         return result
     if "lengths" in parameters and (kept := lengths_kept_as_given(obj, result)):
         result.fix = kept
+        return result
+    if "lengths" in parameters and (sliced := keys_sliced_in_the_loop(obj, result)):
+        result.fix = sliced
         return result
     result.fix = _in_your_parameters(obj, result.fix, parameters)
     code, hash_, comment = result.fix.partition("   #")
