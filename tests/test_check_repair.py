@@ -49,6 +49,25 @@ def test_two_mistakes_on_two_lines_get_both_lines_changed_and_named(tmp_path):
     assert check_padding_mask(fixed.my_padding_mask).passed
 
 
+def test_a_changed_block_head_and_another_line_are_each_given_their_place(tmp_path):
+    """'for j in range(i + 1):; return m.bool()' was one Fix line: pasted as it was, a SyntaxError (a
+    replay's 04 c02). A block's head now stands alone, the other line and its place in the comment."""
+    source = """
+def my_causal_mask(n):
+    m = torch.zeros(n, n, dtype=torch.int)
+    for i in range(n):
+        for j in range(i):
+            m[i, j] = 1
+    return m
+"""
+    result = check_causal_mask(_load(tmp_path, "head", source).my_causal_mask)
+    assert result.fix.startswith("for j in range(i + 1):   # in place of your line 'for j in range(i):', and "
+                                 "return m.bool() in place of your line 'return m': "), result.fix
+    fixed = source.replace("for j in range(i):", "for j in range(i + 1):")
+    fixed = fixed.replace("return m", "return m.bool()")
+    assert check_causal_mask(_load(tmp_path, "head_fixed", fixed).my_causal_mask).passed
+
+
 @pytest.mark.parametrize(("line", "fix"), [
     ("return torch.ones(n, n, dtype=torch.bool).triu(1)",
      "return torch.ones(n, n, dtype=torch.bool).tril()   # in place of your line: tril() where you wrote "

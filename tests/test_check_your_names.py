@@ -296,6 +296,32 @@ def my_padding_mask(lengths, n):
     assert check_padding_mask(_load(tmp_path, "loop_fixed", fixed).my_padding_mask).passed
 
 
+def test_a_steps_heads_viewed_without_a_transpose_get_their_three_lines(tmp_path):
+    """view(b, model.n_heads, t, dh) for the queries, keys and values: the Fix was x.view(batch, n, n_heads,
+    d_head).transpose(1, 2), none of the step's names, n_heads for keys and values too, and four rounds of
+    NameError followed (a replay's 08 d18)."""
+    split = """        query = split_heads(attention.W_q(normed), model.n_heads)
+        key = split_heads(attention.W_k(normed), model.n_kv_heads)
+        value = split_heads(attention.W_v(normed), model.n_kv_heads)
+"""
+    viewed = """        b, t, dh = normed.shape[0], normed.shape[1], model.d_head
+        query = attention.W_q(normed).view(b, model.n_heads, t, dh)
+        key = attention.W_k(normed).view(b, model.n_kv_heads, t, dh)
+        value = attention.W_v(normed).view(b, model.n_kv_heads, t, dh)
+"""
+    assert split in DECODING_RIGHT
+    source = DECODING_RIGHT.replace(split, viewed)
+    result = check_decoding_step(_load(tmp_path, "vw", source).decode_step)
+    assert result.bug == "heads_split_without_transpose", repr(result)
+    assert result.fix.startswith("query = attention.W_q(normed).view(b, t, model.n_heads, dh)"
+                                 ".transpose(1, 2); key = "), result.fix
+    assert "# in place of your three lines" in result.fix
+    lines = source.split("\n")
+    at = next(i for i, line in enumerate(lines) if line.strip().startswith("query = attention.W_q"))
+    lines[at:at + 3] = [" " * 8 + line for line in result.fix.split("   #")[0].split("; ")]
+    assert check_decoding_step(_load(tmp_path, "vw_fixed", "\n".join(lines)).decode_step).passed
+
+
 # fully masked rows set to 0 then renormalised over a floor of 1e-12: 0 in float16, so 0 / 0
 FLOORED = """
 def attend(q, k, v, mask=None):

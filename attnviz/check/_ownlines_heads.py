@@ -57,8 +57,13 @@ def split_then_transposed(obj, result, renamed) -> str | None:
                 continue
             width = call.args[-1]
             heads = call.args[-3]
-            if not (isinstance(width, ast.BinOp) and isinstance(width.op, ast.FloorDiv)
-                    and ast.unparse(width.right) == ast.unparse(heads)):
+            divided = isinstance(width, ast.BinOp) and isinstance(width.op, ast.FloorDiv) and \
+                ast.unparse(width.right) == ast.unparse(heads)
+            # or a count of heads by its name (view(b, model.n_kv_heads, t, dh): a replay's 08 d18, whose
+            # queries, keys and values were split so on three lines, was given x.view(batch, n, n_heads,
+            # d_head).transpose(1, 2), none of its names)
+            stepping = result.checked == "check_decoding_step"
+            if not (divided or (stepping and len(call.args) == 4 and "heads" in ast.unparse(heads))):
                 continue
             at = len(call.args) - 3
             text = [segment(source, a) for a in call.args]
@@ -66,9 +71,12 @@ def split_then_transposed(obj, result, renamed) -> str | None:
             made = f"{segment(source, func)}({', '.join(text)}).transpose({at}, {at + 1})"
             line = segment(source, node)
             found.append(line.replace(segment(source, call), made, 1))
+    why = "positions first, then the heads moved in front of them (a reshape alone cuts each head from the " \
+        "positions)"
+    if result.checked == "check_decoding_step":    # a step's own queries, keys and values: its lines for all
+        return your_lines(found, why)
     line = the_one(found)
-    return line + "   # in place of your line: positions first, then the heads moved in front of them (a " \
-        "reshape alone cuts each head from the positions)" if line else None
+    return f"{line}   # in place of your line: {why}" if line else None
 
 
 def _tiled(call) -> tuple | None:

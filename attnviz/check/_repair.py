@@ -511,6 +511,13 @@ def _fix(cell: _Cell, chosen) -> str:
         said = f"{new} where you wrote {old}"
     else:
         said = "; ".join(e.said for e in (first, *rest))
+    if len(new_lines) == 2 and any(line.endswith(":") for line in new_lines):
+        # a block's head (for j in range(i + 1):) cannot share a line with another statement: "a:; b" was a
+        # SyntaxError when pasted (a replay's 04 c02), so the second line goes in the comment, each with its
+        # place
+        old = [text.code_of(number).strip() for number in sorted(lines)]
+        return (f"{new_lines[0]}   # in place of your line '{old[0]}', and {new_lines[1]} in place of your "
+                f"line '{old[1]}': {said}")
     return "; ".join(new_lines) + f"   # in place of your {which}: {said}"
 
 
