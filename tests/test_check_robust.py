@@ -118,6 +118,9 @@ def test_a_slip_of_the_checkers_own_reading_is_a_verdict_in_plain_words(tmp_path
 
     monkeypatch.setattr(attention, "fix_in_your_names", slips)
     module, _ = _load(tmp_path, "any", NO_SCALE)
+    with pytest.raises(KeyError):       # in the tests, the slip itself (tests/conftest.py)
+        check_attention(module.my_attention)
+    monkeypatch.delenv("ATTNVIZ_CHECK_RAISE")       # as a learner has it
     result = check_attention(module.my_attention)
     assert not result.passed and result.status == "problem" and result.bug is None
     assert result.headline.startswith("the checker could not finish reading your code"), repr(result)

@@ -322,6 +322,20 @@ def test_a_steps_heads_viewed_without_a_transpose_get_their_three_lines(tmp_path
     assert check_decoding_step(_load(tmp_path, "vw_fixed", "\n".join(lines)).decode_step).passed
 
 
+def test_lengths_made_a_list_get_a_fix_that_reads_them_as_a_tensor(tmp_path):
+    """lengths = lengths.tolist(), then a list comprehension: the Fix indexed the list [:, None], a
+    TypeError, and the next verdict only said to run the function by hand (a replay's 04 p12)."""
+    source = """
+def my_padding_mask(lengths, n):
+    lengths = lengths.tolist()
+    return torch.tensor([[1] * l + [0] * (n - l) for l in lengths])
+"""
+    result = check_padding_mask(_load(tmp_path, "ls", source).my_padding_mask)
+    assert "torch.as_tensor(lengths)[:, None]" in result.fix.split("   #")[0], repr(result)
+    fixed = _pasted(source, "return torch.tensor", result.fix)
+    assert check_padding_mask(_load(tmp_path, "ls_fixed", fixed).my_padding_mask).passed
+
+
 # fully masked rows set to 0 then renormalised over a floor of 1e-12: 0 in float16, so 0 / 0
 FLOORED = """
 def attend(q, k, v, mask=None):

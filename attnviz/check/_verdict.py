@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import html
+import os
 import re
 from dataclasses import dataclass, field
 
@@ -185,12 +186,15 @@ def never_raises(check):
     or object raises (a shape of code no reader foresaw, an object whose ``__getattr__`` raises) becomes a
     verdict in plain words, never a traceback in the learner's notebook. The learner's code itself runs in
     the child, whose errors are verdicts already; KeyboardInterrupt (the learner stopping the cell) goes
-    through."""
+    through. With ``ATTNVIZ_CHECK_RAISE=1`` in the environment (the tests set it) the error is raised as
+    it is: a test must see the checker's slip, not a verdict that hides it."""
     @functools.wraps(check)
     def wrapper(fn, *args, **kwargs):
         try:
             return check(fn, *args, **kwargs)
         except Exception as err:  # noqa: BLE001 - the checker's own slip, told as such
+            if os.environ.get("ATTNVIZ_CHECK_RAISE") == "1":
+                raise
             said = f"{type(err).__name__}: {err}"
             said = said if len(said) <= 200 else said[:197] + "..."
             return problem(check.__name__, (
