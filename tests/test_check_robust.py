@@ -150,3 +150,22 @@ def my_causal_mask(n):
     result = check_causal_mask(module.my_causal_mask)
     assert "the tensor method .bool itself, not its result" in result.headline, repr(result)
     assert ".bool()" in result.headline
+
+
+def test_the_checkers_read_columns_and_code_objects_only_through_their_own_readers():
+    """docs/checkers.md's two rules for readers: a node's text by _stale.segment (character columns; a
+    learner's é put ast.get_source_segment's byte columns off), a code object by _stale.code_of (getattr
+    runs a learner's object's own __getattr__ in the kernel)."""
+    import ast
+    from pathlib import Path
+
+    import attnviz.check
+
+    found = []
+    for path in sorted(Path(attnviz.check.__file__).parent.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            call = ast.unparse(node.func) if isinstance(node, ast.Call) else ""
+            code_read = call == "getattr" and len(node.args) > 1 and ast.unparse(node.args[1]) == "'__code__'"
+            if call == "ast.get_source_segment" or code_read:
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert not found, "\n".join(found)
