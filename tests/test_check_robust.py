@@ -78,11 +78,9 @@ def test_an_object_whose_getattr_raises_is_never_asked_for_attributes_in_the_ker
     module, _ = _load(tmp_path, "configured", NO_SCALE + CONFIGURED + """
 attention = Configured(my_attention, verbose=False)
 padding = Configured(lambda lengths, n: (torch.arange(n)[None, :] <= lengths[:, None])[:, None, :])
-causal = Configured(lambda n: torch.ones(n, n, dtype=torch.bool).triu(1))
 """)
     assert check_attention(module.attention).bug == "missing_scale"
     assert check_padding_mask(module.padding).bug == "padding_off_by_one"
-    assert check_causal_mask(module.causal).bug == "mask_inverted"
 
 
 def test_a_module_whose_init_is_a_lambda_gets_its_verdict(tmp_path):
@@ -169,3 +167,44 @@ def test_the_checkers_read_columns_and_code_objects_only_through_their_own_reade
             if call == "ast.get_source_segment" or code_read:
                 found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
     assert not found, "\n".join(found)
+
+
+def test_no_attribute_is_looked_up_on_a_learners_object_in_the_kernel(tmp_path):
+    """A callable object's own __getattr__ ran in the kernel when the checkers read its signature,
+    __wrapped__ or __name__ (one that slept 3 s per lookup made check_causal_mask take 36 s past its time
+    limit; one that looped would hang the kernel). Its class's __call__ is read instead."""
+    module, _ = _load(tmp_path, "recorded", """
+asked = []
+
+class Recorded:
+    def __getattr__(self, name):
+        asked.append(name)
+        raise AttributeError(name)
+
+class Causal(Recorded):
+    def __call__(self, n):
+        return torch.ones(n, n, dtype=torch.bool).triu(1)
+
+class Padding(Recorded):
+    def __call__(self, lengths, n):
+        return (torch.arange(n)[None, :] <= lengths[:, None])[:, None, :]
+
+causal, padding = Causal(), Padding()
+
+def traced(fn):
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    functools.update_wrapper(wrapper, wrapper)
+    return wrapper
+
+@traced
+def attention(q, k, v, mask=None):
+    scores = q @ k.transpose(-2, -1)
+    if mask is not None:
+        scores = scores.masked_fill(~mask, torch.finfo(scores.dtype).min)
+    return torch.softmax(scores, dim=-1) @ v
+""")
+    assert check_causal_mask(module.causal).bug == "mask_inverted"
+    assert check_padding_mask(module.padding).bug == "padding_off_by_one"
+    assert module.asked == [], module.asked
+    assert check_attention(module.attention).bug == "missing_scale"      # a wrapper loop, through _readers

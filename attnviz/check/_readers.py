@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import ast
 import functools
-import inspect
 import linecache
 import re
 import types
 
-from ._stale import code_objects, names_used, own_functions, segment, source_of, syntax_tree
+from ._stale import code_objects, names_used, own_functions, segment, source_of, syntax_tree, unwrapped
 
 __all__ = ["assigned", "cache_remade", "einsum_terms", "embed_line", "embedded", "fused", "helpers",
            "inline_scores", "names_a", "one_line_statements", "operands", "parsed", "returned",
@@ -786,7 +785,7 @@ def _weights_by_their_values(obj, nodes, seen: dict) -> None:
     dim=-1).exp()``)."""
     # @torch.no_grad() and the like; only a function is looked into (an object's own __getattr__, the
     # learner's code, would run here in the kernel)
-    obj = inspect.unwrap(obj) if type(obj) is types.FunctionType else obj
+    obj = unwrapped(obj)
     if type(obj) is not types.FunctionType or obj.__code__.co_argcount < 3:
         return
     code = obj.__code__

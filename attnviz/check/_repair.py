@@ -29,7 +29,7 @@ import torch
 
 from ._rules import NO_KNOWN_BUG
 from ._sandbox import run_steps
-from ._stale import code_of, syntax_tree
+from ._stale import code_of, syntax_tree, unwrapped
 
 __all__ = ["Edit", "diagonal_moved", "edits", "repaired"]
 
@@ -310,7 +310,7 @@ class _Cell:
 def _cell(fn) -> _Cell | None:
     """The learner's function read from its cell (or file), with the helpers it calls there; None for
     anything else (a closure, a lambda, a method, code without text)."""
-    fn = inspect.unwrap(fn)                 # under functools.cache or lru_cache: the def is rebuilt with it
+    fn = unwrapped(fn)                      # under functools.cache or lru_cache: the def is rebuilt with it
     code = code_of(fn)
     if type(fn) is not types.FunctionType or code.co_freevars or fn.__name__ == "<lambda>":
         return None
@@ -401,7 +401,7 @@ def _compiled(cell: _Cell, chosen):
 
 
 def _built(fn, code, name):
-    namespace = dict(inspect.unwrap(fn).__globals__)
+    namespace = dict(unwrapped(fn).__globals__)
     exec(code, namespace)   # noqa: S102 - the learner's own definitions, changed, in a child process
     return namespace[name]
 
@@ -471,7 +471,7 @@ def _proxy(fn, code, name):
         return made["fn"](*args, **kwargs)
 
     changed.__signature__ = inspect.signature(fn)
-    changed.__name__ = inspect.unwrap(fn).__name__
+    changed.__name__ = unwrapped(fn).__name__
     return changed
 
 

@@ -30,7 +30,8 @@ from ._verdict import fixes_shown
 
 __all__ = ["stale_note", "ran_note", "below_stub", "above_stub", "with_stale_note", "globals_read",
            "values_read", "shared_defaults", "code_objects", "own_functions", "names_used", "code_notes",
-           "globals_note", "library_used", "syntax_tree", "segment", "source_of", "code_of"]
+           "globals_note", "library_used", "syntax_tree", "segment", "source_of", "code_of", "unwrapped",
+           "signature_of"]
 
 
 @functools.lru_cache(maxsize=256)
@@ -107,6 +108,41 @@ def code_of(obj):
     if type(obj) is types.MethodType:
         obj = obj.__func__
     return obj.__code__ if type(obj) is types.FunctionType else None
+
+
+def unwrapped(obj):
+    """What a learner's function wraps (``@functools.wraps``, ``functools.lru_cache`` and the like:
+    ``__wrapped__`` in the wrapper's own ``__dict__``), read without running anything of the learner's (an
+    object's own ``__getattr__``), and stopped at a wrapper loop (``functools.update_wrapper(wrapper,
+    wrapper)``, where ``inspect.unwrap`` raises ValueError); anything else as it is."""
+    seen = set()
+    while id(obj) not in seen:
+        seen.add(id(obj))
+        try:
+            own = object.__getattribute__(obj, "__dict__")
+        except AttributeError:
+            break
+        if type(own) is not dict or "__wrapped__" not in own:
+            break
+        obj = own["__wrapped__"]
+    return obj
+
+
+def signature_of(fn) -> inspect.Signature:
+    """``inspect.signature`` of a learner's function (what it wraps: :func:`unwrapped`), or of a callable
+    object's class ``__call__`` (its ``self`` left out): read from the class, not the object, whose own
+    ``__getattr__`` would run in the kernel for ``__signature__`` and ``__wrapped__``. TypeError for
+    anything else."""
+    fn = unwrapped(fn)
+    if type(fn) is types.FunctionType and "__wrapped__" in fn.__dict__:       # a wrapper loop: nothing known
+        raise TypeError("a wrapper that wraps itself")
+    if type(fn) in (types.FunctionType, types.MethodType, functools.partial):    # nothing of the learner's
+        return inspect.signature(fn, follow_wrapped=False)                        # runs to read these
+    call = vars(type(fn)).get("__call__")
+    if type(call) is not types.FunctionType:
+        raise TypeError(f"no signature read from a {type(fn).__name__}")
+    signature = inspect.signature(call, follow_wrapped=False)
+    return signature.replace(parameters=list(signature.parameters.values())[1:])
 
 
 def code_objects(code) -> list:

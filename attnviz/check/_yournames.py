@@ -479,7 +479,8 @@ def mask_fix_in_your_names(obj, result, parameters: tuple = ()):
                       "from this call's arguments each time, not handed back from an earlier call")
         return result
     expression, where = returned(obj), "your return line"
-    if expression is not None and cell_returns(obj) > 1 and getattr(obj, "__name__", "").isidentifier():
+    named = obj.__name__ if type(obj) in (types.FunctionType, type) else ""   # not an object's __getattr__
+    if expression is not None and cell_returns(obj) > 1 and named.isidentifier():
         where = f"your return line in {obj.__name__}"       # a helper's or a class's return beside it
     if expression is None and (expression := last_returned(obj)):     # case 0: ..., case 1: ..., then this
         where = f"your line return {expression}"

@@ -25,7 +25,7 @@ from ._reference import causal, in_neutral, padding
 from ._repair import repaired
 from ._rules import missing_torch_name, rules
 from ._run import TIME_LIMIT, Odd, guarded_call, rebuild, shape_str
-from ._stale import code_notes, code_of, globals_note, library_used, with_stale_note
+from ._stale import code_notes, code_of, globals_note, library_used, signature_of, with_stale_note
 from ._stops import where_note
 from ._yournames import mask_fix_in_your_names
 
@@ -603,13 +603,14 @@ def _takes_two(fn):
     """Whether ``fn`` takes (n_q, n_k): a second size it needs, or an optional one named like the keys'
     count. An optional second parameter of another name (device, dtype, diagonal) is left alone."""
     try:
-        bound = inspect.signature(fn).bind(3, 5)
-    except Exception:  # noqa: BLE001 - a learner's object's own __signature__ or __getattr__ may raise anything
+        signature = signature_of(fn)
+        bound = signature.bind(3, 5)
+    except (TypeError, ValueError):
         return False
     names = list(bound.arguments)
     if len(names) < 2:                   # (3, 5) went into *args
         return True
-    second = inspect.signature(fn).parameters[names[1]]
+    second = signature.parameters[names[1]]
     return second.default is inspect.Parameter.empty or bool(_KEYS.match(second.name))
 
 
