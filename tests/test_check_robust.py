@@ -35,6 +35,15 @@ class Configured:
 """
 
 
+# a decorator that wraps with itself (meant: update_wrapper(wrapper, fn)): a wrapper loop
+TRACED = """
+def traced(fn):
+    def wrapper(*args, **kwargs):
+        return fn(*args, **kwargs)
+    functools.update_wrapper(wrapper, wrapper)
+    return wrapper
+"""
+
 def _load(tmp_path, name, source):
     path = tmp_path / f"{name}.py"
     path.write_text(HEAD + textwrap.dedent(source), encoding="utf-8")
@@ -58,13 +67,7 @@ def test_a_file_saved_in_the_middle_of_an_edit_still_gets_its_verdict(tmp_path):
 
 def test_a_wrapper_that_wraps_itself_still_gets_its_verdict(tmp_path):
     """functools.update_wrapper(wrapper, wrapper) makes a wrapper loop: inspect raised ValueError."""
-    module, _ = _load(tmp_path, "loop", """
-def traced(fn):
-    def wrapper(*args, **kwargs):
-        return fn(*args, **kwargs)
-    functools.update_wrapper(wrapper, wrapper)
-    return wrapper
-
+    module, _ = _load(tmp_path, "loop", TRACED + """
 @traced
 def my_causal_mask(n):
     return torch.ones(n, n, dtype=torch.bool).triu(1)
@@ -190,13 +193,7 @@ class Padding(Recorded):
         return (torch.arange(n)[None, :] <= lengths[:, None])[:, None, :]
 
 causal, padding = Causal(), Padding()
-
-def traced(fn):
-    def wrapper(*args, **kwargs):
-        return fn(*args, **kwargs)
-    functools.update_wrapper(wrapper, wrapper)
-    return wrapper
-
+""" + TRACED + """
 @traced
 def attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1)
