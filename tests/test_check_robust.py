@@ -151,6 +151,12 @@ def my_causal_mask(n):
     result = check_causal_mask(module.my_causal_mask)
     assert "the tensor method .bool itself, not its result" in result.headline, repr(result)
     assert ".bool()" in result.headline
+    # and the Fix is the learner's own line, called (it was return output, a name their code lacked)
+    module, _ = _load(tmp_path, "uncalled", NO_SCALE.replace("weights = torch.softmax(scores, dim=-1)",
+                                                             "weights = torch.softmax(scores / 4, dim=-1)")
+                      .replace("return weights @ v, weights", "return (weights @ v).contiguous"))
+    result = check_attention(module.my_attention)
+    assert result.fix.startswith("return (weights @ v).contiguous()   # in place of your line"), repr(result)
 
 
 def test_the_checkers_read_columns_and_code_objects_only_through_their_own_readers():

@@ -19,6 +19,7 @@ product taken entry by entry, lengths made a row).
 from __future__ import annotations
 
 import ast
+import re
 import types
 
 from ._learner_lines import statements
@@ -146,6 +147,26 @@ def own_line_fix(obj, result, renamed: str) -> str | None:
         if line:
             return line
     return None
+
+
+_UNCALLED = re.compile(r"the tensor method \.(\w+) itself, not its result")
+
+
+def called(obj, result, renamed) -> str | None:
+    """For a tensor method returned without its parentheses (``return out.contiguous``): the learner's one
+    line that returns it, with them (``return out.contiguous()``); else None (the catalog's ``return
+    output`` named an ``output`` their code may not have)."""
+    said = _UNCALLED.search(result.headline)
+    found = []
+    for source, node in statements(obj) if said else ():
+        value = node.value if isinstance(node, ast.Return) else None
+        parts = value.elts if isinstance(value, ast.Tuple) else [value] if value is not None else []
+        bare = [p for p in parts if isinstance(p, ast.Attribute) and p.attr == said[1]]
+        if len(bare) == 1:
+            line, at = segment(source, node), bare[0].end_col_offset - node.col_offset
+            found.append(line[:at] + "()" + line[at:])
+    line = the_one(found)
+    return f"{line}   # in place of your line: .{said[1]}() calls the method" if line else None
 
 
 def unreturned_fix(obj, result, renamed: str = "") -> str | None:
@@ -294,6 +315,7 @@ RULES = (
     (_bug("gradient_blocked"), numpy_left),
     (_bug("dropout_left_on"), dropout_only_in_training),
     (lambda result: "returned None" in result.headline, unreturned_fix),
+    (lambda result: "itself, not its result" in result.headline, called),
     (lambda result: result.fix.startswith("run the cell that defines or imports "), dangling),
     (lambda result: result.fix.startswith("run the cell that defines or imports "), out_of_reach),
     (lambda result: any("einsum(): the number of subscripts" in line for line in result.observed),
